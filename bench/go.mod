@@ -1,0 +1,13 @@
+module github.com/runehost/runehost/bench
+
+go 1.26
+
+require (
+	github.com/runehost/runehost v0.0.0
+	github.com/yuin/gopher-lua v1.1.2
+	go.starlark.net v0.0.0-20260908191801-89a6a09411d5
+)
+
+require golang.org/x/sys v0.44.0 // indirect
+
+replace github.com/runehost/runehost => ../

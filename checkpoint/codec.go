@@ -1,0 +1,239 @@
+// codec.go holds Encode and the strict, bounded Decode of checkpoints.
+
+package checkpoint
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/fxamacker/cbor/v2"
+)
+
+// Limits on a checkpoint.
+const (
+	MaxSize    = 64 << 20 // encoded bytes
+	MaxObjects = 1 << 22  // heap objects; also the largest array accepted
+)
+
+var (
+	encMode cbor.EncMode
+	decMode cbor.DecMode
+)
+
+func init() {
+	var err error
+	encMode, err = cbor.CoreDetEncOptions().EncMode()
+	if err != nil {
+		panic(err)
+	}
+	decMode, err = cbor.DecOptions{
+		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
+		IndefLength:       cbor.IndefLengthForbidden,
+		MaxNestedLevels:   16,
+		MaxArrayElements:  MaxObjects,
+		MaxMapPairs:       64,
+		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
+		UTF8:              cbor.UTF8RejectInvalid,
+	}.DecMode()
+	if err != nil {
+		panic(err)
+	}
+}
+
+// wire is the outer layout: the header, then the body as a byte string.
+type wire struct {
+	_      struct{} `cbor:",toarray"`
+	Header cbor.RawMessage
+	Body   []byte
+}
+
+// Encode encodes a checkpoint deterministically.
+func Encode(c *Checkpoint) ([]byte, error) {
+	h, err := encMode.Marshal(&c.Header)
+	if err != nil {
+		return nil, fmt.Errorf("encode checkpoint header: %w", err)
+	}
+	var body []byte
+	if c.Machine != nil {
+		if body, err = encMode.Marshal(c.Machine); err != nil {
+			return nil, fmt.Errorf("encode checkpoint body: %w", err)
+		}
+	}
+	out, err := encMode.Marshal(wire{Header: h, Body: body})
+	if err != nil {
+		return nil, fmt.Errorf("encode checkpoint: %w", err)
+	}
+	if len(out) > MaxSize {
+		return nil, &DecodeError{Err: ErrTooLarge, Where: "checkpoint", Detail: fmt.Sprintf("%d bytes, limit %d", len(out), MaxSize)}
+	}
+	return out, nil
+}
+
+// Expect is what a caller requires of a checkpoint before its body is decoded.
+type Expect struct {
+	Semantics uint64 // required semantics version
+	Program   []byte // required program hash; nil accepts any
+}
+
+func split(b []byte) (*wire, *Header, error) {
+	if len(b) > MaxSize {
+		return nil, nil, decodeErr(ErrTooLarge, "checkpoint", "%d bytes, limit %d", len(b), MaxSize)
+	}
+	var w wire
+	if err := decMode.Unmarshal(b, &w); err != nil {
+		return nil, nil, decodeErr(ErrMalformed, "checkpoint", "%v", err)
+	}
+	var h Header
+	if err := decMode.Unmarshal(w.Header, &h); err != nil {
+		return nil, nil, decodeErr(ErrMalformed, "header", "%v", err)
+	}
+	if h.Format != Format {
+		return nil, nil, decodeErr(ErrFormat, "header", "format %d, this build reads format %d", h.Format, Format)
+	}
+	if err := h.validate(); err != nil {
+		return nil, nil, err
+	}
+	return &w, &h, nil
+}
+
+// DecodeHeader decodes and validates only the header.
+func DecodeHeader(b []byte) (*Header, error) {
+	_, h, err := split(b)
+	return h, err
+}
+
+// Decode decodes a checkpoint after checking its header against want; a
+// checkpoint of another semantics version or program is refused before the
+// body is decoded. The result is structurally valid; whether it fits the
+// program (function indices, stack depths) is for the machine to check.
+func Decode(b []byte, want Expect) (*Checkpoint, error) {
+	w, h, err := split(b)
+	if err != nil {
+		return nil, err
+	}
+	if h.Semantics != want.Semantics {
+		return nil, decodeErr(ErrSemantics, "header", "checkpoint has semantics version %d, this machine runs version %d", h.Semantics, want.Semantics)
+	}
+	if want.Program != nil && !bytes.Equal(h.Program, want.Program) {
+		return nil, decodeErr(ErrProgram, "header", "checkpoint is of program %x, not %x", short(h.Program), short(want.Program))
+	}
+	var m Machine
+	if err := decMode.Unmarshal(w.Body, &m); err != nil {
+		return nil, decodeErr(ErrMalformed, "body", "%v", err)
+	}
+	if err := m.validate(); err != nil {
+		return nil, err
+	}
+	return &Checkpoint{Header: *h, Machine: &m}, nil
+}
+
+func short(h []byte) []byte {
+	if len(h) > 8 {
+		return h[:8]
+	}
+	return h
+}
+
+func (h *Header) validate() error {
+	bad := func(format string, args ...any) error { return decodeErr(ErrMalformed, "header", format, args...) }
+	if len(h.Program) != 32 {
+		return bad("program hash has %d bytes, want 32", len(h.Program))
+	}
+	if h.Status >= numStatus {
+		return bad("status %d", h.Status)
+	}
+	switch h.Status {
+	case Acting, Awaiting:
+		if h.Pending == nil {
+			return bad("status %s without a pending suspension", h.Status)
+		}
+		if (h.Status == Acting) != (h.Pending.Kind == PendingAct) || (h.Pending.Kind != PendingAct && h.Pending.Kind != PendingAwait) {
+			return bad("status %s with pending kind %d", h.Status, h.Pending.Kind)
+		}
+		if h.Pending.Kind == PendingAct && h.Pending.Tag == "" {
+			return bad("pending act without a tag")
+		}
+		if _, err := DecodeData(h.Pending.Args); err != nil {
+			return err
+		}
+	default:
+		if h.Pending != nil {
+			return bad("status %s with a pending suspension", h.Status)
+		}
+	}
+	if (h.Status == Done) != (h.Result != nil) {
+		return bad("status %s and result presence disagree", h.Status)
+	}
+	if h.Result != nil {
+		if _, err := DecodeData(h.Result); err != nil {
+			return err
+		}
+	}
+	if (h.Status == Failed) != (h.Error != nil) {
+		return bad("status %s and error presence disagree", h.Status)
+	}
+	if h.Error != nil && h.Error.Data != nil {
+		if _, err := DecodeData(h.Error.Data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validate checks the body's internal consistency: every reference in
+// range, every object well formed. It does not know the program.
+func (m *Machine) validate() error {
+	bad := func(format string, args ...any) error { return decodeErr(ErrMalformed, "body", format, args...) }
+	n := uint64(len(m.Heap))
+	checkVals := func(where string, vals []Val) error {
+		for i, v := range vals {
+			if v.Kind == ValRef && v.N >= n {
+				return bad("%s[%d] refers to object %d of %d", where, i, v.N, n)
+			}
+		}
+		return nil
+	}
+	if err := checkVals("globals", m.Globals); err != nil {
+		return err
+	}
+	if err := checkVals("stack", m.Stack); err != nil {
+		return err
+	}
+	for i, o := range m.Heap {
+		if o.Kind == 0 || o.Kind >= numObjKinds {
+			return bad("object %d has kind %d", i, o.Kind)
+		}
+		if err := checkVals(fmt.Sprintf("object %d", i), o.Items); err != nil {
+			return err
+		}
+		switch o.Kind {
+		case ObjMap:
+			if len(o.Items)%2 != 0 {
+				return bad("map object %d has an odd number of items", i)
+			}
+		case ObjCell, ObjIter:
+			if len(o.Items) != 1 {
+				return bad("object %d of kind %d has %d items, want 1", i, o.Kind, len(o.Items))
+			}
+		case ObjError:
+			if len(o.Items) != 4 || o.Items[0].Kind != ValStr || o.Items[1].Kind != ValStr || o.Items[3].Kind != ValStr {
+				return bad("error object %d is malformed", i)
+			}
+		}
+	}
+	sp := uint32(len(m.Stack))
+	for i, f := range m.Frames {
+		if f.Base > sp || (i > 0 && f.Base < m.Frames[i-1].Base) {
+			return bad("frame %d has base %d (stack %d)", i, f.Base, sp)
+		}
+		if f.Closure != 0 && uint64(f.Closure-1) >= n {
+			return bad("frame %d refers to object %d of %d", i, f.Closure-1, n)
+		}
+	}
+	for i, h := range m.Handlers {
+		if int(h.Frame) >= len(m.Frames) || h.SP > sp || (i > 0 && h.Frame < m.Handlers[i-1].Frame) {
+			return bad("handler %d is out of range", i)
+		}
+	}
+	return nil
+}

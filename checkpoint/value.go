@@ -1,0 +1,330 @@
+// value.go holds Val, one machine slot, and the data values that cross the
+// machine's boundary (input, state, act arguments and replies, results).
+
+package checkpoint
+
+import (
+	"fmt"
+	"math"
+)
+
+// ValKind says what a Val holds.
+type ValKind uint8
+
+// The kinds of Val.
+const (
+	ValNil     ValKind = iota
+	ValBool            // N is 0 or 1
+	ValInt             // N holds the int64 bits
+	ValFloat           // N holds the float64 bits
+	ValStr             // S
+	ValRef             // N indexes Machine.Heap
+	ValBuiltin         // N indexes the built-in table
+	ValUndef           // an unassigned slot
+)
+
+// Val is one machine slot: a scalar, a string, or a reference to a heap object.
+type Val struct {
+	Kind ValKind
+	N    uint64
+	S    string
+}
+
+// AppendVal appends the CBOR encoding of v.
+func AppendVal(b []byte, v Val) []byte {
+	switch v.Kind {
+	case ValNil:
+		return append(b, simpleNull)
+	case ValBool:
+		if v.N != 0 {
+			return append(b, simpleTrue)
+		}
+		return append(b, simpleFalse)
+	case ValInt:
+		return appendInt(b, int64(v.N))
+	case ValFloat:
+		return appendFloat(b, math.Float64frombits(v.N))
+	case ValStr:
+		return appendText(b, v.S)
+	case ValRef:
+		return appendHead(appendHead(b, majTag, TagRef), majUint, v.N)
+	case ValBuiltin:
+		return appendHead(appendHead(b, majTag, TagBuiltin), majUint, v.N)
+	default:
+		return append(b, simpleUndef)
+	}
+}
+
+// MarshalCBOR implements cbor.Marshaler.
+func (v Val) MarshalCBOR() ([]byte, error) { return AppendVal(nil, v), nil }
+
+// UnmarshalCBOR implements cbor.Unmarshaler.
+func (v *Val) UnmarshalCBOR(b []byte) error {
+	r := &reader{b: b, where: "slot"}
+	var err error
+	*v, err = r.val()
+	if err == nil && r.off != len(b) {
+		err = r.fail("trailing bytes")
+	}
+	return err
+}
+
+func (r *reader) val() (Val, error) {
+	major, arg, info, err := r.head()
+	if err != nil {
+		return Val{}, err
+	}
+	switch major {
+	case majUint:
+		if arg > math.MaxInt64 {
+			return Val{}, r.fail("integer overflows int64")
+		}
+		return Val{Kind: ValInt, N: arg}, nil
+	case majNeg:
+		if arg > math.MaxInt64 {
+			return Val{}, r.fail("integer overflows int64")
+		}
+		return Val{Kind: ValInt, N: uint64(-int64(arg) - 1)}, nil
+	case majText:
+		s, err := r.text(arg)
+		return Val{Kind: ValStr, S: s}, err
+	case majTag:
+		kind := ValRef
+		switch arg {
+		case TagRef:
+		case TagBuiltin:
+			kind = ValBuiltin
+		default:
+			return Val{}, r.fail("unexpected tag %d in a slot", arg)
+		}
+		m, n, _, err := r.head()
+		if err != nil {
+			return Val{}, err
+		}
+		if m != majUint {
+			return Val{}, r.fail("tag %d must hold an unsigned integer", arg)
+		}
+		return Val{Kind: kind, N: n}, nil
+	case majSimple:
+		switch info {
+		case 20:
+			return Val{Kind: ValBool}, nil
+		case 21:
+			return Val{Kind: ValBool, N: 1}, nil
+		case 22:
+			return Val{Kind: ValNil}, nil
+		case 23:
+			return Val{Kind: ValUndef}, nil
+		case 25, 26, 27:
+			f, err := r.float(info, arg)
+			return Val{Kind: ValFloat, N: math.Float64bits(f)}, err
+		}
+	}
+	return Val{}, r.fail("unexpected CBOR item (major type %d) in a slot", major)
+}
+
+// Data values cross the machine's boundary as trees: nil, bool, int64,
+// float64, string, []any (a list) and *Map. They cannot hold functions,
+// errors or cycles.
+
+// Map is an insertion-ordered map. Keys are string, int64 or bool.
+type Map struct {
+	Keys   []any
+	Values []any
+}
+
+// Set appends or replaces the entry for k.
+func (m *Map) Set(k, v any) {
+	for i, x := range m.Keys {
+		if x == k {
+			m.Values[i] = v
+			return
+		}
+	}
+	m.Keys = append(m.Keys, k)
+	m.Values = append(m.Values, v)
+}
+
+// Get returns the value for k.
+func (m *Map) Get(k any) (any, bool) {
+	for i, x := range m.Keys {
+		if x == k {
+			return m.Values[i], true
+		}
+	}
+	return nil, false
+}
+
+// Limits on data values.
+const (
+	MaxDataDepth = 200      // nesting of lists and maps
+	MaxDataSize  = 16 << 20 // encoded bytes
+)
+
+// EncodeData encodes a data value deterministically.
+func EncodeData(v any) ([]byte, error) {
+	return AppendData(nil, v)
+}
+
+// AppendData appends the encoding of a data value.
+func AppendData(b []byte, v any) ([]byte, error) {
+	b, err := appendData(b, v, 0)
+	if err == nil && len(b) > MaxDataSize {
+		err = fmt.Errorf("data value of %d bytes exceeds the limit of %d", len(b), MaxDataSize)
+	}
+	return b, err
+}
+
+func appendData(b []byte, v any, depth int) ([]byte, error) {
+	if depth > MaxDataDepth {
+		return b, fmt.Errorf("data value nested more than %d deep", MaxDataDepth)
+	}
+	var err error
+	switch v := v.(type) {
+	case nil:
+		return append(b, simpleNull), nil
+	case bool:
+		if v {
+			return append(b, simpleTrue), nil
+		}
+		return append(b, simpleFalse), nil
+	case int64:
+		return appendInt(b, v), nil
+	case int:
+		return appendInt(b, int64(v)), nil
+	case float64:
+		return appendFloat(b, v), nil
+	case string:
+		return appendText(b, v), nil
+	case []any:
+		b = appendHead(b, majArray, uint64(len(v)))
+		for _, x := range v {
+			if b, err = appendData(b, x, depth+1); err != nil {
+				return b, err
+			}
+		}
+		return b, nil
+	case *Map:
+		if len(v.Keys) != len(v.Values) {
+			return b, fmt.Errorf("map has %d keys and %d values", len(v.Keys), len(v.Values))
+		}
+		b = appendHead(appendHead(b, majTag, TagMap), majArray, uint64(2*len(v.Keys)))
+		for i, k := range v.Keys {
+			switch k.(type) {
+			case string, int64, bool:
+			default:
+				return b, fmt.Errorf("map key of type %T", k)
+			}
+			b, _ = appendData(b, k, depth+1)
+			if b, err = appendData(b, v.Values[i], depth+1); err != nil {
+				return b, err
+			}
+		}
+		return b, nil
+	}
+	return b, fmt.Errorf("not a data value: %T", v)
+}
+
+// DecodeData decodes a data value strictly: one item, no trailing bytes,
+// bounded in depth and size, ordered maps without duplicate keys.
+func DecodeData(b []byte) (any, error) {
+	if len(b) > MaxDataSize {
+		return nil, decodeErr(ErrTooLarge, "value", "%d bytes exceeds the limit of %d", len(b), MaxDataSize)
+	}
+	r := &reader{b: b, where: "value"}
+	v, err := r.data(0)
+	if err != nil {
+		return nil, err
+	}
+	if r.off != len(b) {
+		return nil, r.fail("trailing bytes")
+	}
+	return v, nil
+}
+
+func (r *reader) data(depth int) (any, error) {
+	if depth > MaxDataDepth {
+		return nil, r.fail("nested more than %d deep", MaxDataDepth)
+	}
+	major, arg, info, err := r.head()
+	if err != nil {
+		return nil, err
+	}
+	switch major {
+	case majUint:
+		if arg > math.MaxInt64 {
+			return nil, r.fail("integer overflows int64")
+		}
+		return int64(arg), nil
+	case majNeg:
+		if arg > math.MaxInt64 {
+			return nil, r.fail("integer overflows int64")
+		}
+		return -int64(arg) - 1, nil
+	case majText:
+		return r.text(arg)
+	case majArray:
+		n, err := r.length(arg, 1)
+		if err != nil {
+			return nil, err
+		}
+		list := make([]any, n)
+		for i := range list {
+			if list[i], err = r.data(depth + 1); err != nil {
+				return nil, err
+			}
+		}
+		return list, nil
+	case majTag:
+		if arg != TagMap {
+			return nil, r.fail("unexpected tag %d in a data value", arg)
+		}
+		m2, n2, _, err := r.head()
+		if err != nil {
+			return nil, err
+		}
+		if m2 != majArray || n2%2 != 0 {
+			return nil, r.fail("a map must hold an array of key, value pairs")
+		}
+		n, err := r.length(n2, 1)
+		if err != nil {
+			return nil, err
+		}
+		m := &Map{Keys: make([]any, 0, n/2), Values: make([]any, 0, n/2)}
+		seen := make(map[any]struct{}, n/2)
+		for i := 0; i < n; i += 2 {
+			k, err := r.data(depth + 1)
+			if err != nil {
+				return nil, err
+			}
+			switch k.(type) {
+			case string, int64, bool:
+			default:
+				return nil, r.fail("map key of type %T", k)
+			}
+			if _, dup := seen[k]; dup {
+				return nil, r.fail("duplicate map key %v", k)
+			}
+			seen[k] = struct{}{}
+			v, err := r.data(depth + 1)
+			if err != nil {
+				return nil, err
+			}
+			m.Keys = append(m.Keys, k)
+			m.Values = append(m.Values, v)
+		}
+		return m, nil
+	case majSimple:
+		switch info {
+		case 20:
+			return false, nil
+		case 21:
+			return true, nil
+		case 22:
+			return nil, nil
+		case 25, 26, 27:
+			return r.float(info, arg)
+		}
+	}
+	return nil, r.fail("unexpected CBOR item (major type %d) in a data value", major)
+}

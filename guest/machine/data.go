@@ -1,0 +1,114 @@
+// data.go converts between values and the data values that cross the boundary.
+
+package machine
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/runehost/runehost/checkpoint"
+)
+
+// toData converts v to a data value tree; functions, errors and cycles are not data.
+func (m *Machine) toData(v Value, depth int) (any, *rtError) {
+	if depth > MaxDepth {
+		return nil, errorf(KindLimit, "value nested more than %d deep", MaxDepth)
+	}
+	switch v.k {
+	case Nil:
+		return nil, nil
+	case Bool:
+		return v.n != 0, nil
+	case Int:
+		return v.int(), nil
+	case Float:
+		return v.float(), nil
+	case Str:
+		return v.str(), nil
+	case List:
+		elems := v.list().elems
+		out := make([]any, len(elems))
+		for i, e := range elems {
+			d, err := m.toData(e, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = d
+		}
+		return out, nil
+	case Map:
+		mo := v.mapv()
+		out := &checkpoint.Map{Keys: make([]any, len(mo.keys)), Values: make([]any, len(mo.keys))}
+		for i, k := range mo.keys {
+			out.Keys[i], _ = m.toData(k, depth+1)
+			d, err := m.toData(mo.vals[i], depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out.Values[i] = d
+		}
+		return out, nil
+	}
+	return nil, typeErrorf("a %s is not data", typeName(v))
+}
+
+// fromData converts a data value tree into a value.
+func (m *Machine) fromData(d any, depth int) (Value, error) {
+	if depth > MaxDepth {
+		return nilValue, fmt.Errorf("data nested more than %d deep", MaxDepth)
+	}
+	switch d := d.(type) {
+	case nil:
+		return nilValue, nil
+	case bool:
+		return boolValue(d), nil
+	case int64:
+		return intValue(d), nil
+	case int:
+		return intValue(int64(d)), nil
+	case float64:
+		if math.IsNaN(d) {
+			d = math.NaN() // one NaN
+		}
+		return floatValue(d), nil
+	case string:
+		if len(d) > MaxString {
+			return nilValue, fmt.Errorf("string of %d bytes exceeds the limit of %d", len(d), MaxString)
+		}
+		return strValue(d), nil
+	case []any:
+		if len(d) > MaxList {
+			return nilValue, fmt.Errorf("list of %d elements exceeds the limit of %d", len(d), MaxList)
+		}
+		elems := make([]Value, len(d))
+		for i, e := range d {
+			v, err := m.fromData(e, depth+1)
+			if err != nil {
+				return nilValue, err
+			}
+			elems[i] = v
+		}
+		return listValue(elems), nil
+	case *checkpoint.Map:
+		if len(d.Keys) > MaxMap || len(d.Keys) != len(d.Values) {
+			return nilValue, fmt.Errorf("malformed or oversized map of %d keys", len(d.Keys))
+		}
+		mo := &mapObj{}
+		for i, k := range d.Keys {
+			kv, err := m.fromData(k, depth+1)
+			if err != nil {
+				return nilValue, err
+			}
+			if _, ok := keyOf(kv); !ok {
+				return nilValue, fmt.Errorf("map key of type %T", k)
+			}
+			v, err := m.fromData(d.Values[i], depth+1)
+			if err != nil {
+				return nilValue, err
+			}
+			mo.set(kv, v)
+		}
+		return Value{k: Map, p: ptr(mo)}, nil
+	}
+	return nilValue, fmt.Errorf("not a data value: %T", d)
+}

@@ -1,0 +1,426 @@
+// snapshot.go writes a machine out as a checkpoint and reads one back,
+// validating everything a hostile checkpoint could get wrong.
+
+package machine
+
+import (
+	"fmt"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/guest/compile"
+)
+
+// Snapshot returns the machine as a checkpoint (without invocation or
+// context, which belong to the caller). Heap objects are numbered in the
+// order a breadth-first walk from the roots first reaches them, so equal
+// machine states give equal checkpoints however they were reached.
+func (m *Machine) Snapshot() (*checkpoint.Checkpoint, error) {
+	h := checkpoint.Header{
+		Format:    checkpoint.Format,
+		Semantics: compile.Version,
+		Program:   m.prog.Hash[:],
+		Used:      m.used,
+		Status:    m.status,
+	}
+	switch m.status {
+	case checkpoint.Acting, checkpoint.Awaiting:
+		d, err := m.Pending()
+		if err != nil {
+			return nil, err
+		}
+		args, err := checkpoint.EncodeData(d)
+		if err != nil {
+			return nil, err
+		}
+		kind := checkpoint.PendingAct
+		if m.status == checkpoint.Awaiting {
+			kind = checkpoint.PendingAwait
+		}
+		h.Pending = &checkpoint.Pending{Kind: kind, Seq: m.seq, Tag: m.tag, Args: args}
+	case checkpoint.Done:
+		d, err := m.Result()
+		if err != nil {
+			return nil, err
+		}
+		if h.Result, err = checkpoint.EncodeData(d); err != nil {
+			return nil, err
+		}
+	case checkpoint.Failed:
+		h.Error = m.failure
+	}
+	w := &writer{ids: make(map[unsafe.Pointer]uint64)}
+	body := &checkpoint.Machine{
+		Steps: m.steps, Limit: m.limit, Clock: m.clock, RNG: m.rng, Seq: m.seq,
+		Globals: w.vals(m.globals),
+		Stack:   w.vals(m.stack[:m.sp]),
+	}
+	for _, f := range m.frames {
+		cf := checkpoint.Frame{Fn: uint32(f.fn.Index), PC: uint32(f.pc), Base: uint32(f.base)}
+		if f.closure != nil {
+			cf.Closure = uint32(w.ref(unsafe.Pointer(f.closure), Func).N) + 1
+		}
+		body.Frames = append(body.Frames, cf)
+	}
+	for _, hd := range m.handlers {
+		body.Handlers = append(body.Handlers, checkpoint.Handler{Frame: uint32(hd.frame), PC: uint32(hd.pc), SP: uint32(hd.sp)})
+	}
+	// Drain the queue: objects reached from objects.
+	for i := 0; i < len(w.queue); i++ {
+		o := w.queue[i]
+		var obj checkpoint.Object
+		switch o.k {
+		case List:
+			obj = checkpoint.Object{Kind: checkpoint.ObjList, Items: w.vals((*listObj)(o.p).elems)}
+		case Map:
+			mo := (*mapObj)(o.p)
+			items := make([]checkpoint.Val, 0, 2*len(mo.keys))
+			for j := range mo.keys {
+				items = append(items, w.val(mo.keys[j]), w.val(mo.vals[j]))
+			}
+			obj = checkpoint.Object{Kind: checkpoint.ObjMap, Items: items}
+		case Func:
+			cl := (*closureObj)(o.p)
+			items := make([]checkpoint.Val, len(cl.cells))
+			for j, c := range cl.cells {
+				items[j] = w.ref(unsafe.Pointer(c), cellKind)
+			}
+			obj = checkpoint.Object{Kind: checkpoint.ObjClosure, Aux: int64(cl.fn.Index), Items: items}
+		case cellKind:
+			obj = checkpoint.Object{Kind: checkpoint.ObjCell, Items: []checkpoint.Val{w.val((*cellObj)(o.p).v)}}
+		case iterKind:
+			it := (*iterObj)(o.p)
+			obj = checkpoint.Object{Kind: checkpoint.ObjIter, Aux: int64(it.pos), Items: []checkpoint.Val{w.val(it.src)}}
+		case Error:
+			e := (*errorObj)(o.p)
+			obj = checkpoint.Object{Kind: checkpoint.ObjError, Items: []checkpoint.Val{
+				{Kind: checkpoint.ValStr, S: e.kind}, {Kind: checkpoint.ValStr, S: e.msg}, w.val(e.data), {Kind: checkpoint.ValStr, S: e.pos},
+			}}
+		}
+		body.Heap = append(body.Heap, obj)
+		if len(body.Heap) > checkpoint.MaxObjects {
+			return nil, fmt.Errorf("checkpoint: more than %d heap objects", checkpoint.MaxObjects)
+		}
+	}
+	return &checkpoint.Checkpoint{Header: h, Machine: body}, nil
+}
+
+type pending struct {
+	k Kind
+	p unsafe.Pointer
+}
+
+type writer struct {
+	ids   map[unsafe.Pointer]uint64
+	queue []pending
+}
+
+func (w *writer) ref(p unsafe.Pointer, k Kind) checkpoint.Val {
+	id, ok := w.ids[p]
+	if !ok {
+		id = uint64(len(w.queue))
+		w.ids[p] = id
+		w.queue = append(w.queue, pending{k, p})
+	}
+	return checkpoint.Val{Kind: checkpoint.ValRef, N: id}
+}
+
+func (w *writer) val(v Value) checkpoint.Val {
+	switch v.k {
+	case Nil:
+		return checkpoint.Val{}
+	case Bool:
+		return checkpoint.Val{Kind: checkpoint.ValBool, N: v.n}
+	case Int:
+		return checkpoint.Val{Kind: checkpoint.ValInt, N: v.n}
+	case Float:
+		return checkpoint.Val{Kind: checkpoint.ValFloat, N: v.n}
+	case Str:
+		return checkpoint.Val{Kind: checkpoint.ValStr, S: v.str()}
+	case Builtin:
+		return checkpoint.Val{Kind: checkpoint.ValBuiltin, N: v.n}
+	case undefKind:
+		return checkpoint.Val{Kind: checkpoint.ValUndef}
+	}
+	return w.ref(v.p, v.k)
+}
+
+func (w *writer) vals(vs []Value) []checkpoint.Val {
+	out := make([]checkpoint.Val, len(vs))
+	for i, v := range vs {
+		out[i] = w.val(v)
+	}
+	return out
+}
+
+// Restore rebuilds a machine from a decoded checkpoint of prog. It checks
+// everything the checkpoint package could not: that functions, pcs, stack
+// depths, handlers and object kinds fit the program, so that a hostile
+// checkpoint gives an error, never a fault.
+func Restore(prog *compile.Program, cp *checkpoint.Checkpoint) (*Machine, error) {
+	h, body := &cp.Header, cp.Machine
+	if body == nil {
+		return nil, fmt.Errorf("checkpoint has no body")
+	}
+	if h.Semantics != compile.Version {
+		return nil, fmt.Errorf("checkpoint of semantics version %d, this machine runs %d", h.Semantics, compile.Version)
+	}
+	if string(h.Program) != string(prog.Hash[:]) {
+		return nil, fmt.Errorf("checkpoint of another program")
+	}
+	bad := func(format string, args ...any) error {
+		return &checkpoint.DecodeError{Err: checkpoint.ErrMalformed, Where: "body", Detail: fmt.Sprintf(format, args...)}
+	}
+	m := newMachine(prog)
+	m.steps, m.used, m.limit, m.clock, m.rng, m.seq = body.Steps, h.Used, body.Limit, body.Clock, body.RNG, body.Seq
+	m.status = h.Status
+	if m.used > m.steps || m.steps > m.limit {
+		return nil, bad("used %d, steps %d and limit %d are out of order", m.used, m.steps, m.limit)
+	}
+	if len(body.Globals) != len(prog.Globals) {
+		return nil, bad("%d globals, the program has %d", len(body.Globals), len(prog.Globals))
+	}
+
+	// Allocate every object, then fill them in.
+	heap := make([]Value, len(body.Heap))
+	for i, o := range body.Heap {
+		switch o.Kind {
+		case checkpoint.ObjList:
+			heap[i] = Value{k: List, p: ptr(&listObj{})}
+		case checkpoint.ObjMap:
+			heap[i] = Value{k: Map, p: ptr(&mapObj{})}
+		case checkpoint.ObjClosure:
+			if o.Aux < 1 || o.Aux >= int64(len(prog.Funcs)) {
+				return nil, bad("closure %d has function %d", i, o.Aux)
+			}
+			fn := prog.Funcs[o.Aux]
+			if len(o.Items) != fn.NumFree {
+				return nil, bad("closure %d has %d cells, %s needs %d", i, len(o.Items), fn.Name, fn.NumFree)
+			}
+			heap[i] = Value{k: Func, p: ptr(&closureObj{fn: fn})}
+		case checkpoint.ObjCell:
+			heap[i] = Value{k: cellKind, p: ptr(&cellObj{})}
+		case checkpoint.ObjIter:
+			heap[i] = Value{k: iterKind, p: ptr(&iterObj{})}
+		case checkpoint.ObjError:
+			heap[i] = Value{k: Error, p: ptr(&errorObj{})}
+		}
+	}
+	val := func(v checkpoint.Val) (Value, error) {
+		switch v.Kind {
+		case checkpoint.ValNil:
+			return nilValue, nil
+		case checkpoint.ValBool:
+			if v.N > 1 {
+				return nilValue, bad("bool %d", v.N)
+			}
+			return Value{k: Bool, n: v.N}, nil
+		case checkpoint.ValInt:
+			return Value{k: Int, n: v.N}, nil
+		case checkpoint.ValFloat:
+			return Value{k: Float, n: v.N}, nil
+		case checkpoint.ValStr:
+			if len(v.S) > MaxString {
+				return nilValue, bad("string of %d bytes", len(v.S))
+			}
+			return strValue(v.S), nil
+		case checkpoint.ValBuiltin:
+			if v.N >= uint64(len(builtins)) {
+				return nilValue, bad("built-in %d", v.N)
+			}
+			return Value{k: Builtin, n: v.N}, nil
+		case checkpoint.ValUndef:
+			return undef, nil
+		case checkpoint.ValRef:
+			return heap[v.N], nil // in range: checked by checkpoint.Decode
+		}
+		return nilValue, bad("slot kind %d", v.Kind)
+	}
+	vals := func(vs []checkpoint.Val) ([]Value, error) {
+		out := make([]Value, len(vs))
+		for i, v := range vs {
+			x, err := val(v)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = x
+		}
+		return out, nil
+	}
+	for i, o := range body.Heap {
+		items, err := vals(o.Items)
+		if err != nil {
+			return nil, err
+		}
+		switch x := heap[i]; o.Kind {
+		case checkpoint.ObjList:
+			if len(items) > MaxList {
+				return nil, bad("list %d has %d elements", i, len(items))
+			}
+			x.list().elems = items
+		case checkpoint.ObjMap:
+			mo := x.mapv()
+			if len(items)/2 > MaxMap {
+				return nil, bad("map %d has %d entries", i, len(items)/2)
+			}
+			for j := 0; j < len(items); j += 2 {
+				if _, ok := keyOf(items[j]); !ok {
+					return nil, bad("map %d has a %s key", i, typeName(items[j]))
+				}
+				if !mo.set(items[j], items[j+1]) {
+					return nil, bad("map %d has a duplicate key", i)
+				}
+			}
+		case checkpoint.ObjClosure:
+			cl := x.fn()
+			cl.cells = make([]*cellObj, len(items))
+			for j, c := range items {
+				if c.k != cellKind {
+					return nil, bad("closure %d captures a %s, not a cell", i, typeName(c))
+				}
+				cl.cells[j] = c.cell()
+			}
+		case checkpoint.ObjCell:
+			if items[0].k == cellKind {
+				return nil, bad("cell %d holds a cell", i)
+			}
+			x.cell().v = items[0]
+		case checkpoint.ObjIter:
+			it := x.iter()
+			it.src, it.pos = items[0], int(o.Aux)
+			switch it.src.k {
+			case List, Map:
+				if o.Aux < 0 || o.Aux > MaxMap {
+					return nil, bad("iterator %d at %d", i, o.Aux)
+				}
+			case Str:
+				s := it.src.str()
+				if o.Aux < 0 || o.Aux > int64(len(s)) || (o.Aux < int64(len(s)) && !utf8.RuneStart(s[o.Aux])) {
+					return nil, bad("iterator %d at %d of a %d-byte string", i, o.Aux, len(s))
+				}
+			default:
+				return nil, bad("iterator %d over %s", i, typeName(it.src))
+			}
+		case checkpoint.ObjError:
+			e := x.errObj()
+			e.kind, e.msg, e.data, e.pos = items[0].str(), items[1].str(), items[2], items[3].str()
+		}
+	}
+
+	var err error
+	if m.globals, err = vals(body.Globals); err != nil {
+		return nil, err
+	}
+	stack, err := vals(body.Stack)
+	if err != nil {
+		return nil, err
+	}
+	m.sp = len(stack)
+
+	// Frames: each must sit exactly where the compiler's stack depths put it.
+	switch m.status {
+	case checkpoint.Done, checkpoint.Failed:
+		if len(body.Frames) != 0 || len(body.Handlers) != 0 || len(stack) != 0 {
+			return nil, bad("a %s machine with frames or a stack", m.status)
+		}
+	default:
+		if len(body.Frames) == 0 || len(body.Frames) > MaxFrames {
+			return nil, bad("%d frames", len(body.Frames))
+		}
+	}
+	for i, f := range body.Frames {
+		if int(f.Fn) >= len(prog.Funcs) {
+			return nil, bad("frame %d runs function %d", i, f.Fn)
+		}
+		fn := prog.Funcs[f.Fn]
+		fr := frame{fn: fn, pc: int(f.PC), base: int(f.Base)}
+		if i == 0 {
+			if f.Fn != 0 || f.Closure != 0 || f.Base != 0 {
+				return nil, bad("frame 0 is not the entry function")
+			}
+		} else {
+			if f.Closure == 0 {
+				return nil, bad("frame %d has no closure", i)
+			}
+			c := heap[f.Closure-1]
+			if c.k != Func || c.fn().fn != fn {
+				return nil, bad("frame %d runs %s but its closure is not of it", i, fn.Name)
+			}
+			fr.closure = c.fn()
+		}
+		if fr.pc < 0 || fr.pc >= len(fn.Code) {
+			return nil, bad("frame %d has pc %d of %d", i, fr.pc, len(fn.Code))
+		}
+		top := m.sp
+		if i+1 < len(body.Frames) {
+			// A caller stopped just after a CALL; the callee's base is the first argument.
+			op, nargs := compile.Decode(fn.Code[maxInt(fr.pc-1, 0)])
+			if fr.pc == 0 || op != compile.CALL {
+				return nil, bad("frame %d is not stopped at a call", i)
+			}
+			top = int(body.Frames[i+1].Base) + nargs
+			if int(body.Frames[i+1].Base) < 1 || int(fn.Depths[fr.pc-1])+fr.base+len(fn.Locals) != top {
+				return nil, bad("frame %d: callee base %d does not fit the stack", i, body.Frames[i+1].Base)
+			}
+		} else {
+			want := fr.base + len(fn.Locals) + int(fn.Depths[fr.pc])
+			if m.status == checkpoint.Acting || m.status == checkpoint.Awaiting {
+				want-- // the reply is not yet pushed
+				if op, _ := compile.Decode(fn.Code[maxInt(fr.pc-1, 0)]); fr.pc == 0 || (op != compile.ACT && op != compile.AWAIT) {
+					return nil, bad("a suspended machine is not stopped at an act or await")
+				}
+			}
+			if top != want {
+				return nil, bad("frame %d: stack height %d, the program needs %d", i, top, want)
+			}
+		}
+		m.frames = append(m.frames, fr)
+	}
+	for i, hd := range body.Handlers {
+		fn := m.frames[hd.Frame].fn
+		if int(hd.PC) >= len(fn.Code) || int(hd.PC) < 1 {
+			return nil, bad("handler %d has pc %d", i, hd.PC)
+		}
+		if op, _ := compile.Decode(fn.Code[hd.PC-1]); op != compile.JMP {
+			return nil, bad("handler %d does not start a catch block", i)
+		}
+		if int(hd.SP) != m.frames[hd.Frame].base+len(fn.Locals)+int(fn.Depths[hd.PC])-1 {
+			return nil, bad("handler %d: stack height %d does not fit", i, hd.SP)
+		}
+		m.handlers = append(m.handlers, handler{frame: int(hd.Frame), pc: int(hd.PC), sp: int(hd.SP)})
+	}
+	m.stack = stack
+	if n := len(m.frames); n > 0 {
+		top := m.frames[n-1]
+		m.ensureStack(top.base + len(top.fn.Locals) + top.fn.MaxStack + 1)
+	}
+
+	switch m.status {
+	case checkpoint.Acting, checkpoint.Awaiting:
+		d, err := checkpoint.DecodeData(h.Pending.Args)
+		if err != nil {
+			return nil, err
+		}
+		if m.pending, err = m.fromData(d, 0); err != nil {
+			return nil, err
+		}
+		m.tag = h.Pending.Tag
+		if h.Pending.Seq != m.seq {
+			return nil, bad("pending seq %d, machine seq %d", h.Pending.Seq, m.seq)
+		}
+	case checkpoint.Done:
+		d, err := checkpoint.DecodeData(h.Result)
+		if err != nil {
+			return nil, err
+		}
+		if m.result, err = m.fromData(d, 0); err != nil {
+			return nil, err
+		}
+	case checkpoint.Failed:
+		m.failure = h.Error
+	}
+	return m, nil
+}
+
+func maxInt(a, b int) int { return max(a, b) }

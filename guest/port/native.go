@@ -1,0 +1,199 @@
+// native.go implements RuntimePort natively, in the host's own process.
+
+package port
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/guest/compile"
+	"github.com/runehost/runehost/guest/machine"
+)
+
+// Errors a RuntimePort returns for bad requests.
+var (
+	ErrUnknownProgram = errors.New("program not loaded")
+	ErrReply          = errors.New("bad reply")
+	ErrFault          = errors.New("machine fault")
+)
+
+// maxPrograms bounds the compiled-program cache.
+const maxPrograms = 256
+
+// Native runs machines in this process. It is safe for concurrent use.
+type Native struct {
+	mu    sync.Mutex
+	progs map[[32]byte]*compile.Program
+	order [][32]byte // load order, for eviction
+}
+
+// NewNative returns a native RuntimePort.
+func NewNative() *Native { return &Native{progs: make(map[[32]byte]*compile.Program)} }
+
+var _ RuntimePort = (*Native)(nil)
+
+func (n *Native) load(source []byte) (*compile.Program, error) {
+	h := compile.HashSource(source)
+	n.mu.Lock()
+	p, ok := n.progs[h]
+	n.mu.Unlock()
+	if ok {
+		return p, nil
+	}
+	p, err := compile.Compile(source)
+	if err != nil {
+		return nil, err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, ok := n.progs[h]; !ok {
+		if len(n.order) >= maxPrograms {
+			delete(n.progs, n.order[0])
+			n.order = n.order[1:]
+		}
+		n.progs[h] = p
+		n.order = append(n.order, h)
+	}
+	return p, nil
+}
+
+// Load implements RuntimePort.
+func (n *Native) Load(_ context.Context, source []byte) (Info, error) {
+	p, err := n.load(source)
+	if err != nil {
+		return Info{}, err
+	}
+	return Info{Hash: p.Hash, ActTags: append([]string(nil), p.ActTags...)}, nil
+}
+
+// Start implements RuntimePort.
+func (n *Native) Start(_ context.Context, in Input) ([]byte, error) {
+	p, err := n.load(in.Source)
+	if err != nil {
+		return nil, err
+	}
+	input, err := decodeOptional(in.Input, "input")
+	if err != nil {
+		return nil, err
+	}
+	state, err := decodeOptional(in.State, "state")
+	if err != nil {
+		return nil, err
+	}
+	m, err := machine.New(p, machine.Config{Input: input, State: state, Limit: in.Limit, Seed: in.Seed, Clock: in.Clock})
+	if err != nil {
+		return nil, err
+	}
+	cp, err := m.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	cp.Header.Invocation, cp.Header.Context = in.Invocation, in.Context
+	return checkpoint.Encode(cp)
+}
+
+func decodeOptional(b []byte, what string) (any, error) {
+	if b == nil {
+		return nil, nil
+	}
+	v, err := checkpoint.DecodeData(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return v, nil
+}
+
+// Step implements RuntimePort.
+func (n *Native) Step(_ context.Context, req Request) (res *Result, err error) {
+	h, err := checkpoint.DecodeHeader(req.Checkpoint)
+	if err != nil {
+		return nil, err
+	}
+	n.mu.Lock()
+	p := n.progs[[32]byte(h.Program)]
+	n.mu.Unlock()
+	if p == nil {
+		return nil, fmt.Errorf("%w: %x", ErrUnknownProgram, h.Program[:8])
+	}
+	return StepProgram(p, req)
+}
+
+// StepProgram advances a checkpoint of p by one slice. It is the whole of
+// Step once the program is known, shared by every RuntimePort.
+func StepProgram(p *compile.Program, req Request) (res *Result, err error) {
+	defer func() {
+		// A backstop: validation should make this unreachable.
+		if r := recover(); r != nil {
+			res, err = nil, fmt.Errorf("%w: %v", ErrFault, r)
+		}
+	}()
+	cp, err := checkpoint.Decode(req.Checkpoint, checkpoint.Expect{Semantics: compile.Version, Program: p.Hash[:]})
+	if err != nil {
+		return nil, err
+	}
+	m, err := machine.Restore(p, cp)
+	if err != nil {
+		return nil, err
+	}
+	switch m.Status() {
+	case checkpoint.Acting, checkpoint.Awaiting:
+		if req.Reply == nil {
+			return nil, fmt.Errorf("%w: the machine is suspended at %s and needs a reply", ErrReply, m.Status())
+		}
+		r, err := checkpoint.DecodeReply(req.Reply)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrReply, err)
+		}
+		if err := m.Resume(r); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrReply, err)
+		}
+	default:
+		if req.Reply != nil {
+			return nil, fmt.Errorf("%w: the machine is %s and takes no reply", ErrReply, m.Status())
+		}
+	}
+	slice := req.Slice
+	if slice == 0 {
+		slice = DefaultSlice
+	}
+	m.SetClock(req.Clock)
+	m.Run(slice)
+	out, err := m.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	out.Header.Invocation, out.Header.Context = cp.Header.Invocation, cp.Header.Context
+	b, err := checkpoint.Encode(out)
+	if err != nil {
+		return nil, err
+	}
+	return resultOf(m, &out.Header, b), nil
+}
+
+func resultOf(m *machine.Machine, h *checkpoint.Header, cp []byte) *Result {
+	r := &Result{Kind: Yield, Used: h.Used, Checkpoint: cp, Emits: m.TakeEmits()}
+	if !m.Settled() {
+		return r
+	}
+	switch h.Status {
+	case checkpoint.Done:
+		r.Kind, r.Result = Done, h.Result
+	case checkpoint.Failed:
+		r.Kind, r.Err = Error, h.Error
+	case checkpoint.Acting:
+		r.Kind, r.Tag, r.Args, r.Seq = Act, h.Pending.Tag, h.Pending.Args, h.Pending.Seq
+	case checkpoint.Awaiting:
+		r.Kind, r.Args, r.Seq = Event, h.Pending.Args, h.Pending.Seq
+		if sel, err := checkpoint.DecodeData(h.Pending.Args); err == nil {
+			if mp, ok := sel.(*checkpoint.Map); ok {
+				if k, ok := mp.Get("key"); ok {
+					r.Tag, _ = k.(string)
+				}
+			}
+		}
+	}
+	return r
+}

@@ -1,0 +1,363 @@
+// Package resolve binds every name in a Rune syntax tree to a local, cell,
+// free, global or built-in slot, and checks scoping rules.
+//
+// A prog is the body of its entry function. Names declared directly in the
+// prog's top-level block are globals, visible from every function; names
+// declared in any inner block are locals of their function. A local that an
+// inner function refers to becomes a cell, shared by reference. Function
+// declarations are hoisted to the start of their block, and their bodies are
+// resolved at the end of it, so mutually recursive functions work.
+package resolve
+
+import (
+	"fmt"
+
+	"github.com/runehost/runehost/guest/syntax"
+)
+
+// Scope says where a binding lives.
+type Scope uint8
+
+// The scopes.
+const (
+	Local   Scope = iota // a slot in the function's frame
+	Cell                 // a frame slot holding a shared cell (captured by an inner function)
+	Free                 // a cell captured from an enclosing function
+	Global               // a global slot
+	Builtin              // a built-in function
+)
+
+var scopeNames = [...]string{"local", "cell", "free", "global", "builtin"}
+
+func (s Scope) String() string { return scopeNames[s] }
+
+// Binding is one declared name.
+type Binding struct {
+	Scope Scope
+	Index int
+	Name  string
+	Pos   syntax.Pos // declaration; invalid for predeclared names
+	Let   bool       // may not be reassigned
+}
+
+// Function is the resolver's annotation of a syntax.Function.
+type Function struct {
+	Locals   []*Binding // parameters first
+	FreeVars []*Binding // bindings of enclosing functions, in capture order
+	// Hoisted holds, per block, the function declarations to emit at its start.
+}
+
+// Module is the resolver's annotation of a syntax.File.
+type Module struct {
+	Entry   *syntax.Function
+	Globals []*Binding // input and state first
+}
+
+// Predeclared names, in global slot order.
+var Predeclared = []string{"input", "state"}
+
+// File resolves f. builtins lists the built-in function names, in table order.
+func File(f *syntax.File, builtins []string) (*Module, error) {
+	r := &resolver{builtins: make(map[string]int, len(builtins))}
+	for i, name := range builtins {
+		r.builtins[name] = i
+	}
+	mod := &Module{Entry: &syntax.Function{Pos: syntax.Pos{Line: 1, Col: 1}, Name: "main", Body: f.Body}}
+	r.globals = make(map[string]*Binding)
+	for _, name := range Predeclared {
+		b := &Binding{Scope: Global, Index: len(mod.Globals), Name: name, Let: true}
+		mod.Globals = append(mod.Globals, b)
+		r.globals[name] = b
+	}
+	r.mod = mod
+	if err := r.run(mod.Entry); err != nil {
+		return nil, err
+	}
+	f.Module = mod
+	return mod, nil
+}
+
+type bailout struct{}
+
+type resolver struct {
+	builtins map[string]int
+	globals  map[string]*Binding
+	mod      *Module
+	fn       *fnScope
+	err      error
+}
+
+// fnScope is the resolution state of one function.
+type fnScope struct {
+	parent *fnScope
+	syn    *syntax.Function
+	info   *Function
+	blocks []map[string]*Binding
+	loops  int // enclosing loops within this function
+	// free maps an enclosing binding to its index in info.FreeVars.
+	free map[*Binding]int
+}
+
+func (r *resolver) errorf(pos syntax.Pos, format string, args ...any) {
+	r.err = &syntax.Error{Pos: pos, Msg: fmt.Sprintf(format, args...)}
+	panic(bailout{})
+}
+
+func (r *resolver) run(entry *syntax.Function) (err error) {
+	defer func() {
+		if x := recover(); x != nil {
+			if _, ok := x.(bailout); !ok {
+				panic(x)
+			}
+			err = r.err
+		}
+	}()
+	r.function(entry)
+	return nil
+}
+
+func (r *resolver) function(f *syntax.Function) {
+	info := &Function{}
+	f.Info = info
+	r.fn = &fnScope{parent: r.fn, syn: f, info: info, free: make(map[*Binding]int)}
+	r.fn.blocks = append(r.fn.blocks, make(map[string]*Binding))
+	for _, p := range f.Params {
+		r.declare(p, false)
+	}
+	r.blockBody(f.Body, r.fn.parent == nil)
+	r.fn = r.fn.parent
+}
+
+// isTop reports whether declarations now go to globals.
+func (r *resolver) isTop() bool { return r.fn.parent == nil && len(r.fn.blocks) == 1 }
+
+func (r *resolver) declare(id *syntax.Ident, let bool) *Binding {
+	scope := r.fn.blocks[len(r.fn.blocks)-1]
+	if prev, ok := scope[id.Name]; ok {
+		if prev.Pos.IsValid() {
+			r.errorf(id.Pos, "%s redeclared in this block (previous declaration at %s)", id.Name, prev.Pos)
+		}
+		r.errorf(id.Pos, "%s redeclared in this block", id.Name)
+	}
+	var b *Binding
+	if r.isTop() {
+		if _, ok := r.globals[id.Name]; ok {
+			r.errorf(id.Pos, "cannot redeclare predeclared name %s", id.Name)
+		}
+		b = &Binding{Scope: Global, Index: len(r.mod.Globals), Name: id.Name, Pos: id.Pos, Let: let}
+		r.mod.Globals = append(r.mod.Globals, b)
+		r.globals[id.Name] = b
+	} else {
+		b = &Binding{Scope: Local, Index: len(r.fn.info.Locals), Name: id.Name, Pos: id.Pos, Let: let}
+		r.fn.info.Locals = append(r.fn.info.Locals, b)
+	}
+	scope[id.Name] = b
+	id.Binding = b
+	return b
+}
+
+// blockBody resolves a block whose scope has already been pushed by the
+// caller when pushed is true (function bodies, whose parameters share it).
+func (r *resolver) blockBody(b *syntax.Block, pushed bool) {
+	_ = pushed
+	r.stmts(b.Stmts)
+}
+
+// block resolves b in a new scope; pre declares names first (loop and catch variables).
+func (r *resolver) block(b *syntax.Block, pre ...*syntax.Ident) {
+	r.fn.blocks = append(r.fn.blocks, make(map[string]*Binding))
+	for _, id := range pre {
+		if id != nil {
+			r.declare(id, false)
+		}
+	}
+	r.stmts(b.Stmts)
+	r.fn.blocks = r.fn.blocks[:len(r.fn.blocks)-1]
+}
+
+func (r *resolver) stmts(list []syntax.Stmt) {
+	// Hoist function declarations: names first, bodies at the end.
+	var decls []*syntax.FnDecl
+	for _, s := range list {
+		if d, ok := s.(*syntax.FnDecl); ok {
+			r.declare(d.Name, true)
+			decls = append(decls, d)
+		}
+	}
+	for _, s := range list {
+		r.stmt(s)
+	}
+	for _, d := range decls {
+		r.funcBody(d.Func)
+	}
+}
+
+func (r *resolver) funcBody(f *syntax.Function) {
+	saved := r.fn.loops
+	r.function(f)
+	r.fn.loops = saved
+}
+
+func (r *resolver) stmt(s syntax.Stmt) {
+	switch s := s.(type) {
+	case *syntax.FnDecl:
+		// declared and resolved by stmts
+	case *syntax.VarDecl:
+		r.expr(s.Value)
+		r.declare(s.Name, s.Let)
+	case *syntax.AssignStmt:
+		if id, ok := s.LHS.(*syntax.Ident); ok {
+			b := r.use(id)
+			if b.Let {
+				if b.Scope == Builtin {
+					r.errorf(id.Pos, "cannot assign to built-in %s", id.Name)
+				}
+				r.errorf(id.Pos, "cannot assign to %s: it is declared with let", id.Name)
+			}
+			if orig := r.original(b); orig != nil && orig.Let {
+				r.errorf(id.Pos, "cannot assign to %s: it is declared with let", id.Name)
+			}
+		} else {
+			r.expr(s.LHS)
+		}
+		r.expr(s.RHS)
+	case *syntax.ExprStmt:
+		r.expr(s.X)
+	case *syntax.IfStmt:
+		r.expr(s.Cond)
+		r.block(s.Then)
+		if s.Else != nil {
+			if b, ok := s.Else.(*syntax.Block); ok {
+				r.block(b)
+			} else {
+				r.stmt(s.Else)
+			}
+		}
+	case *syntax.WhileStmt:
+		r.expr(s.Cond)
+		r.fn.loops++
+		r.block(s.Body)
+		r.fn.loops--
+	case *syntax.ForStmt:
+		r.expr(s.X)
+		if s.Val != nil && s.Val.Name == s.Key.Name {
+			r.errorf(s.Val.Pos, "%s declared twice in for", s.Val.Name)
+		}
+		r.fn.loops++
+		r.block(s.Body, s.Key, s.Val)
+		r.fn.loops--
+	case *syntax.TryStmt:
+		r.block(s.Body)
+		r.block(s.Catch, s.Name)
+	case *syntax.ReturnStmt:
+		if s.X != nil {
+			r.expr(s.X)
+		}
+	case *syntax.BranchStmt:
+		if r.fn.loops == 0 {
+			r.errorf(s.Pos, "%s outside a loop", s.Token)
+		}
+	case *syntax.ThrowStmt:
+		r.expr(s.X)
+	case *syntax.Block:
+		r.block(s)
+	default:
+		panic(fmt.Sprintf("resolve: unexpected statement %T", s))
+	}
+}
+
+// original returns the binding a free binding refers to.
+func (r *resolver) original(b *Binding) *Binding {
+	if b.Scope != Free {
+		return nil
+	}
+	return r.fn.info.FreeVars[b.Index]
+}
+
+func (r *resolver) expr(e syntax.Expr) {
+	switch e := e.(type) {
+	case *syntax.Ident:
+		r.use(e)
+	case *syntax.Literal:
+	case *syntax.ListExpr:
+		for _, x := range e.Elems {
+			r.expr(x)
+		}
+	case *syntax.MapExpr:
+		for _, ent := range e.Entries {
+			r.expr(ent.Key)
+			r.expr(ent.Value)
+		}
+	case *syntax.FuncLit:
+		r.funcBody(e.Func)
+	case *syntax.UnaryExpr:
+		r.expr(e.X)
+	case *syntax.BinaryExpr:
+		r.expr(e.X)
+		r.expr(e.Y)
+	case *syntax.CallExpr:
+		r.expr(e.Fn)
+		for _, x := range e.Args {
+			r.expr(x)
+		}
+	case *syntax.IndexExpr:
+		r.expr(e.X)
+		r.expr(e.Index)
+	case *syntax.DotExpr:
+		r.expr(e.X)
+	case *syntax.ActExpr:
+		if e.Args != nil {
+			r.expr(e.Args)
+		}
+	case *syntax.AwaitExpr:
+		r.expr(e.Selector)
+	default:
+		panic(fmt.Sprintf("resolve: unexpected expression %T", e))
+	}
+}
+
+// use resolves a reference to id and records its binding.
+func (r *resolver) use(id *syntax.Ident) *Binding {
+	b := r.lookup(r.fn, id.Name)
+	if b == nil {
+		if g, ok := r.globals[id.Name]; ok {
+			b = g
+		} else if i, ok := r.builtins[id.Name]; ok {
+			b = &Binding{Scope: Builtin, Index: i, Name: id.Name, Let: true}
+		} else {
+			r.errorf(id.Pos, "undefined: %s", id.Name)
+		}
+	}
+	id.Binding = b
+	return b
+}
+
+// lookup finds name in fn or its enclosing functions, capturing it as a
+// free variable of every function in between. Globals are not searched.
+func (r *resolver) lookup(fn *fnScope, name string) *Binding {
+	if fn == nil {
+		return nil
+	}
+	for i := len(fn.blocks) - 1; i >= 0; i-- {
+		if b, ok := fn.blocks[i][name]; ok {
+			if b.Scope == Global {
+				return nil // found via r.globals
+			}
+			return b
+		}
+	}
+	outer := r.lookup(fn.parent, name)
+	if outer == nil {
+		return nil
+	}
+	if outer.Scope == Local {
+		outer.Scope = Cell
+	}
+	idx, ok := fn.free[outer]
+	if !ok {
+		idx = len(fn.info.FreeVars)
+		fn.info.FreeVars = append(fn.info.FreeVars, outer)
+		fn.free[outer] = idx
+	}
+	return &Binding{Scope: Free, Index: idx, Name: name, Pos: outer.Pos, Let: outer.Let}
+}

@@ -1,0 +1,236 @@
+// ast.go holds the syntax tree node types.
+
+package syntax
+
+// A Node is a syntax tree node.
+type Node interface{ Span() Pos }
+
+// An Expr is an expression node.
+type Expr interface {
+	Node
+	expr()
+}
+
+// A Stmt is a statement node.
+type Stmt interface {
+	Node
+	stmt()
+}
+
+// File is a parsed prog: the body of its entry function.
+type File struct {
+	Body *Block
+	// Module is set by the resolver: the entry function's locals and the globals.
+	Module any
+}
+
+// Function is a function literal, a declared function, or the entry function.
+type Function struct {
+	Pos    Pos
+	Name   string // "" for a literal
+	Params []*Ident
+	Body   *Block
+	Info   any // set by the resolver
+}
+
+// Block is a braced statement list with its own scope.
+type Block struct {
+	Lbrace Pos
+	Stmts  []Stmt
+}
+
+// Expressions.
+type (
+	// Ident is a name; the resolver sets Binding.
+	Ident struct {
+		Pos     Pos
+		Name    string
+		Binding any
+	}
+	// Literal is an int, float or string literal, or true, false, nil.
+	Literal struct {
+		Pos   Pos
+		Token Token // INT, FLOAT, STRING, TRUE, FALSE, NIL
+		Int   int64
+		Float float64
+		Str   string
+	}
+	// ListExpr is [a, b, ...].
+	ListExpr struct {
+		Lbrack Pos
+		Elems  []Expr
+	}
+	// MapExpr is {k: v, ...}; a bare identifier key is a string literal.
+	MapExpr struct {
+		Lbrace  Pos
+		Entries []MapEntry
+	}
+	// FuncLit is fn (params) { body } as an expression.
+	FuncLit struct{ Func *Function }
+	// UnaryExpr is -x or !x.
+	UnaryExpr struct {
+		Pos Pos
+		Op  Token
+		X   Expr
+	}
+	// BinaryExpr is x op y, including && and ||.
+	BinaryExpr struct {
+		OpPos Pos
+		Op    Token
+		X, Y  Expr
+	}
+	// CallExpr is f(args).
+	CallExpr struct {
+		Lparen Pos
+		Fn     Expr
+		Args   []Expr
+	}
+	// IndexExpr is x[i].
+	IndexExpr struct {
+		Lbrack Pos
+		X      Expr
+		Index  Expr
+	}
+	// DotExpr is x.name, the same as x["name"].
+	DotExpr struct {
+		Dot  Pos
+		X    Expr
+		Name string
+	}
+	// ActExpr is act "tag" args: suspend for a host act.
+	ActExpr struct {
+		Pos  Pos
+		Tag  string
+		Args Expr // nil: no arguments
+	}
+	// AwaitExpr is await selector: suspend for a recorded event.
+	AwaitExpr struct {
+		Pos      Pos
+		Selector Expr
+	}
+)
+
+// MapEntry is one key: value pair of a map literal.
+type MapEntry struct {
+	Key, Value Expr
+}
+
+// Statements.
+type (
+	// FnDecl is fn name(params) { body }.
+	FnDecl struct {
+		Name *Ident
+		Func *Function
+	}
+	// VarDecl is let name = x or var name = x.
+	VarDecl struct {
+		Pos   Pos
+		Let   bool
+		Name  *Ident
+		Value Expr
+	}
+	// AssignStmt is lhs = rhs or lhs op= rhs.
+	AssignStmt struct {
+		OpPos Pos
+		Op    Token // ASSIGN, PLUSEQ, ...
+		LHS   Expr  // *Ident, *IndexExpr or *DotExpr
+		RHS   Expr
+	}
+	// ExprStmt is an expression evaluated for its effect.
+	ExprStmt struct{ X Expr }
+	// IfStmt is if cond { } [else ...].
+	IfStmt struct {
+		Pos  Pos
+		Cond Expr
+		Then *Block
+		Else Stmt // nil, *Block or *IfStmt
+	}
+	// WhileStmt is while cond { }.
+	WhileStmt struct {
+		Pos  Pos
+		Cond Expr
+		Body *Block
+	}
+	// ForStmt is for x in seq { } or for k, v in seq { }.
+	ForStmt struct {
+		Pos  Pos
+		Key  *Ident // the only variable when Val is nil
+		Val  *Ident
+		X    Expr
+		Body *Block
+	}
+	// TryStmt is try { } catch name { }.
+	TryStmt struct {
+		Pos   Pos
+		Body  *Block
+		Name  *Ident
+		Catch *Block
+	}
+	// ReturnStmt is return [x].
+	ReturnStmt struct {
+		Pos Pos
+		X   Expr // nil: return nil
+	}
+	// BranchStmt is break or continue.
+	BranchStmt struct {
+		Pos   Pos
+		Token Token
+	}
+	// ThrowStmt is throw x.
+	ThrowStmt struct {
+		Pos Pos
+		X   Expr
+	}
+)
+
+func (x *Ident) Span() Pos      { return x.Pos }
+func (x *Literal) Span() Pos    { return x.Pos }
+func (x *ListExpr) Span() Pos   { return x.Lbrack }
+func (x *MapExpr) Span() Pos    { return x.Lbrace }
+func (x *FuncLit) Span() Pos    { return x.Func.Pos }
+func (x *UnaryExpr) Span() Pos  { return x.Pos }
+func (x *BinaryExpr) Span() Pos { return x.X.Span() }
+func (x *CallExpr) Span() Pos   { return x.Fn.Span() }
+func (x *IndexExpr) Span() Pos  { return x.X.Span() }
+func (x *DotExpr) Span() Pos    { return x.X.Span() }
+func (x *ActExpr) Span() Pos    { return x.Pos }
+func (x *AwaitExpr) Span() Pos  { return x.Pos }
+
+func (*Ident) expr()      {}
+func (*Literal) expr()    {}
+func (*ListExpr) expr()   {}
+func (*MapExpr) expr()    {}
+func (*FuncLit) expr()    {}
+func (*UnaryExpr) expr()  {}
+func (*BinaryExpr) expr() {}
+func (*CallExpr) expr()   {}
+func (*IndexExpr) expr()  {}
+func (*DotExpr) expr()    {}
+func (*ActExpr) expr()    {}
+func (*AwaitExpr) expr()  {}
+
+func (s *FnDecl) Span() Pos     { return s.Func.Pos }
+func (s *VarDecl) Span() Pos    { return s.Pos }
+func (s *AssignStmt) Span() Pos { return s.LHS.Span() }
+func (s *ExprStmt) Span() Pos   { return s.X.Span() }
+func (s *IfStmt) Span() Pos     { return s.Pos }
+func (s *WhileStmt) Span() Pos  { return s.Pos }
+func (s *ForStmt) Span() Pos    { return s.Pos }
+func (s *TryStmt) Span() Pos    { return s.Pos }
+func (s *ReturnStmt) Span() Pos { return s.Pos }
+func (s *BranchStmt) Span() Pos { return s.Pos }
+func (s *ThrowStmt) Span() Pos  { return s.Pos }
+func (b *Block) Span() Pos      { return b.Lbrace }
+
+func (*FnDecl) stmt()     {}
+func (*VarDecl) stmt()    {}
+func (*AssignStmt) stmt() {}
+func (*ExprStmt) stmt()   {}
+func (*IfStmt) stmt()     {}
+func (*WhileStmt) stmt()  {}
+func (*ForStmt) stmt()    {}
+func (*TryStmt) stmt()    {}
+func (*ReturnStmt) stmt() {}
+func (*BranchStmt) stmt() {}
+func (*ThrowStmt) stmt()  {}
+func (*Block) stmt()      {}
