@@ -39,13 +39,13 @@ type Checkpoint struct {
 
 // Header is the part of a checkpoint readable without decoding the machine.
 type Header struct {
-	Format     uint64 `cbor:"1,keyasint"`
-	Semantics  uint64 `cbor:"2,keyasint"`
-	Program    []byte `cbor:"3,keyasint"` // sha256 of the source
-	Invocation string `cbor:"4,keyasint,omitempty"`
-	Context    []byte `cbor:"5,keyasint,omitempty"` // opaque application context
-	Used       uint64 `cbor:"6,keyasint"`           // cumulative steps reported so far
-	Status     Status `cbor:"7,keyasint"`
+	Format     uint64          `cbor:"1,keyasint"`
+	Semantics  uint64          `cbor:"2,keyasint"`
+	Program    []byte          `cbor:"3,keyasint"` // sha256 of the source
+	Invocation string          `cbor:"4,keyasint,omitempty"`
+	Context    []byte          `cbor:"5,keyasint,omitempty"` // opaque application context
+	Used       uint64          `cbor:"6,keyasint"`           // cumulative steps reported so far
+	Status     Status          `cbor:"7,keyasint"`
 	Pending    *Pending        `cbor:"8,keyasint,omitempty"`
 	Result     cbor.RawMessage `cbor:"9,keyasint,omitempty"` // data value, when Done
 	Error      *Error          `cbor:"10,keyasint,omitempty"`

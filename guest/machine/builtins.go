@@ -668,6 +668,9 @@ func bError(m *Machine, a []Value) (Value, *rtError) {
 			return nilValue, errorf(KindValue, "error: kind must not be empty")
 		}
 		e.kind, e.msg = a[0].str(), a[1].str()
+		if e.kind == KindSteps || e.kind == KindFault {
+			return nilValue, errorf(KindValue, "error: kind %q is reserved for the machine", e.kind)
+		}
 	}
 	if len(a) == 3 {
 		e.data = a[2]
@@ -676,10 +679,11 @@ func bError(m *Machine, a []Value) (Value, *rtError) {
 }
 
 func (m *Machine) emit(kind string, v Value) *rtError {
-	d, err := m.toData(v, 0)
+	d, nodes, err := toDataCounted(v)
 	if err != nil {
 		return typeErrorf("emit: %s", err.msg)
 	}
+	m.chargeElems(nodes)
 	b, e := checkpoint.EncodeData(d)
 	if e != nil || len(b) > MaxEmit {
 		return errorf(KindLimit, "emit: data of more than %d bytes", MaxEmit)

@@ -9,8 +9,30 @@ import (
 	"github.com/runehost/runehost/checkpoint"
 )
 
+// MaxDataNodes bounds the nodes of one data value, so that a value built
+// with shared structure cannot expand exponentially on its way out.
+const MaxDataNodes = 1 << 22
+
 // toData converts v to a data value tree; functions, errors and cycles are not data.
-func (m *Machine) toData(v Value, depth int) (any, *rtError) {
+func (m *Machine) toData(v Value, _ int) (any, *rtError) {
+	d, _, err := toDataCounted(v)
+	return d, err
+}
+
+// toDataCounted is toData that also says how many nodes it produced.
+func toDataCounted(v Value) (any, int, *rtError) {
+	w := &dataWalk{}
+	d, err := w.walk(v, 0)
+	return d, w.nodes, err
+}
+
+type dataWalk struct{ nodes int }
+
+func (w *dataWalk) walk(v Value, depth int) (any, *rtError) {
+	w.nodes++
+	if w.nodes > MaxDataNodes {
+		return nil, errorf(KindLimit, "value has more than %d parts", MaxDataNodes)
+	}
 	if depth > MaxDepth {
 		return nil, errorf(KindLimit, "value nested more than %d deep", MaxDepth)
 	}
@@ -29,7 +51,7 @@ func (m *Machine) toData(v Value, depth int) (any, *rtError) {
 		elems := v.list().elems
 		out := make([]any, len(elems))
 		for i, e := range elems {
-			d, err := m.toData(e, depth+1)
+			d, err := w.walk(e, depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -40,8 +62,8 @@ func (m *Machine) toData(v Value, depth int) (any, *rtError) {
 		mo := v.mapv()
 		out := &checkpoint.Map{Keys: make([]any, len(mo.keys)), Values: make([]any, len(mo.keys))}
 		for i, k := range mo.keys {
-			out.Keys[i], _ = m.toData(k, depth+1)
-			d, err := m.toData(mo.vals[i], depth+1)
+			out.Keys[i], _ = w.walk(k, depth+1)
+			d, err := w.walk(mo.vals[i], depth+1)
 			if err != nil {
 				return nil, err
 			}

@@ -12,16 +12,16 @@ import (
 // exec runs instructions while the charged steps are below end.
 func (m *Machine) exec(end uint64) {
 	var (
-		fr     = &m.frames[len(m.frames)-1]
-		fn     = fr.fn
-		code   = fn.Code
-		pc     = fr.pc
-		base   = fr.base
-		free   []*cellObj
-		stack  = m.stack
-		sp     = m.sp
-		steps  = m.steps
-		consts = m.consts
+		fr      = &m.frames[len(m.frames)-1]
+		fn      = fr.fn
+		code    = fn.Code
+		pc      = fr.pc
+		base    = fr.base
+		free    []*cellObj
+		stack   = m.stack
+		sp      = m.sp
+		steps   = m.steps
+		consts  = m.consts
 		thrown  *rtError
 		rethrow Value // an error value thrown as it is
 	)
@@ -44,7 +44,6 @@ func (m *Machine) exec(end uint64) {
 		}
 		stack, sp, steps = m.stack, m.sp, m.steps
 	}
-
 
 	for steps < end {
 		ins := code[pc]
@@ -395,6 +394,15 @@ func (m *Machine) exec(end uint64) {
 		case compile.RETURN:
 			r := stack[sp-1]
 			depth := len(m.frames) - 1
+			if depth == 0 {
+				// The result becomes the prog's state: it must be data.
+				_, nodes, err := toDataCounted(r)
+				if err != nil {
+					thrown = errorf(KindType, "result must be data: %s", err.msg)
+					break
+				}
+				steps += uint64(nodes / elemsPerStep)
+			}
 			for n := len(m.handlers); n > 0 && m.handlers[n-1].frame == depth; n-- {
 				m.handlers = m.handlers[:n-1]
 			}
@@ -472,7 +480,9 @@ func (m *Machine) exec(end uint64) {
 			}
 			m.seq++
 			save()
-			if _, err := m.toData(m.pending, 0); err != nil {
+			_, nodes, err := toDataCounted(m.pending)
+			m.steps += uint64(nodes / elemsPerStep)
+			if err != nil {
 				m.status = checkpoint.Runnable
 				m.pending = nilValue
 				m.tag = ""

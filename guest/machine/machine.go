@@ -250,6 +250,10 @@ func (m *Machine) Run(budget uint64) {
 
 // raise throws v (an error value) at the current instruction.
 func (m *Machine) raise(v Value) {
+	if k := v.errObj().kind; k == KindSteps || k == KindFault {
+		m.fail(v.errObj(), true)
+		return
+	}
 	if n := len(m.handlers); n > 0 {
 		h := m.handlers[n-1]
 		m.handlers = m.handlers[:n-1]
@@ -286,6 +290,17 @@ func (m *Machine) fail(e *errorObj, trace bool) {
 // hostile checkpoint gets here, and it must not crash the process.
 func (m *Machine) fault(what string) {
 	m.fail(&errorObj{kind: KindFault, msg: "machine fault: " + what, pos: m.position()}, false)
+}
+
+// work charges one step inside a traversal whose size the instruction
+// cannot know in advance (deep equality of shared structures), and stops it
+// at the step limit so that no single instruction runs unbounded.
+func (m *Machine) work() *rtError {
+	m.steps++
+	if m.steps > m.limit {
+		return errorf(KindSteps, "step limit of %d exceeded", m.limit)
+	}
+	return nil
 }
 
 // charge adds the cost of work beyond one step.

@@ -193,6 +193,9 @@ func (m *Machine) equal(x, y Value, depth int) (bool, *rtError) {
 		if x.p == y.p {
 			return true, nil
 		}
+		if err := m.work(); err != nil {
+			return false, err
+		}
 		if len(a) != len(b) {
 			return false, nil
 		}
@@ -207,6 +210,9 @@ func (m *Machine) equal(x, y Value, depth int) (bool, *rtError) {
 		a, b := x.mapv(), y.mapv()
 		if a == b {
 			return true, nil
+		}
+		if err := m.work(); err != nil {
+			return false, err
 		}
 		if len(a.keys) != len(b.keys) {
 			return false, nil

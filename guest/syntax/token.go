@@ -16,35 +16,35 @@ const (
 	SEMI // ";" or an automatic semicolon at a line end
 
 	// operators and punctuation
-	PLUS       // +
-	MINUS      // -
-	STAR       // *
-	SLASH      // /
-	PERCENT    // %
-	EQL        // ==
-	NEQ        // !=
-	LT         // <
-	LE         // <=
-	GT         // >
-	GE         // >=
-	NOT        // !
-	ANDAND     // &&
-	OROR       // ||
-	ASSIGN     // =
-	PLUSEQ     // +=
-	MINUSEQ    // -=
-	STAREQ     // *=
-	SLASHEQ    // /=
-	PERCENTEQ  // %=
-	LPAREN     // (
-	RPAREN     // )
-	LBRACK     // [
-	RBRACK     // ]
-	LBRACE     // {
-	RBRACE     // }
-	COMMA      // ,
-	COLON      // :
-	DOT        // .
+	PLUS      // +
+	MINUS     // -
+	STAR      // *
+	SLASH     // /
+	PERCENT   // %
+	EQL       // ==
+	NEQ       // !=
+	LT        // <
+	LE        // <=
+	GT        // >
+	GE        // >=
+	NOT       // !
+	ANDAND    // &&
+	OROR      // ||
+	ASSIGN    // =
+	PLUSEQ    // +=
+	MINUSEQ   // -=
+	STAREQ    // *=
+	SLASHEQ   // /=
+	PERCENTEQ // %=
+	LPAREN    // (
+	RPAREN    // )
+	LBRACK    // [
+	RBRACK    // ]
+	LBRACE    // {
+	RBRACE    // }
+	COMMA     // ,
+	COLON     // :
+	DOT       // .
 
 	// keywords
 	keywordsStart

@@ -1,0 +1,252 @@
+// checkpoint_test.go tests the codec on real checkpoints and on hostile bytes.
+
+package checkpoint_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/guest/compile"
+	"github.com/runehost/runehost/guest/port"
+)
+
+const sampleProg = `
+fn make(n) { var l = []; for i in range(n) { append(l, {i: i, s: str(i), f: i / 2.0}) }; return l }
+let shared = make(20)
+let again = [shared, shared]
+var total = 0
+let inc = fn (x) { total += x; return total }
+for e in shared { inc(e.i) }
+try { throw error("oops", "bad", {n: 1}) } catch e { total += len(e.msg) }
+let r = act "fs.read" {path: "a.txt"}
+return {total: total, r: r, n: len(again[0])}
+`
+
+// samples runs sampleProg in small slices and returns every checkpoint.
+func samples(t testing.TB) [][]byte {
+	t.Helper()
+	ctx := context.Background()
+	rt := port.NewNative()
+	cp, err := rt.Start(ctx, port.Input{Source: []byte(sampleProg), Invocation: "inv", Context: []byte("ctx")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := [][]byte{cp}
+	var reply []byte
+	for {
+		r, err := rt.Step(ctx, port.Request{Checkpoint: cp, Reply: reply, Slice: 37})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reply = nil
+		cp = r.Checkpoint
+		out = append(out, cp)
+		switch r.Kind {
+		case port.Act:
+			reply, _ = checkpoint.EncodeReply(checkpoint.Reply{Value: "text"})
+		case port.Done, port.Error:
+			return out
+		}
+	}
+}
+
+func expect(b []byte) checkpoint.Expect {
+	h, _ := checkpoint.DecodeHeader(b)
+	return checkpoint.Expect{Semantics: compile.Version, Program: h.Program}
+}
+
+func TestRoundTrip(t *testing.T) {
+	for i, b := range samples(t) {
+		cp, err := checkpoint.Decode(b, expect(b))
+		if err != nil {
+			t.Fatalf("sample %d: %v", i, err)
+		}
+		again, err := checkpoint.Encode(cp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(again, b) {
+			t.Fatalf("sample %d: re-encoding changed the bytes", i)
+		}
+	}
+}
+
+// rewrap builds a checkpoint from a header and arbitrary body bytes.
+func rewrap(t *testing.T, h *checkpoint.Header, body []byte) []byte {
+	hb, err := cbor.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cbor.Marshal([]any{cbor.RawMessage(hb), body})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestRefusedBeforeBody(t *testing.T) {
+	b := samples(t)[3]
+	h, err := checkpoint.DecodeHeader(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	garbage := []byte{0xff, 0xff, 0xff}
+
+	other := *h
+	other.Semantics = compile.Version + 1
+	_, err = checkpoint.Decode(rewrap(t, &other, garbage), checkpoint.Expect{Semantics: compile.Version})
+	if !errors.Is(err, checkpoint.ErrSemantics) {
+		t.Fatalf("other semantics: got %v", err)
+	}
+	if want := "checkpoint has semantics version 2, this machine runs version 1"; err == nil || !bytes.Contains([]byte(err.Error()), []byte(want)) {
+		t.Fatalf("message %q lacks %q", err, want)
+	}
+
+	_, err = checkpoint.Decode(rewrap(t, h, garbage), checkpoint.Expect{Semantics: compile.Version, Program: make([]byte, 32)})
+	if !errors.Is(err, checkpoint.ErrProgram) {
+		t.Fatalf("other program: got %v", err)
+	}
+
+	other = *h
+	other.Format = 99
+	if _, err := checkpoint.DecodeHeader(rewrap(t, &other, garbage)); !errors.Is(err, checkpoint.ErrFormat) {
+		t.Fatalf("other format: got %v", err)
+	}
+
+	// The right header with a garbage body is malformed, not refused.
+	_, err = checkpoint.Decode(rewrap(t, h, garbage), expect(b))
+	if !errors.Is(err, checkpoint.ErrMalformed) {
+		t.Fatalf("garbage body: got %v", err)
+	}
+}
+
+func TestTruncated(t *testing.T) {
+	for _, b := range samples(t)[:4] {
+		for n := 0; n < len(b); n++ {
+			if _, err := checkpoint.Decode(b[:n], expect(b)); err == nil {
+				t.Fatalf("prefix of %d of %d bytes decoded", n, len(b))
+			}
+		}
+	}
+}
+
+func TestTooLarge(t *testing.T) {
+	if _, err := checkpoint.Decode(make([]byte, checkpoint.MaxSize+1), checkpoint.Expect{}); !errors.Is(err, checkpoint.ErrTooLarge) {
+		t.Fatalf("got %v", err)
+	}
+	// A declared length far beyond the input is refused before allocating.
+	if _, err := checkpoint.DecodeData([]byte{0x9b, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}); err == nil {
+		t.Fatal("huge declared array decoded")
+	}
+}
+
+func TestDataStrict(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		b    []byte
+	}{
+		{"non-shortest int", []byte{0x18, 0x01}},
+		{"non-canonical NaN", []byte{0xfb, 0x7f, 0xf8, 0, 0, 0, 0, 0, 1}},
+		{"non-shortest float", []byte{0xfb, 0x3f, 0xf0, 0, 0, 0, 0, 0, 0}},
+		{"indefinite array", []byte{0x9f, 0xff}},
+		{"uint beyond int64", []byte{0x1b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}},
+		{"invalid UTF-8", []byte{0x61, 0xff}},
+		{"trailing bytes", []byte{0xf6, 0xf6}},
+		{"unknown tag", []byte{0xc1, 0x00}},
+		{"duplicate map key", append([]byte{0xd9, 0xcb, 0x23, 0x84}, 0x61, 'a', 0x01, 0x61, 'a', 0x02)},
+		{"float map key", append([]byte{0xd9, 0xcb, 0x23, 0x82}, 0xf9, 0x3c, 0x00, 0x01)},
+		{"odd map", append([]byte{0xd9, 0xcb, 0x23, 0x81}, 0x01)},
+	} {
+		if _, err := checkpoint.DecodeData(tc.b); err == nil {
+			t.Errorf("%s: decoded", tc.name)
+		}
+	}
+}
+
+func TestDataRoundTrip(t *testing.T) {
+	m := &checkpoint.Map{}
+	m.Set("z", 1.5)
+	m.Set("a", []any{int64(-1), math.MaxInt64 * 1.0, "é", nil, true})
+	m.Set(int64(7), false)
+	b, err := checkpoint.EncodeData(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := checkpoint.DecodeData(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := checkpoint.EncodeData(d)
+	if !bytes.Equal(again, b) {
+		t.Fatal("round trip changed the bytes")
+	}
+	if got := d.(*checkpoint.Map).Keys; got[0] != "z" || got[1] != "a" || got[2] != int64(7) {
+		t.Fatalf("order not kept: %v", got)
+	}
+	nan, _ := checkpoint.EncodeData(math.NaN())
+	if !bytes.Equal(nan, []byte{0xf9, 0x7e, 0x00}) {
+		t.Fatalf("NaN encodes as %x", nan)
+	}
+}
+
+func TestReply(t *testing.T) {
+	b, err := checkpoint.EncodeReply(checkpoint.Reply{Err: &checkpoint.Error{Kind: "denied", Msg: "no grant"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := checkpoint.DecodeReply(b)
+	if err != nil || r.Err == nil || r.Err.Kind != "denied" || r.Err.Msg != "no grant" {
+		t.Fatalf("got %+v, %v", r, err)
+	}
+	for _, bad := range [][]byte{{0x80}, {0x82, 0xf4, 0x01}, {0x84, 0xf4, 0x60, 0x60, 0xf6}, {0x82, 0xf5}} {
+		if _, err := checkpoint.DecodeReply(bad); err == nil {
+			t.Errorf("reply %x decoded", bad)
+		}
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	for _, b := range samples(f) {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		cp, err := checkpoint.Decode(b, checkpoint.Expect{Semantics: compile.Version})
+		if err != nil {
+			return
+		}
+		if _, err := checkpoint.Encode(cp); err != nil {
+			t.Fatalf("decoded checkpoint does not encode: %v", err)
+		}
+	})
+}
+
+func FuzzDecodeData(f *testing.F) {
+	for _, b := range samples(f) {
+		h, _ := checkpoint.DecodeHeader(b)
+		if h.Pending != nil {
+			f.Add([]byte(h.Pending.Args))
+		}
+		if h.Result != nil {
+			f.Add([]byte(h.Result))
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		d, err := checkpoint.DecodeData(b)
+		if err != nil {
+			return
+		}
+		again, err := checkpoint.EncodeData(d)
+		if err != nil {
+			t.Fatalf("decoded data does not encode: %v", err)
+		}
+		if !bytes.Equal(again, b) {
+			t.Fatalf("accepted a non-canonical encoding: %x re-encodes as %x", b, again)
+		}
+	})
+}

@@ -1,0 +1,65 @@
+// args.go lets flags follow a command's arguments, as in
+// `runehost run prog.rune --input '{}'`, which urfave/cli/v2 does not parse.
+
+package main
+
+import (
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// interspersed moves a command's flags that follow its arguments to before
+// them. Everything after "--" stays as it is.
+func interspersed(app *cli.App, args []string) []string {
+	if len(args) < 2 {
+		return args
+	}
+	var cmd *cli.Command
+	i := 1
+	for ; i < len(args); i++ {
+		if c := app.Command(args[i]); c != nil {
+			cmd = c
+			break
+		}
+		if !strings.HasPrefix(args[i], "-") {
+			return args
+		}
+	}
+	if cmd == nil {
+		return args
+	}
+	takesValue := map[string]bool{"help": false, "h": false}
+	for _, f := range cmd.Flags {
+		_, isBool := f.(*cli.BoolFlag)
+		for _, n := range f.Names() {
+			takesValue[n] = !isBool
+		}
+	}
+	head := append([]string(nil), args[:i+1]...)
+	var flags, positional []string
+	rest := args[i+1:]
+	for j := 0; j < len(rest); j++ {
+		a := rest[j]
+		if a == "--" {
+			positional = append(positional, rest[j:]...)
+			break
+		}
+		name := strings.TrimLeft(a, "-")
+		name, _, hasValue := strings.Cut(name, "=")
+		value, known := takesValue[name]
+		if !strings.HasPrefix(a, "-") || a == "-" || !known {
+			positional = append(positional, a)
+			continue
+		}
+		flags = append(flags, a)
+		if value && !hasValue && j+1 < len(rest) {
+			flags = append(flags, rest[j+1])
+			j++
+		}
+	}
+	if len(positional) > 0 && positional[0] != "--" {
+		positional = append([]string{"--"}, positional...)
+	}
+	return append(append(head, flags...), positional...)
+}

@@ -1,0 +1,63 @@
+// Command runehost runs Rune progs: check them, run them, and (in later
+// versions) keep them durably in a store and show them in Slack.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+)
+
+// Exit codes.
+const (
+	exitOK       = 0
+	exitFailed   = 1 // the prog ended with an uncaught error
+	exitUsage    = 2 // bad command line, unreadable file or compile error
+	exitInternal = 3 // the host failed
+)
+
+// exitError carries an exit code out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func exitf(code int, format string, args ...any) error {
+	return &exitError{code: code, err: fmt.Errorf(format, args...)}
+}
+
+func newApp() *cli.App {
+	return &cli.App{
+		Name:  "runehost",
+		Usage: "run Rune agent programs safely",
+		Description: "runehost compiles and runs progs written in Rune. A prog's machine state\n" +
+			"is plain data: it runs in bounded slices of steps and can be checkpointed\n" +
+			"at any slice, act or await. See docs/language.md.",
+		Commands:        []*cli.Command{checkCommand(), runCommand()},
+		HideHelpCommand: true,
+		ExitErrHandler:  func(*cli.Context, error) {}, // main reports errors
+	}
+}
+
+func main() {
+	os.Exit(realMain(os.Args))
+}
+
+func realMain(args []string) int {
+	app := newApp()
+	err := app.Run(interspersed(app, args))
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintln(os.Stderr, "runehost:", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return exitUsage
+}

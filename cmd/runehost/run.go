@@ -1,0 +1,134 @@
+// run.go holds `runehost run`: run a prog to its end, printing its events.
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/guest/port"
+)
+
+func runCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "run a prog and print its events and result",
+		ArgsUsage: "FILE",
+		Description: "Runs FILE in slices of steps, printing what it emits to stderr and its\n" +
+			"result as JSON to stdout. Exit status: 0 done, 1 the prog failed,\n" +
+			"2 bad usage or a compile error, 3 a host failure.\n\n" +
+			"Acts and awaits have no adapters in this build: each is answered with\n" +
+			"an error of kind \"denied\" that the prog may catch.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "input", Value: "null", Usage: "the prog's input, as JSON"},
+			&cli.StringFlag{Name: "state", Value: "null", Usage: "the prog's state, as JSON"},
+			&cli.Uint64Flag{Name: "limit", Value: 10_000_000, Usage: "step limit of the run"},
+			&cli.Uint64Flag{Name: "slice", Value: port.DefaultSlice, Usage: "steps per slice"},
+			&cli.Uint64Flag{Name: "seed", Usage: "seed of random()", DefaultText: "from the clock"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return exitf(exitUsage, "run: want exactly one FILE (usage: runehost run FILE [--input JSON])")
+			}
+			src, err := os.ReadFile(c.Args().First())
+			if err != nil {
+				return exitf(exitUsage, "run: %v", err)
+			}
+			in, err := jsonFlag(c, "input")
+			if err != nil {
+				return err
+			}
+			state, err := jsonFlag(c, "state")
+			if err != nil {
+				return err
+			}
+			seed := c.Uint64("seed")
+			if !c.IsSet("seed") {
+				seed = uint64(nowMillis())
+			}
+			r := &runner{rt: port.NewNative(), out: c.App.Writer, events: c.App.ErrWriter, file: c.Args().First()}
+			return r.run(c.Context, port.Input{Source: src, Input: in, State: state, Limit: c.Uint64("limit"), Seed: seed, Clock: nowMillis()}, c.Uint64("slice"))
+		},
+	}
+}
+
+func jsonFlag(c *cli.Context, name string) ([]byte, error) {
+	d, err := checkpoint.DataFromJSON([]byte(c.String(name)))
+	if err != nil {
+		return nil, exitf(exitUsage, "run: --%s: %v", name, err)
+	}
+	b, err := checkpoint.EncodeData(d)
+	if err != nil {
+		return nil, exitf(exitUsage, "run: --%s: %v", name, err)
+	}
+	return b, nil
+}
+
+type runner struct {
+	rt          port.RuntimePort
+	out, events io.Writer
+	file        string
+}
+
+func (r *runner) run(ctx context.Context, in port.Input, slice uint64) error {
+	cp, err := r.rt.Start(ctx, in)
+	if err != nil {
+		var se interface{ Error() string }
+		if errors.As(err, &se) {
+			return exitf(exitUsage, "%s:%v", r.file, err)
+		}
+		return exitf(exitUsage, "run: %v", err)
+	}
+	var reply []byte
+	for {
+		res, err := r.rt.Step(ctx, port.Request{Checkpoint: cp, Reply: reply, Slice: slice, Clock: nowMillis()})
+		if err != nil {
+			return exitf(exitInternal, "run: %v", err)
+		}
+		cp, reply = res.Checkpoint, nil
+		for _, e := range res.Emits {
+			fmt.Fprintf(r.events, "emit %s %s\n", e.Kind, dataJSON(e.Data))
+		}
+		switch res.Kind {
+		case port.Yield:
+		case port.Act, port.Event:
+			what := "act " + res.Tag
+			if res.Kind == port.Event {
+				what = "await"
+			}
+			fmt.Fprintf(r.events, "%s %s: denied (no adapters in this build)\n", what, dataJSON(res.Args))
+			reply, err = checkpoint.EncodeReply(checkpoint.Reply{Err: &checkpoint.Error{Kind: "denied", Msg: what + " is not available: this build has no act adapters"}})
+			if err != nil {
+				return exitf(exitInternal, "run: %v", err)
+			}
+		case port.Done:
+			fmt.Fprintln(r.out, dataJSON(res.Result))
+			fmt.Fprintf(r.events, "done in %d steps\n", res.Used)
+			return nil
+		case port.Error:
+			fmt.Fprintf(r.events, "failed after %d steps\n", res.Used)
+			for _, t := range res.Err.Trace {
+				fmt.Fprintf(r.events, "\tat %s\n", t)
+			}
+			return exitf(exitFailed, "%s:%v", r.file, res.Err)
+		}
+	}
+}
+
+func dataJSON(b []byte) string {
+	d, err := checkpoint.DecodeData(b)
+	if err != nil {
+		return fmt.Sprintf("<%v>", err)
+	}
+	j, err := checkpoint.DataToJSON(d)
+	if err != nil {
+		return fmt.Sprintf("<%v>", err)
+	}
+	return string(j)
+}
