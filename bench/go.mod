@@ -8,6 +8,10 @@ require (
 	go.starlark.net v0.0.0-20260908191801-89a6a09411d5
 )
 
-require golang.org/x/sys v0.44.0 // indirect
+require (
+	github.com/fxamacker/cbor/v2 v2.10.0 // indirect
+	github.com/x448/float16 v0.8.4 // indirect
+	golang.org/x/sys v0.44.0 // indirect
+)
 
 replace github.com/runehost/runehost => ../

@@ -55,9 +55,7 @@ func Encode(c *Checkpoint) ([]byte, error) {
 	}
 	var body []byte
 	if c.Machine != nil {
-		if body, err = encMode.Marshal(c.Machine); err != nil {
-			return nil, fmt.Errorf("encode checkpoint body: %w", err)
-		}
+		body = appendMachine(make([]byte, 0, 256+32*len(c.Machine.Stack)+64*len(c.Machine.Heap)), c.Machine)
 	}
 	out, err := encMode.Marshal(wire{Header: h, Body: body})
 	if err != nil {
@@ -117,14 +115,14 @@ func Decode(b []byte, want Expect) (*Checkpoint, error) {
 	if want.Program != nil && !bytes.Equal(h.Program, want.Program) {
 		return nil, decodeErr(ErrProgram, "header", "checkpoint is of program %x, not %x", short(h.Program), short(want.Program))
 	}
-	var m Machine
-	if err := decMode.Unmarshal(w.Body, &m); err != nil {
-		return nil, decodeErr(ErrMalformed, "body", "%v", err)
+	m, err := (&reader{b: w.Body, where: "body"}).machine()
+	if err != nil {
+		return nil, &DecodeError{Err: ErrMalformed, Where: "body", Detail: err.Error()}
 	}
 	if err := m.validate(); err != nil {
 		return nil, err
 	}
-	return &Checkpoint{Header: *h, Machine: &m}, nil
+	return &Checkpoint{Header: *h, Machine: m}, nil
 }
 
 func short(h []byte) []byte {

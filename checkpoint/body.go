@@ -1,0 +1,223 @@
+// body.go holds the hand-written codec of the machine body.
+//
+// The body is most of a checkpoint and is written and read at every
+// suspension, inside the sandbox too, where reflection-based CBOR is an
+// order of magnitude slower than native. Its layout is fixed by the schema,
+// so it is written directly; TestBodyMatchesReference checks that the bytes
+// are exactly what fxamacker/cbor's core deterministic encoder gives for the
+// same Machine, so the format stays plain deterministic CBOR.
+
+package checkpoint
+
+import "math"
+
+// appendMachine writes m as a CBOR map with integer keys 1 to 10.
+func appendMachine(b []byte, m *Machine) []byte {
+	b = appendHead(b, majMap, 10)
+	b = appendHead(append(b, 0x01), majUint, m.Steps)
+	b = appendHead(append(b, 0x02), majUint, m.Limit)
+	b = appendInt(append(b, 0x03), m.Clock)
+	b = appendHead(append(b, 0x04), majUint, m.RNG)
+	b = appendHead(append(b, 0x05), majUint, m.Seq)
+	b = appendVals(append(b, 0x06), m.Globals)
+	b = appendVals(append(b, 0x07), m.Stack)
+	b = appendHead(append(b, 0x08), majArray, uint64(len(m.Frames)))
+	for _, f := range m.Frames {
+		b = appendHead(b, majArray, 4)
+		b = appendHead(b, majUint, uint64(f.Fn))
+		b = appendHead(b, majUint, uint64(f.PC))
+		b = appendHead(b, majUint, uint64(f.Base))
+		b = appendHead(b, majUint, uint64(f.Closure))
+	}
+	b = appendHead(append(b, 0x09), majArray, uint64(len(m.Handlers)))
+	for _, h := range m.Handlers {
+		b = appendHead(b, majArray, 3)
+		b = appendHead(b, majUint, uint64(h.Frame))
+		b = appendHead(b, majUint, uint64(h.PC))
+		b = appendHead(b, majUint, uint64(h.SP))
+	}
+	b = appendHead(append(b, 0x0a), majArray, uint64(len(m.Heap)))
+	for _, o := range m.Heap {
+		b = appendHead(b, majArray, 3)
+		b = appendHead(b, majUint, uint64(o.Kind))
+		b = appendInt(b, o.Aux)
+		b = appendVals(b, o.Items)
+	}
+	return b
+}
+
+func appendVals(b []byte, vs []Val) []byte {
+	b = appendHead(b, majArray, uint64(len(vs)))
+	for _, v := range vs {
+		b = AppendVal(b, v)
+	}
+	return b
+}
+
+// machine reads a body written by appendMachine, strictly.
+func (r *reader) machine() (*Machine, error) {
+	m := &Machine{}
+	if err := r.expect(majMap, 10, "body map"); err != nil {
+		return nil, err
+	}
+	for key := uint64(1); key <= 10; key++ {
+		if err := r.expect(majUint, key, "body key"); err != nil {
+			return nil, err
+		}
+		var err error
+		switch key {
+		case 1:
+			m.Steps, err = r.uint()
+		case 2:
+			m.Limit, err = r.uint()
+		case 3:
+			m.Clock, err = r.int()
+		case 4:
+			m.RNG, err = r.uint()
+		case 5:
+			m.Seq, err = r.uint()
+		case 6:
+			m.Globals, err = r.vals()
+		case 7:
+			m.Stack, err = r.vals()
+		case 8:
+			var n int
+			if n, err = r.array(5); err == nil {
+				m.Frames = make([]Frame, n)
+				for i := range m.Frames {
+					var f [4]uint32
+					if err = r.uint32s(f[:]); err != nil {
+						break
+					}
+					m.Frames[i] = Frame{Fn: f[0], PC: f[1], Base: f[2], Closure: f[3]}
+				}
+			}
+		case 9:
+			var n int
+			if n, err = r.array(4); err == nil {
+				m.Handlers = make([]Handler, n)
+				for i := range m.Handlers {
+					var h [3]uint32
+					if err = r.uint32s(h[:]); err != nil {
+						break
+					}
+					m.Handlers[i] = Handler{Frame: h[0], PC: h[1], SP: h[2]}
+				}
+			}
+		case 10:
+			var n int
+			if n, err = r.array(4); err == nil {
+				if n > MaxObjects {
+					return nil, r.fail("%d heap objects, limit %d", n, MaxObjects)
+				}
+				m.Heap = make([]Object, n)
+				for i := range m.Heap {
+					if err = r.expect(majArray, 3, "object"); err != nil {
+						break
+					}
+					var kind uint64
+					if kind, err = r.uint(); err != nil {
+						break
+					}
+					if kind > math.MaxUint8 {
+						return nil, r.fail("object kind %d", kind)
+					}
+					o := &m.Heap[i]
+					o.Kind = ObjKind(kind)
+					if o.Aux, err = r.int(); err != nil {
+						break
+					}
+					if o.Items, err = r.vals(); err != nil {
+						break
+					}
+				}
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if r.off != len(r.b) {
+		return nil, r.fail("trailing bytes after the body")
+	}
+	return m, nil
+}
+
+func (r *reader) expect(major byte, n uint64, what string) error {
+	m, arg, _, err := r.head()
+	if err != nil {
+		return err
+	}
+	if m != major || arg != n {
+		return r.fail("%s: want major type %d with %d, got major type %d with %d", what, major, n, m, arg)
+	}
+	return nil
+}
+
+func (r *reader) uint() (uint64, error) {
+	m, arg, _, err := r.head()
+	if err != nil {
+		return 0, err
+	}
+	if m != majUint {
+		return 0, r.fail("want an unsigned integer, got major type %d", m)
+	}
+	return arg, nil
+}
+
+func (r *reader) int() (int64, error) {
+	m, arg, _, err := r.head()
+	if err != nil {
+		return 0, err
+	}
+	if (m != majUint && m != majNeg) || arg > math.MaxInt64 {
+		return 0, r.fail("want an int64")
+	}
+	if m == majNeg {
+		return -int64(arg) - 1, nil
+	}
+	return int64(arg), nil
+}
+
+func (r *reader) uint32s(out []uint32) error {
+	if err := r.expect(majArray, uint64(len(out)), "tuple"); err != nil {
+		return err
+	}
+	for i := range out {
+		v, err := r.uint()
+		if err != nil {
+			return err
+		}
+		if v > math.MaxUint32 {
+			return r.fail("%d does not fit in 32 bits", v)
+		}
+		out[i] = uint32(v)
+	}
+	return nil
+}
+
+// array reads an array head whose items take at least min bytes each.
+func (r *reader) array(min int) (int, error) {
+	m, arg, _, err := r.head()
+	if err != nil {
+		return 0, err
+	}
+	if m != majArray {
+		return 0, r.fail("want an array, got major type %d", m)
+	}
+	return r.length(arg, min)
+}
+
+func (r *reader) vals() ([]Val, error) {
+	n, err := r.array(1)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Val, n)
+	for i := range out {
+		if out[i], err = r.val(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
