@@ -11,9 +11,12 @@ package checkpoint
 
 import "math"
 
-// appendMachine writes m as a CBOR map with integer keys 1 to 10.
+// bodyKeys is the number of keys of the body map.
+const bodyKeys = 11
+
+// appendMachine writes m as a CBOR map with integer keys 1 to 11.
 func appendMachine(b []byte, m *Machine) []byte {
-	b = appendHead(b, majMap, 10)
+	b = appendHead(b, majMap, bodyKeys)
 	b = appendHead(append(b, 0x01), majUint, m.Steps)
 	b = appendHead(append(b, 0x02), majUint, m.Limit)
 	b = appendInt(append(b, 0x03), m.Clock)
@@ -43,6 +46,10 @@ func appendMachine(b []byte, m *Machine) []byte {
 		b = appendInt(b, o.Aux)
 		b = appendVals(b, o.Items)
 	}
+	b = appendHead(append(b, 0x0b), majArray, uint64(len(m.Strings)))
+	for _, str := range m.Strings {
+		b = appendText(b, str)
+	}
 	return b
 }
 
@@ -57,10 +64,10 @@ func appendVals(b []byte, vs []Val) []byte {
 // machine reads a body written by appendMachine, strictly.
 func (r *reader) machine() (*Machine, error) {
 	m := &Machine{}
-	if err := r.expect(majMap, 10, "body map"); err != nil {
+	if err := r.expect(majMap, bodyKeys, "body map"); err != nil {
 		return nil, err
 	}
-	for key := uint64(1); key <= 10; key++ {
+	for key := uint64(1); key <= bodyKeys; key++ {
 		if err := r.expect(majUint, key, "body key"); err != nil {
 			return nil, err
 		}
@@ -128,6 +135,24 @@ func (r *reader) machine() (*Machine, error) {
 						break
 					}
 					if o.Items, err = r.vals(); err != nil {
+						break
+					}
+				}
+			}
+		case 11:
+			var n int
+			if n, err = r.array(1); err == nil {
+				m.Strings = make([]string, n)
+				for i := range m.Strings {
+					var major byte
+					var l uint64
+					if major, l, _, err = r.head(); err != nil {
+						break
+					}
+					if major != majText {
+						return nil, r.fail("string table holds major type %d", major)
+					}
+					if m.Strings[i], err = r.text(l); err != nil {
 						break
 					}
 				}

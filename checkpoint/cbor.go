@@ -32,7 +32,7 @@ const (
 	TagRef     = 52001 // heap object reference: tag(uint index)
 	TagBuiltin = 52002 // built-in function: tag(uint index)
 	TagMap     = 52003 // ordered map: tag([k1, v1, k2, v2, ...])
-	TagError   = 52004 // error value: tag([kind, msg, data])
+	TagString  = 52005 // shared string: tag(uint index into the string table)
 )
 
 func appendHead(b []byte, major byte, n uint64) []byte {

@@ -279,6 +279,9 @@ func TestBodyMatchesReference(t *testing.T) {
 		if m.Heap == nil {
 			m.Heap = []checkpoint.Object{}
 		}
+		if m.Strings == nil {
+			m.Strings = []string{}
+		}
 		for j := range m.Heap {
 			if m.Heap[j].Items == nil {
 				m.Heap[j].Items = []checkpoint.Val{}

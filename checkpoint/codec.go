@@ -183,10 +183,14 @@ func (h *Header) validate() error {
 func (m *Machine) validate() error {
 	bad := func(format string, args ...any) error { return decodeErr(ErrMalformed, "body", format, args...) }
 	n := uint64(len(m.Heap))
+	ns := uint64(len(m.Strings))
 	checkVals := func(where string, vals []Val) error {
 		for i, v := range vals {
 			if v.Kind == ValRef && v.N >= n {
 				return bad("%s[%d] refers to object %d of %d", where, i, v.N, n)
+			}
+			if v.Kind == ValStrRef && v.N >= ns {
+				return bad("%s[%d] refers to string %d of %d", where, i, v.N, ns)
 			}
 		}
 		return nil
@@ -214,7 +218,8 @@ func (m *Machine) validate() error {
 				return bad("object %d of kind %d has %d items, want 1", i, o.Kind, len(o.Items))
 			}
 		case ObjError:
-			if len(o.Items) != 4 || o.Items[0].Kind != ValStr || o.Items[1].Kind != ValStr || o.Items[3].Kind != ValStr {
+			isStr := func(v Val) bool { return v.Kind == ValStr || v.Kind == ValStrRef }
+			if len(o.Items) != 4 || !isStr(o.Items[0]) || !isStr(o.Items[1]) || !isStr(o.Items[3]) {
 				return bad("error object %d is malformed", i)
 			}
 		}

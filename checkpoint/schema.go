@@ -96,6 +96,9 @@ type Machine struct {
 	Frames   []Frame   `cbor:"8,keyasint"`
 	Handlers []Handler `cbor:"9,keyasint"`
 	Heap     []Object  `cbor:"10,keyasint"`
+	// Strings holds each long string once, however many slots refer to it
+	// (by content, so the table does not depend on how the machine ran).
+	Strings []string `cbor:"11,keyasint"`
 }
 
 // Frame is one activation record. Its locals and operands are the stack

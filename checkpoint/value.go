@@ -21,6 +21,7 @@ const (
 	ValRef             // N indexes Machine.Heap
 	ValBuiltin         // N indexes the built-in table
 	ValUndef           // an unassigned slot
+	ValStrRef          // N indexes Machine.Strings: a long string stored once
 )
 
 // Val is one machine slot: a scalar, a string, or a reference to a heap object.
@@ -50,6 +51,8 @@ func AppendVal(b []byte, v Val) []byte {
 		return appendHead(appendHead(b, majTag, TagRef), majUint, v.N)
 	case ValBuiltin:
 		return appendHead(appendHead(b, majTag, TagBuiltin), majUint, v.N)
+	case ValStrRef:
+		return appendHead(appendHead(b, majTag, TagString), majUint, v.N)
 	default:
 		return append(b, simpleUndef)
 	}
@@ -94,6 +97,8 @@ func (r *reader) val() (Val, error) {
 		case TagRef:
 		case TagBuiltin:
 			kind = ValBuiltin
+		case TagString:
+			kind = ValStrRef
 		default:
 			return Val{}, r.fail("unexpected tag %d in a slot", arg)
 		}

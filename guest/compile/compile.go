@@ -101,6 +101,9 @@ func (c *compiler) function(f *syntax.Function) int {
 	for _, b := range info.Locals {
 		fc.Locals = append(fc.Locals, b.Name)
 	}
+	for _, b := range info.FreeVars {
+		fc.FreeNames = append(fc.FreeNames, b.Name)
+	}
 	c.prog.Funcs = append(c.prog.Funcs, fc)
 	saved := c.fn
 	c.fn = &fcomp{fn: fc, info: info, pos: f.Pos}
@@ -333,10 +336,12 @@ func (c *compiler) stmt(s syntax.Stmt) {
 		}
 		if s.Token == syntax.BREAK {
 			if l.isFor {
-				c.emit(POP, 0)
-				c.fn.depth++ // only on this path
+				c.emit(POP, 0) // the iterator
 			}
 			l.breaks = append(l.breaks, c.emit(JMP, 0))
+			if l.isFor {
+				c.fn.depth++ // the code after the break still has the iterator
+			}
 		} else {
 			c.emit(JMP, l.cont)
 		}
@@ -439,16 +444,9 @@ func (c *compiler) store(id *syntax.Ident) {
 func (c *compiler) closure(f *syntax.Function) {
 	info := f.Info.(*resolve.Function)
 	for _, fv := range info.FreeVars {
-		// fv is a binding of the current function (a cell) or one of its free variables.
-		idx := -1
-		for i, b := range c.fn.info.FreeVars {
-			if b == fv {
-				idx = i
-				break
-			}
-		}
-		if idx >= 0 {
-			c.emit(FREEREF, idx)
+		// fv is a cell of the current function, or one of its free variables.
+		if fv.Scope == resolve.Free {
+			c.emit(FREEREF, fv.Index)
 		} else {
 			c.emit(LOCALREF, fv.Index)
 		}

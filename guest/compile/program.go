@@ -53,6 +53,7 @@ type Funcode struct {
 	NumParams int
 	Locals    []string // slot names, parameters first
 	NumFree   int
+	FreeNames []string // names of the captured variables
 	MaxStack  int
 	Code      []uint32
 	Lines     []syntax.Pos // position of each instruction

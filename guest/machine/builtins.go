@@ -6,8 +6,10 @@
 package machine
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,11 +50,11 @@ func init() {
 		{"slice", 2, 3, bSlice},
 		{"sort", 1, 2, bSort},
 		{"reverse", 1, 1, bReverse},
-		{"starts_with", 2, 2, strPred(strings.HasPrefix)},
-		{"ends_with", 2, 2, strPred(strings.HasSuffix)},
-		{"trim", 1, 1, strMap(strings.TrimSpace)},
-		{"upper", 1, 1, strMap(strings.ToUpper)},
-		{"lower", 1, 1, strMap(strings.ToLower)},
+		{"starts_with", 2, 2, strPred("starts_with", strings.HasPrefix)},
+		{"ends_with", 2, 2, strPred("ends_with", strings.HasSuffix)},
+		{"trim", 1, 1, strMap("trim", strings.TrimSpace)},
+		{"upper", 1, 1, strMap("upper", strings.ToUpper)},
+		{"lower", 1, 1, strMap("lower", strings.ToLower)},
 		{"replace", 3, 3, bReplace},
 		{"json_encode", 1, 1, func(m *Machine, a []Value) (Value, *rtError) { return m.strResult(m.jsonEncode(a[0])) }},
 		{"json_decode", 1, 1, bJSONDecode},
@@ -126,8 +128,11 @@ func bLen(m *Machine, a []Value) (Value, *rtError) {
 }
 
 func bStr(m *Machine, a []Value) (Value, *rtError) {
-	if a[0].k == Str {
+	switch a[0].k {
+	case Str:
 		return a[0], nil
+	case Int:
+		return strValue(strconv.FormatInt(a[0].int(), 10)), nil
 	}
 	return m.strResult(m.repr(a[0]))
 }
@@ -432,46 +437,53 @@ func bSlice(m *Machine, a []Value) (Value, *rtError) {
 }
 
 // bSort sorts a list in place (stable) and returns it; sort(l, "field")
-// sorts maps by a field.
+// sorts maps by a field. It costs n*ceil(log2 n) element steps whatever
+// the algorithm does, so the cost cannot drift with the Go version.
 func bSort(m *Machine, a []Value) (Value, *rtError) {
 	if a[0].k != List {
 		return nilValue, argError("sort", 0, "list", a[0])
 	}
 	elems := a[0].list().elems
-	keyOfElem := func(v Value) (Value, *rtError) { return v, nil }
+	n := len(elems)
+	m.chargeElems(n * bits.Len(uint(n)))
+	if len(a) == 1 && allOfKind(elems, Int) {
+		// Equal ints are indistinguishable, so an unstable sort will do.
+		slices.SortFunc(elems, func(x, y Value) int { return cmp.Compare(x.int(), y.int()) })
+		return a[0], nil
+	}
+	if len(a) == 1 && allOfKind(elems, Str) {
+		slices.SortFunc(elems, func(x, y Value) int { return strings.Compare(x.str(), y.str()) })
+		return a[0], nil
+	}
+	keys := elems
 	if len(a) == 2 {
 		if a[1].k != Str {
 			return nilValue, argError("sort", 1, "str (a field name)", a[1])
 		}
-		field := a[1]
-		keyOfElem = func(v Value) (Value, *rtError) {
-			if v.k != Map {
-				return nilValue, typeErrorf("sort: element is %s, not a map", typeName(v))
+		keys = make([]Value, n)
+		for i, e := range elems {
+			if e.k != Map {
+				return nilValue, typeErrorf("sort: element %d is %s, not a map", i, typeName(e))
 			}
-			return m.attr(v, field)
+			k, err := m.attr(e, a[1])
+			if err != nil {
+				return nilValue, err
+			}
+			keys[i] = k
 		}
 	}
-	keys := make([]Value, len(elems))
-	for i, e := range elems {
-		k, err := keyOfElem(e)
-		if err != nil {
-			return nilValue, err
+	// Check comparability first, so the comparison below cannot fail.
+	for i := 1; i < n; i++ {
+		if _, err := compare(keys[0], keys[i]); err != nil {
+			return nilValue, typeErrorf("sort: %s", err.msg)
 		}
-		keys[i] = k
 	}
-	idx := make([]int32, len(elems))
+	idx := make([]int32, n)
 	for i := range idx {
 		idx[i] = int32(i)
 	}
-	var sortErr *rtError
-	compares := 0
 	slices.SortStableFunc(idx, func(i, j int32) int {
-		compares++
-		c, err := compare(keys[i], keys[j])
-		if err != nil {
-			sortErr = err
-			return 0
-		}
+		c, _ := compare(keys[i], keys[j])
 		if c == unordered {
 			// NaN sorts after every number, and equal to another NaN.
 			ni, nj := math.IsNaN(numberOf(keys[i])), math.IsNaN(numberOf(keys[j]))
@@ -485,16 +497,21 @@ func bSort(m *Machine, a []Value) (Value, *rtError) {
 		}
 		return c
 	})
-	m.chargeElems(compares)
-	if sortErr != nil {
-		return nilValue, typeErrorf("sort: %s", sortErr.msg)
-	}
-	sorted := make([]Value, len(elems))
+	sorted := make([]Value, n)
 	for i, j := range idx {
 		sorted[i] = elems[j]
 	}
 	copy(elems, sorted)
 	return a[0], nil
+}
+
+func allOfKind(vs []Value, k Kind) bool {
+	for _, v := range vs {
+		if v.k != k {
+			return false
+		}
+	}
+	return true
 }
 
 func numberOf(v Value) float64 {
@@ -513,20 +530,23 @@ func bReverse(m *Machine, a []Value) (Value, *rtError) {
 	return a[0], nil
 }
 
-func strPred(f func(s, t string) bool) func(m *Machine, a []Value) (Value, *rtError) {
+func strPred(name string, f func(s, t string) bool) func(m *Machine, a []Value) (Value, *rtError) {
 	return func(m *Machine, a []Value) (Value, *rtError) {
-		if a[0].k != Str || a[1].k != Str {
-			return nilValue, typeErrorf("arguments must be str, not %s and %s", typeName(a[0]), typeName(a[1]))
+		for i := range a {
+			if a[i].k != Str {
+				return nilValue, argError(name, i, "str", a[i])
+			}
 		}
 		return boolValue(f(a[0].str(), a[1].str())), nil
 	}
 }
 
-func strMap(f func(string) string) func(m *Machine, a []Value) (Value, *rtError) {
+func strMap(name string, f func(string) string) func(m *Machine, a []Value) (Value, *rtError) {
 	return func(m *Machine, a []Value) (Value, *rtError) {
 		if a[0].k != Str {
-			return nilValue, typeErrorf("argument must be str, not %s", typeName(a[0]))
+			return nilValue, argError(name, 0, "str", a[0])
 		}
+		m.chargeBytes(int(a[0].n))
 		return m.newString(f(a[0].str()))
 	}
 }
@@ -610,11 +630,12 @@ func bRange(m *Machine, a []Value) (Value, *rtError) {
 			return nilValue, errorf(KindValue, "range: step must not be zero")
 		}
 	}
+	// Count in uint64: stop - start need not fit in an int64.
 	var n uint64
 	if step > 0 && stop > start {
-		n = (uint64(stop-start) + uint64(step) - 1) / uint64(step)
+		n = (uint64(stop)-uint64(start)-1)/uint64(step) + 1
 	} else if step < 0 && start > stop {
-		n = (uint64(start-stop) + uint64(-step) - 1) / uint64(-step)
+		n = (uint64(start)-uint64(stop)-1)/(-uint64(step)) + 1
 	}
 	if n > MaxList {
 		return nilValue, errorf(KindLimit, "range of %d elements exceeds the limit of %d", n, MaxList)
@@ -695,8 +716,11 @@ func (m *Machine) emit(kind string, v Value) *rtError {
 
 // bEmit is emit(kind[, data]): an event for the host's run stream.
 func bEmit(m *Machine, a []Value) (Value, *rtError) {
-	if a[0].k != Str || a[0].n == 0 {
-		return nilValue, argError("emit", 0, "a non-empty str", a[0])
+	if a[0].k != Str {
+		return nilValue, argError("emit", 0, "str", a[0])
+	}
+	if a[0].n == 0 {
+		return nilValue, errorf(KindValue, "emit: kind must not be empty")
 	}
 	v := nilValue
 	if len(a) == 2 {

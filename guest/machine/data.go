@@ -4,6 +4,7 @@ package machine
 
 import (
 	"fmt"
+	"strings"
 	"math"
 
 	"github.com/runehost/runehost/checkpoint"
@@ -26,12 +27,21 @@ func toDataCounted(v Value) (any, int, *rtError) {
 	return d, w.nodes, err
 }
 
-type dataWalk struct{ nodes int }
+// dataWalk counts what a conversion produced: nodes, and an upper bound
+// on the encoded size (9 bytes a node plus string bytes).
+type dataWalk struct{ nodes, size int }
 
 func (w *dataWalk) walk(v Value, depth int) (any, *rtError) {
 	w.nodes++
+	w.size += 9
+	if v.k == Str {
+		w.size += int(v.n)
+	}
 	if w.nodes > MaxDataNodes {
 		return nil, errorf(KindLimit, "value has more than %d parts", MaxDataNodes)
+	}
+	if w.size > checkpoint.MaxDataSize {
+		return nil, errorf(KindLimit, "value is larger than the data limit of %d bytes", checkpoint.MaxDataSize)
 	}
 	if depth > MaxDepth {
 		return nil, errorf(KindLimit, "value nested more than %d deep", MaxDepth)
@@ -71,7 +81,7 @@ func (w *dataWalk) walk(v Value, depth int) (any, *rtError) {
 		}
 		return out, nil
 	}
-	return nil, typeErrorf("a %s is not data", typeName(v))
+	return nil, typeErrorf("%s is not data", article(typeName(v)))
 }
 
 // fromData converts a data value tree into a value.
@@ -133,4 +143,12 @@ func (m *Machine) fromData(d any, depth int) (Value, error) {
 		return Value{k: Map, p: ptr(mo)}, nil
 	}
 	return nilValue, fmt.Errorf("not a data value: %T", d)
+}
+
+// article puts "a" or "an" before a type name.
+func article(name string) string {
+	if name != "" && strings.ContainsRune("aeiou", rune(name[0])) {
+		return "an " + name
+	}
+	return "a " + name
 }

@@ -22,6 +22,7 @@ func (m *Machine) exec(end uint64) {
 		sp      = m.sp
 		steps   = m.steps
 		consts  = m.consts
+		globals = m.globals
 		thrown  *rtError
 		rethrow Value // an error value thrown as it is
 	)
@@ -91,7 +92,7 @@ func (m *Machine) exec(end uint64) {
 			v := stack[base+arg].cell().v
 			if v.k == undefKind {
 				thrown = m.unassigned(fn.Locals[arg])
-				break
+				goto raise
 			}
 			stack[sp] = v
 			sp++
@@ -110,8 +111,8 @@ func (m *Machine) exec(end uint64) {
 		case compile.FREE:
 			v := free[arg].v
 			if v.k == undefKind {
-				thrown = errorf(KindName, "a captured variable was used before its declaration ran")
-				break
+				thrown = m.unassigned(fn.FreeNames[arg])
+				goto raise
 			}
 			stack[sp] = v
 			sp++
@@ -125,16 +126,16 @@ func (m *Machine) exec(end uint64) {
 			stack[sp] = Value{k: cellKind, p: ptr(free[arg])}
 			sp++
 		case compile.GLOBAL:
-			v := m.globals[arg]
+			v := globals[arg]
 			if v.k == undefKind {
 				thrown = m.unassigned(m.prog.Globals[arg])
-				break
+				goto raise
 			}
 			stack[sp] = v
 			sp++
 		case compile.SETGLOBAL:
 			sp--
-			m.globals[arg] = stack[sp]
+			globals[arg] = stack[sp]
 		case compile.BUILTIN:
 			stack[sp] = Value{k: Builtin, n: uint64(arg)}
 			sp++
@@ -151,12 +152,9 @@ func (m *Machine) exec(end uint64) {
 				k := stack[i]
 				if _, ok := keyOf(k); !ok {
 					thrown = typeErrorf("map key must be str, int or bool, not %s", typeName(k))
-					break
+					goto raise
 				}
 				mo.set(k, stack[i+1])
-			}
-			if thrown != nil {
-				break
 			}
 			sp -= 2 * arg
 			steps += uint64(arg / elemsPerStep)
@@ -182,14 +180,15 @@ func (m *Machine) exec(end uint64) {
 			switch x.k {
 			case Int:
 				if x.int() == minInt {
-					thrown = errorf(KindOverflow, "integer overflow in -%d", x.int())
-					break
+					thrown = errorf(KindOverflow, "integer overflow in -(%d)", x.int())
+					goto raise
 				}
 				stack[sp-1] = intValue(-x.int())
 			case Float:
 				stack[sp-1] = floatValue(-x.float())
 			default:
 				thrown = typeErrorf("cannot negate %s", typeName(x))
+				goto raise
 			}
 		case compile.NOT:
 			stack[sp-1] = boolValue(!truth(stack[sp-1]))
@@ -199,7 +198,7 @@ func (m *Machine) exec(end uint64) {
 				r := x.int() + y.int()
 				if (r^x.int())&(r^y.int()) < 0 {
 					thrown = errorf(KindOverflow, "integer overflow in %d + %d", x.int(), y.int())
-					break
+					goto raise
 				}
 				sp--
 				stack[sp-1] = intValue(r)
@@ -210,7 +209,7 @@ func (m *Machine) exec(end uint64) {
 			steps = m.steps
 			if err != nil {
 				thrown = err
-				break
+				goto raise
 			}
 			sp--
 			stack[sp-1] = r
@@ -220,7 +219,7 @@ func (m *Machine) exec(end uint64) {
 				r := x.int() - y.int()
 				if (x.int()^y.int())&(r^x.int()) < 0 {
 					thrown = errorf(KindOverflow, "integer overflow in %d - %d", x.int(), y.int())
-					break
+					goto raise
 				}
 				sp--
 				stack[sp-1] = intValue(r)
@@ -229,17 +228,36 @@ func (m *Machine) exec(end uint64) {
 			r, err := arith(compile.SUB, x, y)
 			if err != nil {
 				thrown = err
-				break
+				goto raise
 			}
 			sp--
 			stack[sp-1] = r
 		case compile.MUL, compile.DIV, compile.MOD:
+			if x, y := stack[sp-2], stack[sp-1]; x.k == Int && y.k == Int && y.n != 0 && y.int() != -1 {
+				a, b := x.int(), y.int()
+				var r int64
+				switch compile.Opcode(ins) {
+				case compile.MUL:
+					r = a * b
+					if a != 0 && (r/a != b || a == -1 && b == minInt) {
+						goto slowMul
+					}
+				case compile.DIV:
+					r = a / b
+				default:
+					r = a % b
+				}
+				sp--
+				stack[sp-1] = intValue(r)
+				break
+			}
+		slowMul:
 			m.steps = steps
 			r, err := m.mulDivMod(compile.Opcode(ins), stack[sp-2], stack[sp-1])
 			steps = m.steps
 			if err != nil {
 				thrown = err
-				break
+				goto raise
 			}
 			sp--
 			stack[sp-1] = r
@@ -255,7 +273,7 @@ func (m *Machine) exec(end uint64) {
 				steps = m.steps
 				if err != nil {
 					thrown = err
-					break
+					goto raise
 				}
 			}
 			if compile.Opcode(ins) == compile.NE {
@@ -277,19 +295,19 @@ func (m *Machine) exec(end uint64) {
 				var err *rtError
 				if c, err = compare(x, y); err != nil {
 					thrown = err
-					break
+					goto raise
 				}
 			}
-			var r bool
+			var r bool // stays false when c is unordered (a NaN)
 			switch compile.Opcode(ins) {
 			case compile.LT:
 				r = c < 0
 			case compile.LE:
 				r = c <= 0
 			case compile.GT:
-				r = c > 0
+				r = c > 0 && c != unordered
 			default:
-				r = c >= 0
+				r = c >= 0 && c != unordered
 			}
 			sp--
 			stack[sp-1] = boolValue(r)
@@ -320,7 +338,7 @@ func (m *Machine) exec(end uint64) {
 			steps = m.steps
 			if err != nil {
 				thrown = err
-				break
+				goto raise
 			}
 			sp--
 			stack[sp-1] = r
@@ -330,14 +348,14 @@ func (m *Machine) exec(end uint64) {
 			steps = m.steps
 			if err != nil {
 				thrown = err
-				break
+				goto raise
 			}
 			sp -= 3
 		case compile.ATTR:
 			r, err := m.attr(stack[sp-1], consts[arg])
 			if err != nil {
 				thrown = err
-				break
+				goto raise
 			}
 			stack[sp-1] = r
 		case compile.SETATTR:
@@ -346,7 +364,7 @@ func (m *Machine) exec(end uint64) {
 			steps = m.steps
 			if err != nil {
 				thrown = err
-				break
+				goto raise
 			}
 			sp -= 2
 		case compile.CALL:
@@ -357,11 +375,11 @@ func (m *Machine) exec(end uint64) {
 				callee := cl.fn
 				if arg != callee.NumParams {
 					thrown = errorf(KindCall, "%s takes %d argument%s, got %d", callee.Name, callee.NumParams, plural(callee.NumParams), arg)
-					break
+					goto raise
 				}
 				if len(m.frames) >= MaxFrames {
 					thrown = errorf(KindLimit, "call depth exceeds the limit of %d", MaxFrames)
-					break
+					goto raise
 				}
 				fr.pc = pc
 				newBase := sp - arg
@@ -384,12 +402,13 @@ func (m *Machine) exec(end uint64) {
 				steps = m.steps
 				if err != nil {
 					thrown = err
-					break
+					goto raise
 				}
 				sp -= arg
 				stack[sp-1] = r
 			default:
 				thrown = typeErrorf("cannot call %s", typeName(f))
+				goto raise
 			}
 		case compile.RETURN:
 			r := stack[sp-1]
@@ -399,7 +418,7 @@ func (m *Machine) exec(end uint64) {
 				_, nodes, err := toDataCounted(r)
 				if err != nil {
 					thrown = errorf(KindType, "result must be data: %s", err.msg)
-					break
+					goto raise
 				}
 				steps += uint64(nodes / elemsPerStep)
 			}
@@ -428,7 +447,7 @@ func (m *Machine) exec(end uint64) {
 			it, err := m.iterate(stack[sp-1])
 			if err != nil {
 				thrown = err
-				break
+				goto raise
 			}
 			stack[sp-1] = it
 		case compile.NEXT, compile.NEXT2:
@@ -463,12 +482,13 @@ func (m *Machine) exec(end uint64) {
 				steps = m.steps
 				if err != nil {
 					thrown = err
-					break
+					goto raise
 				}
 				thrown = &rtError{kind: KindError, msg: s, data: v}
-				break
+				goto raise
 			}
 			rethrow = v
+			goto raise
 		case compile.ACT, compile.AWAIT:
 			sp--
 			m.pending = stack[sp]
@@ -478,7 +498,6 @@ func (m *Machine) exec(end uint64) {
 			} else {
 				m.status = checkpoint.Awaiting
 			}
-			m.seq++
 			save()
 			_, nodes, err := toDataCounted(m.pending)
 			m.steps += uint64(nodes / elemsPerStep)
@@ -491,25 +510,28 @@ func (m *Machine) exec(end uint64) {
 					what = "act arguments"
 				}
 				thrown = errorf(KindType, "%s must be data: %s", what, err.msg)
-				break
+				goto raise
 			}
+			m.seq++
 			return
 		default:
 			panic(fmt.Sprintf("machine: invalid opcode %d", ins&0xff))
 		}
-		if thrown != nil || rethrow.k == Error {
-			save()
-			v := rethrow
-			if thrown != nil {
-				v = errorValue(&errorObj{kind: thrown.kind, msg: thrown.msg, data: thrown.data, pos: fn.Position(pc - 1).String()})
-			}
-			thrown, rethrow = nil, nilValue
-			m.raise(v)
-			if m.status != checkpoint.Runnable {
-				return
-			}
-			load()
+		continue
+	raise:
+		// thrown (a runtime error) or rethrow (an error value) goes to the
+		// innermost handler, or ends the machine.
+		save()
+		v := rethrow
+		if thrown != nil {
+			v = errorValue(&errorObj{kind: thrown.kind, msg: thrown.msg, data: thrown.data, pos: fn.Position(pc - 1).String()})
 		}
+		thrown, rethrow = nil, nilValue
+		m.raise(v)
+		if m.status != checkpoint.Runnable {
+			return
+		}
+		load()
 	}
 	save()
 }

@@ -240,7 +240,9 @@ func (m *Machine) jsonValue(d *json.Decoder, depth int) (Value, *rtError) {
 				}
 				elems = append(elems, e)
 			}
-			d.Token() // ]
+			if _, err := d.Token(); err != nil { // ]
+				return nilValue, errorf(KindValue, "json_decode: unexpected end of input")
+			}
 			return listValue(elems), nil
 		case '{':
 			mo := &mapObj{}
@@ -259,7 +261,9 @@ func (m *Machine) jsonValue(d *json.Decoder, depth int) (Value, *rtError) {
 				}
 				mo.set(strValue(k), v)
 			}
-			d.Token() // }
+			if _, err := d.Token(); err != nil { // }
+				return nilValue, errorf(KindValue, "json_decode: unexpected end of input")
+			}
 			return Value{k: Map, p: ptr(mo)}, nil
 		}
 	}

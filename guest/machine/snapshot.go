@@ -50,7 +50,7 @@ func (m *Machine) Snapshot() (*checkpoint.Checkpoint, error) {
 	case checkpoint.Failed:
 		h.Error = m.failure
 	}
-	w := &writer{ids: make(map[unsafe.Pointer]uint64)}
+	w := &writer{ids: make(map[unsafe.Pointer]uint64), strs: make(map[string]uint64)}
 	body := &checkpoint.Machine{
 		Steps: m.steps, Limit: m.limit, Clock: m.clock, RNG: m.rng, Seq: m.seq,
 		Globals: w.vals(m.globals),
@@ -103,6 +103,7 @@ func (m *Machine) Snapshot() (*checkpoint.Checkpoint, error) {
 			return nil, fmt.Errorf("checkpoint: more than %d heap objects", checkpoint.MaxObjects)
 		}
 	}
+	body.Strings = w.table
 	return &checkpoint.Checkpoint{Header: h, Machine: body}, nil
 }
 
@@ -114,7 +115,12 @@ type pending struct {
 type writer struct {
 	ids   map[unsafe.Pointer]uint64
 	queue []pending
+	strs  map[string]uint64 // long strings by content
+	table []string
 }
+
+// sharedMin is the length from which a string goes to the string table.
+const sharedMin = 64
 
 func (w *writer) ref(p unsafe.Pointer, k Kind) checkpoint.Val {
 	id, ok := w.ids[p]
@@ -137,7 +143,17 @@ func (w *writer) val(v Value) checkpoint.Val {
 	case Float:
 		return checkpoint.Val{Kind: checkpoint.ValFloat, N: v.n}
 	case Str:
-		return checkpoint.Val{Kind: checkpoint.ValStr, S: v.str()}
+		s := v.str()
+		if len(s) < sharedMin {
+			return checkpoint.Val{Kind: checkpoint.ValStr, S: s}
+		}
+		id, ok := w.strs[s]
+		if !ok {
+			id = uint64(len(w.table))
+			w.strs[s] = id
+			w.table = append(w.table, s)
+		}
+		return checkpoint.Val{Kind: checkpoint.ValStrRef, N: id}
 	case Builtin:
 		return checkpoint.Val{Kind: checkpoint.ValBuiltin, N: v.n}
 	case undefKind:
@@ -232,6 +248,12 @@ func Restore(prog *compile.Program, cp *checkpoint.Checkpoint) (*Machine, error)
 			return Value{k: Builtin, n: v.N}, nil
 		case checkpoint.ValUndef:
 			return undef, nil
+		case checkpoint.ValStrRef:
+			s := body.Strings[v.N] // in range: checked by checkpoint.Decode
+			if len(s) > MaxString {
+				return nilValue, bad("string of %d bytes", len(s))
+			}
+			return strValue(s), nil
 		case checkpoint.ValRef:
 			return heap[v.N], nil // in range: checked by checkpoint.Decode
 		}
@@ -303,6 +325,9 @@ func Restore(prog *compile.Program, cp *checkpoint.Checkpoint) (*Machine, error)
 				return nil, bad("iterator %d over %s", i, typeName(it.src))
 			}
 		case checkpoint.ObjError:
+			if items[0].k != Str || items[1].k != Str || items[3].k != Str {
+				return nil, bad("error %d is malformed", i)
+			}
 			e := x.errObj()
 			e.kind, e.msg, e.data, e.pos = items[0].str(), items[1].str(), items[2], items[3].str()
 		}
@@ -372,7 +397,7 @@ func Restore(prog *compile.Program, cp *checkpoint.Checkpoint) (*Machine, error)
 				}
 			}
 			if top != want {
-				return nil, bad("frame %d: stack height %d, the program needs %d", i, top, want)
+				return nil, bad("frame %d at pc %d: stack height %d, the program needs %d", i, fr.pc, top, want)
 			}
 		}
 		m.frames = append(m.frames, fr)

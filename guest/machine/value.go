@@ -47,7 +47,10 @@ type (
 	listObj struct{ elems []Value }
 	mapObj  struct {
 		keys, vals []Value
-		index      map[mapKey]int32 // built once the map outgrows a linear scan
+		// Indexes, built once the map outgrows a linear scan: string keys
+		// (the common case) by their text, int and bool keys by kind and bits.
+		strIndex   map[string]int32
+		otherIndex map[mapKey]int32
 	}
 	closureObj struct {
 		fn    *compile.Funcode
@@ -139,9 +142,15 @@ func keyOf(v Value) (mapKey, bool) {
 const linearMax = 8
 
 func (m *mapObj) find(v Value) int {
-	if m.index != nil {
-		k, _ := keyOf(v)
-		if i, ok := m.index[k]; ok {
+	if m.strIndex != nil {
+		var i int32
+		var ok bool
+		if v.k == Str {
+			i, ok = m.strIndex[v.str()]
+		} else {
+			i, ok = m.otherIndex[mapKey{k: v.k, n: v.n}]
+		}
+		if ok {
 			return int(i)
 		}
 		return -1
@@ -152,6 +161,14 @@ func (m *mapObj) find(v Value) int {
 		}
 	}
 	return -1
+}
+
+func (m *mapObj) indexKey(k Value, i int) {
+	if k.k == Str {
+		m.strIndex[k.str()] = int32(i)
+	} else {
+		m.otherIndex[mapKey{k: k.k, n: k.n}] = int32(i)
+	}
 }
 
 // get returns the value for key and whether it was present.
@@ -170,9 +187,8 @@ func (m *mapObj) set(key, val Value) bool {
 	}
 	m.keys = append(m.keys, key)
 	m.vals = append(m.vals, val)
-	if m.index != nil {
-		k, _ := keyOf(key)
-		m.index[k] = int32(len(m.keys) - 1)
+	if m.strIndex != nil {
+		m.indexKey(key, len(m.keys)-1)
 	} else if len(m.keys) > linearMax {
 		m.reindex()
 	}
@@ -181,13 +197,13 @@ func (m *mapObj) set(key, val Value) bool {
 
 func (m *mapObj) reindex() {
 	if len(m.keys) <= linearMax {
-		m.index = nil
+		m.strIndex, m.otherIndex = nil, nil
 		return
 	}
-	m.index = make(map[mapKey]int32, len(m.keys))
-	for i, kv := range m.keys {
-		k, _ := keyOf(kv)
-		m.index[k] = int32(i)
+	m.strIndex = make(map[string]int32, len(m.keys))
+	m.otherIndex = make(map[mapKey]int32)
+	for i, k := range m.keys {
+		m.indexKey(k, i)
 	}
 }
 

@@ -61,10 +61,11 @@ func TestHostileProgs(t *testing.T) {
 		{"join bomb", "let l = []\nfor i in range(300) { append(l, \"x\" * 30000) }\nreturn join(l, \",\")", 0, "limit: join: result exceeds the limit"},
 		{"json bomb", "return json_decode(\"[\" * 200 + \"]\" * 200)", 0, "limit: json_decode: nested more than 100 deep"},
 		{"shared equality", "fn dag() { var l = [1]\nfor i in range(90) { l = [l, l] }\nreturn l }\nreturn dag() == dag()", 1_000_000, "steps: step limit of 1000000 exceeded"},
-		{"shared result", "var l = [1]\nfor i in range(90) { l = [l, l] }\nreturn l", 0, "type: result must be data: value has more than 4194304 parts"},
-		{"shared emit", "var l = [1]\nfor i in range(90) { l = [l, l] }\nemit(\"x\", l)", 0, "type: emit: value has more than 4194304 parts"},
+		{"shared result", "var l = [1]\nfor i in range(90) { l = [l, l] }\nreturn l", 0, "type: result must be data: value is larger than the data limit"},
+		{"shared emit", "var l = [1]\nfor i in range(90) { l = [l, l] }\nemit(\"x\", l)", 0, "type: emit: value is larger than the data limit"},
 		{"shared str", "var l = [1]\nfor i in range(90) { l = [l, l] }\nreturn str(l)", 0, "limit: string exceeds the limit of 8388608 bytes"},
 		{"reserved kind", "throw error(\"steps\", \"fake\")", 0, "value: error: kind \"steps\" is reserved"},
+		{"shared big result", "let s = \"x\" * 100000\nreturn [s] * 700", 0, "type: result must be data: value is larger than the data limit"},
 		{"cycle equality", "let a = []\nappend(a, a)\nlet b = []\nappend(b, b)\nreturn a == b", 0, "limit: comparison nested more than 100 deep"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -161,6 +162,7 @@ func FuzzRun(f *testing.F) {
 		if err != nil {
 			return
 		}
+		// slice 0 means varying slices of 1 to 7 steps.
 		run := func(slice uint64) (string, uint64, []byte) {
 			cp, err := NewNative().Start(context.Background(), Input{Source: src, Limit: 3000})
 			if err != nil {
@@ -168,7 +170,11 @@ func FuzzRun(f *testing.F) {
 			}
 			var reply []byte
 			for i := 0; ; i++ {
-				r, err := StepProgram(p, Request{Checkpoint: cp, Reply: reply, Slice: slice})
+				size := slice
+				if size == 0 {
+					size = uint64(i%7 + 1)
+				}
+				r, err := StepProgram(p, Request{Checkpoint: cp, Reply: reply, Slice: size})
 				if err != nil {
 					t.Fatalf("slice %d: %v", slice, err)
 				}
@@ -184,7 +190,7 @@ func FuzzRun(f *testing.F) {
 			}
 		}
 		a, ua, ca := run(1 << 40)
-		b, ub, cb := run(7)
+		b, ub, cb := run(0)
 		if a != b || ua != ub || string(ca) != string(cb) {
 			t.Fatalf("unsliced %q (%d steps) vs sliced %q (%d steps)", a, ua, b, ub)
 		}

@@ -94,8 +94,9 @@ type fnScope struct {
 	info   *Function
 	blocks []map[string]*Binding
 	loops  int // enclosing loops within this function
-	// free maps an enclosing binding to its index in info.FreeVars.
-	free map[*Binding]int
+	// free maps a binding of the enclosing function (a cell, or a free
+	// variable of its own) to this function's free binding for it.
+	free map[*Binding]*Binding
 }
 
 func (r *resolver) errorf(pos syntax.Pos, format string, args ...any) {
@@ -119,7 +120,7 @@ func (r *resolver) run(entry *syntax.Function) (err error) {
 func (r *resolver) function(f *syntax.Function) {
 	info := &Function{}
 	f.Info = info
-	r.fn = &fnScope{parent: r.fn, syn: f, info: info, free: make(map[*Binding]int)}
+	r.fn = &fnScope{parent: r.fn, syn: f, info: info, free: make(map[*Binding]*Binding)}
 	r.fn.blocks = append(r.fn.blocks, make(map[string]*Binding))
 	for _, p := range f.Params {
 		r.declare(p, false)
@@ -353,11 +354,11 @@ func (r *resolver) lookup(fn *fnScope, name string) *Binding {
 	if outer.Scope == Local {
 		outer.Scope = Cell
 	}
-	idx, ok := fn.free[outer]
-	if !ok {
-		idx = len(fn.info.FreeVars)
-		fn.info.FreeVars = append(fn.info.FreeVars, outer)
-		fn.free[outer] = idx
+	if b, ok := fn.free[outer]; ok {
+		return b
 	}
-	return &Binding{Scope: Free, Index: idx, Name: name, Pos: outer.Pos, Let: outer.Let}
+	b := &Binding{Scope: Free, Index: len(fn.info.FreeVars), Name: name, Pos: outer.Pos, Let: outer.Let}
+	fn.info.FreeVars = append(fn.info.FreeVars, outer)
+	fn.free[outer] = b
+	return b
 }

@@ -310,6 +310,11 @@ func (p *parser) unary() Expr {
 	case MINUS, NOT:
 		op := p.tok.tok
 		p.next()
+		if op == MINUS && p.tok.tok == INT && p.tok.minInt {
+			lit := &Literal{Pos: pos, Token: INT, Int: p.tok.i}
+			p.next()
+			return lit
+		}
 		p.enter(pos)
 		x := p.unary()
 		p.leave()
@@ -416,6 +421,9 @@ func (p *parser) operand() Expr {
 	case IDENT:
 		return p.ident()
 	case INT:
+		if p.tok.minInt {
+			p.errorf(pos, "integer literal %s overflows int64", p.tok.raw)
+		}
 		x := &Literal{Pos: pos, Token: INT, Int: p.tok.i}
 		p.next()
 		return x

@@ -32,6 +32,9 @@ type tokenValue struct {
 	i   int64
 	f   float64
 	nl  bool // an automatic semicolon (newline or EOF)
+	// minInt marks the literal 9223372036854775808, which is only valid
+	// negated: -9223372036854775808 is the most negative int.
+	minInt bool
 }
 
 func newScanner(src []byte) *scanner {
@@ -247,8 +250,18 @@ func (s *scanner) number(tv *tokenValue) {
 		tv.tok, tv.f = FLOAT, f
 		return
 	}
-	i, err := strconv.ParseInt(tv.raw, 0, 64)
+	// Decimal unless 0x: a leading zero does not mean octal.
+	digits, base := strings.ReplaceAll(tv.raw, "_", ""), 10
+	if len(digits) > 1 && (digits[1] == 'x' || digits[1] == 'X') {
+		digits, base = digits[2:], 16
+	}
+	i, err := strconv.ParseInt(digits, base, 64)
 	if err != nil {
+		if u, _ := strconv.ParseUint(digits, base, 64); u == 1<<63 {
+			// Only valid after a unary minus; the parser checks.
+			tv.tok, tv.i, tv.minInt = INT, -1<<63, true
+			return
+		}
 		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
 			s.errorf(tv.pos, "integer literal %s overflows int64", tv.raw)
 		} else {
