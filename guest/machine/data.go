@@ -4,8 +4,8 @@ package machine
 
 import (
 	"fmt"
-	"strings"
 	"math"
+	"strings"
 
 	"github.com/runehost/runehost/checkpoint"
 )
