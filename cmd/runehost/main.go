@@ -5,6 +5,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/urfave/cli/v2"
@@ -45,16 +46,17 @@ func newApp() *cli.App {
 }
 
 func main() {
-	os.Exit(realMain(os.Args))
+	os.Exit(realMain(os.Args, os.Stdout, os.Stderr))
 }
 
-func realMain(args []string) int {
+func realMain(args []string, stdout, stderr io.Writer) int {
 	app := newApp()
+	app.Writer, app.ErrWriter = stdout, stderr
 	err := app.Run(interspersed(app, args))
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(os.Stderr, "runehost:", err)
+	fmt.Fprintln(stderr, "runehost:", err)
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code

@@ -13,6 +13,7 @@ import (
 
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/guest/port"
+	"github.com/runehost/runehost/guest/syntax"
 )
 
 func runCommand() *cli.Command {
@@ -79,7 +80,7 @@ type runner struct {
 func (r *runner) run(ctx context.Context, in port.Input, slice uint64) error {
 	cp, err := r.rt.Start(ctx, in)
 	if err != nil {
-		var se interface{ Error() string }
+		var se *syntax.Error
 		if errors.As(err, &se) {
 			return exitf(exitUsage, "%s:%v", r.file, err)
 		}

@@ -1,0 +1,117 @@
+// main_test.go runs the CLI as a user would and checks output and exit codes.
+
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func invoke(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = realMain(append([]string{"runehost"}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func writeProg(t *testing.T, src string) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "p.rune")
+	if err := os.WriteFile(f, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestRunHello(t *testing.T) {
+	code, out, errs := invoke(t, "run", "../../testdata/progs/hello.rune", "--input", `{"name":"Ada"}`)
+	if code != exitOK || out != `{"greeting":"Hello, Ada!","letters":3}`+"\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if !strings.Contains(errs, `emit greeting {"to":"Ada"}`) {
+		t.Fatalf("events missing from stderr: %q", errs)
+	}
+}
+
+func TestRunFlagsEitherSide(t *testing.T) {
+	f := writeProg(t, "return input")
+	for _, args := range [][]string{
+		{"run", "--input", "[1]", f},
+		{"run", f, "--input", "[1]"},
+		{"run", f, "--input=[1]", "--slice", "3"},
+	} {
+		code, out, errs := invoke(t, args...)
+		if code != exitOK || out != "[1]\n" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errs)
+		}
+	}
+}
+
+func TestRunFailure(t *testing.T) {
+	f := writeProg(t, "let x = 1\nreturn x / 0")
+	code, _, errs := invoke(t, "run", f)
+	if code != exitFailed || !strings.Contains(errs, f+":2:10: zero_division: division by zero") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+}
+
+func TestRunLimit(t *testing.T) {
+	f := writeProg(t, "while true {}")
+	code, _, errs := invoke(t, "run", f, "--limit", "500")
+	if code != exitFailed || !strings.Contains(errs, "steps: step limit of 500 exceeded") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+}
+
+func TestRunActDenied(t *testing.T) {
+	f := writeProg(t, `try { act "fs.read" {path: "x"} } catch e { return e.kind }`)
+	code, out, errs := invoke(t, "run", f)
+	if code != exitOK || out != "\"denied\"\n" || !strings.Contains(errs, `act fs.read {"path":"x"}: denied`) {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
+
+func TestBadUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run"}, "want exactly one FILE"},
+		{[]string{"run", "/nonexistent.rune"}, "no such file"},
+		{[]string{"run", "../../testdata/progs/hello.rune", "--input", "{bad"}, "--input: invalid JSON"},
+		{[]string{"check"}, "no file given"},
+	} {
+		code, _, errs := invoke(t, tc.args...)
+		if code != exitUsage || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q, want %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	good := writeProg(t, `let r = act "fs.read" {}`+"\nreturn r")
+	code, out, _ := invoke(t, "check", good)
+	if code != exitOK || !strings.Contains(out, "ok (1 functions; acts: fs.read)") {
+		t.Fatalf("exit %d, stdout %q", code, out)
+	}
+	bad := writeProg(t, "let x = 1\nreturn y")
+	code, _, errs := invoke(t, "check", bad)
+	if code != exitUsage || !strings.Contains(errs, bad+":2:8: undefined: y") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	code, out, _ = invoke(t, "check", "-d", good)
+	if code != exitOK || !strings.Contains(out, "act") || !strings.Contains(out, "fn 0 main") {
+		t.Fatalf("disassembly: exit %d, %q", code, out)
+	}
+}
+
+func TestCompileErrorOnRun(t *testing.T) {
+	f := writeProg(t, "let = 3")
+	code, _, errs := invoke(t, "run", f)
+	if code != exitUsage || !strings.Contains(errs, f+":1:5: got =, want identifier") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+}
