@@ -120,14 +120,9 @@ func writeJSON(b *bytes.Buffer, v any, depth int) error {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return fmt.Errorf("%v has no JSON form", v)
 		}
-		s := strconv.FormatFloat(v, 'g', -1, 64)
-		if !strings.ContainsAny(s, ".e") {
-			s += ".0"
-		}
-		b.WriteString(s)
+		b.WriteString(FormatFloat(v))
 	case string:
-		enc, _ := json.Marshal(v)
-		b.Write(enc)
+		b.Write(AppendJSONString(nil, v))
 	case []any:
 		b.WriteByte('[')
 		for i, x := range v {
@@ -149,8 +144,7 @@ func writeJSON(b *bytes.Buffer, v any, depth int) error {
 			if !ok {
 				ks = fmt.Sprint(k)
 			}
-			enc, _ := json.Marshal(ks)
-			b.Write(enc)
+			b.Write(AppendJSONString(nil, ks))
 			b.WriteByte(':')
 			if err := writeJSON(b, v.Values[i], depth+1); err != nil {
 				return err

@@ -54,7 +54,7 @@ func runCommand() *cli.Command {
 				seed = uint64(nowMillis())
 			}
 			r := &runner{rt: port.NewNative(), out: c.App.Writer, events: c.App.ErrWriter, file: c.Args().First()}
-			return r.run(c.Context, port.Input{Source: src, Input: in, State: state, Limit: c.Uint64("limit"), Seed: seed, Clock: nowMillis()}, c.Uint64("slice"))
+			return r.run(c.Context, port.Input{Source: src, Input: in, State: state, Limit: c.Uint64("limit"), Seed: seed}, c.Uint64("slice"))
 		},
 	}
 }

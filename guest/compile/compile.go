@@ -28,7 +28,7 @@ func Compile(src []byte) (*Program, error) {
 	}
 	c := &compiler{
 		prog:   &Program{Hash: HashSource(src), Source: src},
-		consts: make(map[Const]int),
+		consts: make(map[constKey]int),
 		tags:   make(map[string]int),
 	}
 	for _, g := range mod.Globals {
@@ -45,7 +45,7 @@ type bailout struct{}
 
 type compiler struct {
 	prog   *Program
-	consts map[Const]int
+	consts map[constKey]int
 	tags   map[string]int
 	fn     *fcomp
 	err    error
@@ -170,8 +170,19 @@ func (c *compiler) patchTo(pc, target int) {
 	c.fn.fn.Code[pc] = Encode(op, target)
 }
 
+// constKey identifies a constant by its bits, so that 0.0 and -0.0 stay apart.
+type constKey struct {
+	kind ConstKind
+	n    uint64
+	s    string
+}
+
 func (c *compiler) constIndex(k Const) int {
-	if i, ok := c.consts[k]; ok {
+	key := constKey{kind: k.Kind, n: uint64(k.Int), s: k.Str}
+	if k.Kind == ConstFloat {
+		key.n = math.Float64bits(k.Float)
+	}
+	if i, ok := c.consts[key]; ok {
 		return i
 	}
 	if len(c.prog.Consts) >= MaxConsts {
@@ -179,7 +190,7 @@ func (c *compiler) constIndex(k Const) int {
 	}
 	i := len(c.prog.Consts)
 	c.prog.Consts = append(c.prog.Consts, k)
-	c.consts[k] = i
+	c.consts[key] = i
 	return i
 }
 
@@ -246,22 +257,27 @@ func (c *compiler) stmt(s syntax.Stmt) {
 		c.expr(s.X)
 		c.emit(POP, 0)
 	case *syntax.IfStmt:
-		c.expr(s.Cond)
-		c.setPos(s.Pos)
-		jf := c.emit(JMPF, 0)
-		c.block(s.Then)
-		if s.Else == nil {
+		var ends []int // jumps to the end of an else-if chain, compiled in a loop
+		for s != nil {
+			c.expr(s.Cond)
+			c.setPos(s.Pos)
+			jf := c.emit(JMPF, 0)
+			c.block(s.Then)
+			if s.Else == nil {
+				c.patch(jf)
+				break
+			}
+			ends = append(ends, c.emit(JMP, 0))
 			c.patch(jf)
-			return
+			next, _ := s.Else.(*syntax.IfStmt)
+			if b, ok := s.Else.(*syntax.Block); ok {
+				c.block(b)
+			}
+			s = next
 		}
-		j := c.emit(JMP, 0)
-		c.patch(jf)
-		if b, ok := s.Else.(*syntax.Block); ok {
-			c.block(b)
-		} else {
-			c.stmt(s.Else)
+		for _, j := range ends {
+			c.patch(j)
 		}
-		c.patch(j)
 	case *syntax.WhileStmt:
 		top := len(c.fn.fn.Code)
 		c.expr(s.Cond)
@@ -476,9 +492,6 @@ func (c *compiler) expr(e syntax.Expr) {
 				c.emit(CONST, c.constIndex(Const{Kind: ConstInt, Int: e.Int}))
 			}
 		case syntax.FLOAT:
-			if math.IsInf(e.Float, 0) {
-				c.errorf(e.Pos, "float literal out of range")
-			}
 			c.emit(CONST, c.constIndex(Const{Kind: ConstFloat, Float: e.Float}))
 		case syntax.STRING:
 			c.emit(CONST, c.stringConst(e.Str))

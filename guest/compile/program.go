@@ -24,7 +24,7 @@ type Program struct {
 	Funcs     []*Funcode // Funcs[0] is the entry function
 	Globals   []string   // global slot names; input and state first
 	GlobalPos []syntax.Pos
-	ActTags   []string // every act tag in the source, in order of first use
+	ActTags   []string // every act tag in the source, in the order compiled
 }
 
 // ConstKind says which field of a Const is meaningful.

@@ -702,7 +702,7 @@ func bError(m *Machine, a []Value) (Value, *rtError) {
 func (m *Machine) emit(kind string, v Value) *rtError {
 	d, nodes, err := toDataCounted(v)
 	if err != nil {
-		return typeErrorf("emit: %s", err.msg)
+		return errorf(err.kind, "emit: %s", err.msg)
 	}
 	m.chargeElems(nodes)
 	b, e := checkpoint.EncodeData(d)
@@ -740,8 +740,8 @@ func bLog(m *Machine, a []Value) (Value, *rtError) {
 		parts[i] = s
 	}
 	s := strings.Join(parts, " ")
-	if len(s) > MaxEmit {
-		s = truncate(s, MaxEmit)
+	if len(s) > MaxEmit-64 {
+		s = truncate(s, MaxEmit-64) // room for the encoding around it
 	}
 	return nilValue, m.emit("log", strValue(s))
 }

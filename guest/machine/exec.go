@@ -359,6 +359,10 @@ func (m *Machine) exec(end uint64) {
 			}
 			stack[sp-1] = r
 		case compile.SETATTR:
+			if x := stack[sp-2]; x.k != Map {
+				thrown = typeErrorf("%s has no fields (.%s)", typeName(x), consts[arg].str())
+				goto raise
+			}
 			m.steps = steps
 			err := m.setIndex(stack[sp-2], consts[arg], stack[sp-1])
 			steps = m.steps
@@ -417,7 +421,7 @@ func (m *Machine) exec(end uint64) {
 				// The result becomes the prog's state: it must be data.
 				_, nodes, err := toDataCounted(r)
 				if err != nil {
-					thrown = errorf(KindType, "result must be data: %s", err.msg)
+					thrown = errorf(err.kind, "result must be data: %s", err.msg)
 					goto raise
 				}
 				steps += uint64(nodes / elemsPerStep)
@@ -500,7 +504,8 @@ func (m *Machine) exec(end uint64) {
 			}
 			save()
 			_, nodes, err := toDataCounted(m.pending)
-			m.steps += uint64(nodes / elemsPerStep)
+			steps += uint64(nodes / elemsPerStep)
+			m.steps = steps
 			if err != nil {
 				m.status = checkpoint.Runnable
 				m.pending = nilValue
@@ -509,7 +514,7 @@ func (m *Machine) exec(end uint64) {
 				if compile.Opcode(ins) == compile.ACT {
 					what = "act arguments"
 				}
-				thrown = errorf(KindType, "%s must be data: %s", what, err.msg)
+				thrown = errorf(err.kind, "%s must be data: %s", what, err.msg)
 				goto raise
 			}
 			m.seq++

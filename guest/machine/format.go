@@ -10,24 +10,11 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/runehost/runehost/checkpoint"
 )
 
-// formatFloat writes a float so that it reads back as a float.
-func formatFloat(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "nan"
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	}
-	s := strconv.FormatFloat(f, 'g', -1, 64)
-	if !strings.ContainsAny(s, ".e") {
-		s += ".0"
-	}
-	return s
-}
+func formatFloat(f float64) string { return checkpoint.FormatFloat(f) }
 
 // toStr is str(v): strings as they are, everything else as repr.
 func (m *Machine) toStr(v Value, depth int) (string, *rtError) {
@@ -66,7 +53,7 @@ func (m *Machine) writeRepr(b *strings.Builder, v Value, depth int) *rtError {
 	case Float:
 		b.WriteString(formatFloat(v.float()))
 	case Str:
-		b.WriteString(strconv.Quote(v.str()))
+		b.WriteString(checkpoint.Quote(v.str()))
 	case List:
 		b.WriteByte('[')
 		for i, e := range v.list().elems {
@@ -98,7 +85,7 @@ func (m *Machine) writeRepr(b *strings.Builder, v Value, depth int) *rtError {
 		b.WriteString("<fn " + builtins[v.n].name + ">")
 	case Error:
 		e := v.errObj()
-		b.WriteString("error(" + strconv.Quote(e.kind) + ", " + strconv.Quote(e.msg) + ")")
+		b.WriteString("error(" + checkpoint.Quote(e.kind) + ", " + checkpoint.Quote(e.msg) + ")")
 	default:
 		b.WriteString("<" + v.k.String() + ">")
 	}
@@ -119,8 +106,8 @@ func (m *Machine) jsonEncode(v Value) (string, *rtError) {
 }
 
 func writeJSONString(b *bytes.Buffer, s string) {
-	enc, _ := json.Marshal(s) // cannot fail for a string
-	b.Write(enc)
+	var buf [64]byte
+	b.Write(checkpoint.AppendJSONString(buf[:0], s))
 }
 
 func (m *Machine) writeJSON(b *bytes.Buffer, v Value, depth int) *rtError {
@@ -201,14 +188,7 @@ func (m *Machine) jsonValue(d *json.Decoder, depth int) (Value, *rtError) {
 	}
 	tok, err := d.Token()
 	if err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return nilValue, errorf(KindValue, "json_decode: %s at offset %d", se.Error(), se.Offset)
-		}
-		if err == io.EOF {
-			return nilValue, errorf(KindValue, "json_decode: unexpected end of input")
-		}
-		return nilValue, errorf(KindValue, "json_decode: %s", err.Error())
+		return nilValue, jsonError(err)
 	}
 	switch t := tok.(type) {
 	case nil:
@@ -249,7 +229,7 @@ func (m *Machine) jsonValue(d *json.Decoder, depth int) (Value, *rtError) {
 			for d.More() {
 				kt, err := d.Token()
 				if err != nil {
-					return nilValue, errorf(KindValue, "json_decode: %s", err.Error())
+					return nilValue, jsonError(err)
 				}
 				k, _ := kt.(string)
 				v, rerr := m.jsonValue(d, depth+1)
@@ -268,4 +248,20 @@ func (m *Machine) jsonValue(d *json.Decoder, depth int) (Value, *rtError) {
 		}
 	}
 	return nilValue, errorf(KindValue, "json_decode: unexpected %v", tok)
+}
+
+// jsonError words a decoding error; every way of running out of input
+// reads the same.
+func jsonError(err error) *rtError {
+	var se *json.SyntaxError
+	switch {
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		return errorf(KindValue, "json_decode: unexpected end of input")
+	case errors.As(err, &se):
+		if strings.Contains(se.Error(), "unexpected end of JSON input") {
+			return errorf(KindValue, "json_decode: unexpected end of input")
+		}
+		return errorf(KindValue, "json_decode: %s at offset %d", se.Error(), se.Offset)
+	}
+	return errorf(KindValue, "json_decode: %s", err.Error())
 }

@@ -187,6 +187,9 @@ func (m *Machine) Resume(r checkpoint.Reply) error {
 		if e.kind == "" {
 			return fmt.Errorf("reply error without a kind")
 		}
+		if e.kind == KindSteps || e.kind == KindFault {
+			return fmt.Errorf("reply error kind %q is reserved for the machine", e.kind)
+		}
 		if r.Err.Data != nil {
 			d, err := checkpoint.DecodeData(r.Err.Data)
 			if err != nil {

@@ -3,6 +3,7 @@
 package machine
 
 import (
+	"cmp"
 	"math"
 	"strconv"
 	"strings"
@@ -155,6 +156,9 @@ func (m *Machine) repeat(x Value, n int64) (Value, *rtError) {
 		return m.newString(strings.Repeat(s, int(n)))
 	}
 	elems := x.list().elems
+	if len(elems) == 0 {
+		return listValue(nil), nil
+	}
 	if n > 0 && int64(len(elems)) > int64(MaxList)/n {
 		return nilValue, errorf(KindLimit, "list of %d elements repeated %d times exceeds the limit of %d", len(elems), n, MaxList)
 	}
@@ -173,10 +177,8 @@ func (m *Machine) equal(x, y Value, depth int) (bool, *rtError) {
 		return false, errorf(KindLimit, "comparison nested more than %d deep", MaxDepth)
 	}
 	if x.k != y.k {
-		if a, b, ok := numbers(x, y); ok {
-			return a == b, nil
-		}
-		return false, nil
+		c, ok := compareNumbers(x, y)
+		return ok && c == 0, nil
 	}
 	switch x.k {
 	case Nil:
@@ -235,34 +237,69 @@ func (m *Machine) equal(x, y Value, depth int) (bool, *rtError) {
 // unordered is what compare returns when a NaN is involved.
 const unordered = 2
 
+// compareIntFloat orders an int and a float exactly, without rounding the
+// int to a float (9007199254740993 > 9007199254740992.0).
+func compareIntFloat(i int64, f float64) int {
+	switch {
+	case math.IsNaN(f):
+		return unordered
+	case f >= 1<<63:
+		return -1
+	case f < -(1 << 63):
+		return 1
+	}
+	t := math.Trunc(f)
+	switch ti := int64(t); {
+	case i < ti:
+		return -1
+	case i > ti:
+		return 1
+	case f > t:
+		return -1
+	case f < t:
+		return 1
+	}
+	return 0
+}
+
+// compareNumbers orders two numbers of any kinds, exactly.
+func compareNumbers(x, y Value) (int, bool) {
+	switch {
+	case x.k == Int && y.k == Int:
+		return cmp.Compare(x.int(), y.int()), true
+	case x.k == Int && y.k == Float:
+		return compareIntFloat(x.int(), y.float()), true
+	case x.k == Float && y.k == Int:
+		c := compareIntFloat(y.int(), x.float())
+		if c != unordered {
+			c = -c
+		}
+		return c, true
+	case x.k == Float && y.k == Float:
+		a, b := x.float(), y.float()
+		switch {
+		case a < b:
+			return -1, true
+		case a > b:
+			return 1, true
+		case a == b:
+			return 0, true
+		}
+		return unordered, true
+	}
+	return 0, false
+}
+
 // compare orders numbers and strings; it returns -1, 0, 1 or unordered.
 func compare(x, y Value) (int, *rtError) {
 	if x.k == Str && y.k == Str {
 		return strings.Compare(x.str(), y.str()), nil
 	}
-	if x.k == Int && y.k == Int {
-		a, b := x.int(), y.int()
-		switch {
-		case a < b:
-			return -1, nil
-		case a > b:
-			return 1, nil
-		}
-		return 0, nil
-	}
-	a, b, ok := numbers(x, y)
+	c, ok := compareNumbers(x, y)
 	if !ok {
 		return 0, typeErrorf("cannot compare %s with %s", typeName(x), typeName(y))
 	}
-	switch {
-	case a < b:
-		return -1, nil
-	case a > b:
-		return 1, nil
-	case a == b:
-		return 0, nil
-	}
-	return unordered, nil
+	return c, nil
 }
 
 // index is x[i] for lists, strings (by character) and maps.
@@ -429,8 +466,9 @@ func (m *Machine) next(it *iterObj, two bool) (k, v Value, ok bool) {
 			return
 		}
 		_, size := utf8.DecodeRuneInString(s[it.pos:])
-		k, v = intValue(int64(it.pos)), strValue(s[it.pos:it.pos+size])
+		k, v = intValue(int64(it.idx)), strValue(s[it.pos:it.pos+size])
 		it.pos += size
+		it.idx++
 		return k, v, true
 	}
 	it.pos++

@@ -321,6 +321,7 @@ func Restore(prog *compile.Program, cp *checkpoint.Checkpoint) (*Machine, error)
 				if o.Aux < 0 || o.Aux > int64(len(s)) || (o.Aux < int64(len(s)) && !utf8.RuneStart(s[o.Aux])) {
 					return nil, bad("iterator %d at %d of a %d-byte string", i, o.Aux, len(s))
 				}
+				it.idx = utf8.RuneCountInString(s[:o.Aux])
 			default:
 				return nil, bad("iterator %d over %s", i, typeName(it.src))
 			}

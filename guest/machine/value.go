@@ -59,7 +59,8 @@ type (
 	cellObj struct{ v Value }
 	iterObj struct {
 		src Value
-		pos int
+		pos int // next element; for a string, its byte offset
+		idx int // for a string: the character index of pos
 	}
 	errorObj struct {
 		kind, msg string

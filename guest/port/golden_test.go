@@ -153,7 +153,7 @@ type outcome struct {
 func runScript(t testing.TB, rt RuntimePort, src []byte, s *script, slice uint64) outcome {
 	t.Helper()
 	ctx := context.Background()
-	cp, err := rt.Start(ctx, Input{Source: src, Input: s.input, State: s.state, Limit: s.limit, Seed: s.seed, Clock: s.clock, Invocation: "inv-1"})
+	cp, err := rt.Start(ctx, Input{Source: src, Input: s.input, State: s.state, Limit: s.limit, Seed: s.seed, Invocation: "inv-1"})
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}

@@ -83,7 +83,7 @@ func (n *Native) Start(_ context.Context, in Input) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := machine.New(p, machine.Config{Input: input, State: state, Limit: in.Limit, Seed: in.Seed, Clock: in.Clock})
+	m, err := machine.New(p, machine.Config{Input: input, State: state, Limit: in.Limit, Seed: in.Seed})
 	if err != nil {
 		return nil, err
 	}
@@ -140,6 +140,13 @@ func StepProgram(p *compile.Program, req Request) (res *Result, err error) {
 	}
 	switch m.Status() {
 	case checkpoint.Acting, checkpoint.Awaiting:
+		if !m.Settled() {
+			// The suspension is not reported until its steps are paid.
+			if req.Reply != nil {
+				return nil, fmt.Errorf("%w: the machine has not yet reported its suspension", ErrReply)
+			}
+			break
+		}
 		if req.Reply == nil {
 			return nil, fmt.Errorf("%w: the machine is suspended at %s and needs a reply", ErrReply, m.Status())
 		}

@@ -26,7 +26,6 @@ type Input struct {
 	Invocation string
 	Seed       uint64 // PRNG seed, recorded by the host
 	Limit      uint64 // step limit; 0 means machine.DefaultLimit
-	Clock      int64  // host clock for the first slice, unix ms
 }
 
 // Request advances a checkpoint by one slice.

@@ -135,6 +135,10 @@ func (r *resolver) isTop() bool { return r.fn.parent == nil && len(r.fn.blocks) 
 func (r *resolver) declare(id *syntax.Ident, let bool) *Binding {
 	scope := r.fn.blocks[len(r.fn.blocks)-1]
 	if prev, ok := scope[id.Name]; ok {
+		if prev.Pos.IsValid() && (prev.Pos.Line > id.Pos.Line || prev.Pos.Line == id.Pos.Line && prev.Pos.Col > id.Pos.Col) {
+			// A hoisted function was declared first; report the later line.
+			r.errorf(prev.Pos, "%s redeclared in this block (previous declaration at %s)", id.Name, id.Pos)
+		}
 		if prev.Pos.IsValid() {
 			r.errorf(id.Pos, "%s redeclared in this block (previous declaration at %s)", id.Name, prev.Pos)
 		}
@@ -225,14 +229,14 @@ func (r *resolver) stmt(s syntax.Stmt) {
 	case *syntax.ExprStmt:
 		r.expr(s.X)
 	case *syntax.IfStmt:
-		r.expr(s.Cond)
-		r.block(s.Then)
-		if s.Else != nil {
+		for s != nil { // an else-if chain, in a loop: it may be long
+			r.expr(s.Cond)
+			r.block(s.Then)
+			next, _ := s.Else.(*syntax.IfStmt)
 			if b, ok := s.Else.(*syntax.Block); ok {
 				r.block(b)
-			} else {
-				r.stmt(s.Else)
 			}
+			s = next
 		}
 	case *syntax.WhileStmt:
 		r.expr(s.Cond)

@@ -41,7 +41,7 @@ func TestParseErrors(t *testing.T) {
 		{"let = 1", "1:5: got =, want identifier"},
 		{"x +", "1:4: got end of file, want an expression"},
 		{"x +\n", "2:1: got end of file, want an expression"},
-		{"if x { }\nelse { }", "2:1: got else, want an expression"},
+		{"if x { }\nelse { }", "2:1: else must be on the same line as the } before it"},
 		{"let s = \"abc", "1:9: unterminated string literal"},
 		{"a < b < c", "1:7: comparison operators do not chain; use &&"},
 		{"x = 99999999999999999999", "1:5: integer literal 99999999999999999999 overflows int64"},

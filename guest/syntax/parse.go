@@ -204,6 +204,8 @@ func (p *parser) stmt() Stmt {
 		return &ThrowStmt{Pos: pos, X: p.expr()}
 	case LBRACE:
 		p.errorf(pos, "a block cannot stand alone; a map literal is not a statement")
+	case ELSE:
+		p.errorf(pos, "else must be on the same line as the } before it")
 	}
 	x := p.expr()
 	switch p.tok.tok {
@@ -220,21 +222,25 @@ func (p *parser) stmt() Stmt {
 	return &ExprStmt{X: x}
 }
 
+// ifStmt parses an if statement; an else-if chain is flat in the source,
+// so it is parsed in a loop and adds one nesting level however long it is.
 func (p *parser) ifStmt() *IfStmt {
 	pos := p.expect(IF)
 	p.enter(pos)
 	defer p.leave()
-	cond := p.headExpr()
-	s := &IfStmt{Pos: pos, Cond: cond, Then: p.block()}
-	if p.tok.tok == ELSE {
+	first := &IfStmt{Pos: pos, Cond: p.headExpr(), Then: p.block()}
+	for s := first; p.tok.tok == ELSE; {
 		p.next()
-		if p.tok.tok == IF {
-			s.Else = p.ifStmt()
-		} else {
+		if p.tok.tok != IF {
 			s.Else = p.block()
+			break
 		}
+		next := &IfStmt{Pos: p.expect(IF)}
+		next.Cond = p.headExpr()
+		next.Then = p.block()
+		s.Else, s = next, next
 	}
-	return s
+	return first
 }
 
 // headExpr parses the condition or sequence of if, while or for.
@@ -322,6 +328,9 @@ func (p *parser) unary() Expr {
 		if lit, ok := x.(*Literal); ok && op == MINUS {
 			switch lit.Token {
 			case INT:
+				if lit.Int == -1<<63 {
+					break // -(-9223372036854775808) overflows at run time
+				}
 				lit.Int = -lit.Int
 				lit.Pos = pos
 				return lit

@@ -241,6 +241,10 @@ func (s *scanner) number(tv *tokenValue) {
 		return
 	}
 	tv.raw = string(s.src[start:s.off])
+	if strings.Contains(tv.raw, "__") || strings.HasSuffix(tv.raw, "_") || strings.Contains(tv.raw, "_.") || strings.Contains(tv.raw, "._") || strings.HasPrefix(strings.ToLower(tv.raw), "0x_") {
+		s.errorf(tv.pos, "malformed number %s: _ must separate digits", tv.raw)
+		return
+	}
 	if isFloat {
 		f, err := strconv.ParseFloat(tv.raw, 64)
 		if err != nil {
