@@ -11,15 +11,33 @@ FUZZ_TARGETS := \
 	./guest/port:FuzzStep \
 	./guest/port:FuzzRun
 
-.PHONY: all build test vet unit fuzz fuzz-short bench clean
+.PHONY: all build guest guest-check test vet unit fuzz fuzz-short bench clean
+
+# The guest is built with this toolchain's wasip1 port, reproducibly
+# (-trimpath, no build id, no symbol tables), then metered (wasmvm/fuel).
+GUEST_FLAGS := -buildmode=c-shared -trimpath -ldflags='-s -w -buildid=' 
 
 all: build test
 
 build:
 	$(GO) build -o bin/runehost ./cmd/runehost
 
+## guest: rebuild wasmvm/guest.wasm, the Rune machine for the sandbox (committed, embedded).
+guest:
+	GOOS=wasip1 GOARCH=wasm $(GO) build $(GUEST_FLAGS) -o wasmvm/guest.raw.wasm ./guest/wasm
+	$(GO) run ./wasmvm/fuel/inject wasmvm/guest.raw.wasm wasmvm/guest.wasm
+	rm -f wasmvm/guest.raw.wasm
+
+## guest-check: the committed guest.wasm must be exactly what the sources build.
+guest-check:
+	@tmp=$$(mktemp -d); \
+	GOOS=wasip1 GOARCH=wasm $(GO) build $(GUEST_FLAGS) -o $$tmp/raw.wasm ./guest/wasm && \
+	$(GO) run ./wasmvm/fuel/inject $$tmp/raw.wasm $$tmp/guest.wasm && \
+	if cmp -s $$tmp/guest.wasm wasmvm/guest.wasm; then echo "guest.wasm is up to date"; rm -rf $$tmp; \
+	else echo "wasmvm/guest.wasm differs from a rebuild: run make guest and commit it"; rm -rf $$tmp; exit 1; fi
+
 ## test: everything CI runs: vet, unit and golden tests, a short fuzz of every target, the bench harness's agreement test.
-test: vet unit fuzz-short
+test: vet guest-check unit fuzz-short
 	cd bench && $(GO) test ./...
 
 vet:

@@ -2,6 +2,8 @@ module github.com/runehost/runehost
 
 go 1.26
 
+toolchain go1.26.8
+
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect

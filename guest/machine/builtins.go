@@ -153,7 +153,7 @@ func bInt(m *Machine, a []Value) (Value, *rtError) {
 		m.chargeBytes(int(x.n))
 		i, err := strconv.ParseInt(strings.TrimSpace(x.str()), 10, 64)
 		if err != nil {
-			return nilValue, errorf(KindValue, "int: cannot parse %s", strconv.Quote(truncate(x.str(), 40)))
+			return nilValue, errorf(KindValue, "int: cannot parse %s", checkpoint.Quote(truncate(x.str(), 40)))
 		}
 		return intValue(i), nil
 	}
@@ -172,7 +172,7 @@ func bFloat(m *Machine, a []Value) (Value, *rtError) {
 		m.chargeBytes(int(x.n))
 		f, err := strconv.ParseFloat(strings.TrimSpace(x.str()), 64)
 		if err != nil {
-			return nilValue, errorf(KindValue, "float: cannot parse %s", strconv.Quote(truncate(x.str(), 40)))
+			return nilValue, errorf(KindValue, "float: cannot parse %s", checkpoint.Quote(truncate(x.str(), 40)))
 		}
 		return floatValue(f), nil
 	}
@@ -437,7 +437,7 @@ func bSlice(m *Machine, a []Value) (Value, *rtError) {
 }
 
 // bSort sorts a list in place (stable) and returns it; sort(l, "field")
-// sorts maps by a field. It costs n*ceil(log2 n) element steps whatever
+// sorts maps by a field. It costs n*bits.Len(n) element steps whatever
 // the algorithm does, so the cost cannot drift with the Go version.
 func bSort(m *Machine, a []Value) (Value, *rtError) {
 	if a[0].k != List {
@@ -701,10 +701,10 @@ func bError(m *Machine, a []Value) (Value, *rtError) {
 
 func (m *Machine) emit(kind string, v Value) *rtError {
 	d, nodes, err := toDataCounted(v)
+	m.chargeElems(nodes)
 	if err != nil {
 		return errorf(err.kind, "emit: %s", err.msg)
 	}
-	m.chargeElems(nodes)
 	b, e := checkpoint.EncodeData(d)
 	if e != nil || len(b) > MaxEmit {
 		return errorf(KindLimit, "emit: data of more than %d bytes", MaxEmit)
@@ -732,13 +732,18 @@ func bEmit(m *Machine, a []Value) (Value, *rtError) {
 // bLog is log(args...): emits kind "log" with the arguments joined by spaces.
 func bLog(m *Machine, a []Value) (Value, *rtError) {
 	parts := make([]string, len(a))
+	size := 0
 	for i, v := range a {
 		s, err := m.toStr(v, 0)
 		if err != nil {
 			return nilValue, err
 		}
 		parts[i] = s
+		if size += len(s) + 1; size > MaxString {
+			return nilValue, errorf(KindLimit, "log: text exceeds the limit of %d bytes", MaxString)
+		}
 	}
+	m.chargeBytes(size)
 	s := strings.Join(parts, " ")
 	if len(s) > MaxEmit-64 {
 		s = truncate(s, MaxEmit-64) // room for the encoding around it

@@ -360,7 +360,11 @@ func (m *Machine) exec(end uint64) {
 			stack[sp-1] = r
 		case compile.SETATTR:
 			if x := stack[sp-2]; x.k != Map {
-				thrown = typeErrorf("%s has no fields (.%s)", typeName(x), consts[arg].str())
+				if x.k == Error {
+					thrown = typeErrorf("error values are read-only (.%s)", consts[arg].str())
+				} else {
+					thrown = typeErrorf("%s has no fields (.%s)", typeName(x), consts[arg].str())
+				}
 				goto raise
 			}
 			m.steps = steps
@@ -420,11 +424,11 @@ func (m *Machine) exec(end uint64) {
 			if depth == 0 {
 				// The result becomes the prog's state: it must be data.
 				_, nodes, err := toDataCounted(r)
+				steps += uint64(nodes / elemsPerStep)
 				if err != nil {
 					thrown = errorf(err.kind, "result must be data: %s", err.msg)
 					goto raise
 				}
-				steps += uint64(nodes / elemsPerStep)
 			}
 			for n := len(m.handlers); n > 0 && m.handlers[n-1].frame == depth; n-- {
 				m.handlers = m.handlers[:n-1]

@@ -221,7 +221,7 @@ func (m *Machine) jsonValue(d *json.Decoder, depth int) (Value, *rtError) {
 				elems = append(elems, e)
 			}
 			if _, err := d.Token(); err != nil { // ]
-				return nilValue, errorf(KindValue, "json_decode: unexpected end of input")
+				return nilValue, jsonError(err)
 			}
 			return listValue(elems), nil
 		case '{':
@@ -242,7 +242,7 @@ func (m *Machine) jsonValue(d *json.Decoder, depth int) (Value, *rtError) {
 				mo.set(strValue(k), v)
 			}
 			if _, err := d.Token(); err != nil { // }
-				return nilValue, errorf(KindValue, "json_decode: unexpected end of input")
+				return nilValue, jsonError(err)
 			}
 			return Value{k: Map, p: ptr(mo)}, nil
 		}

@@ -63,7 +63,6 @@ type Config struct {
 	Input, State any    // data values bound to input and state
 	Limit        uint64 // step limit; 0 means DefaultLimit
 	Seed         uint64 // PRNG seed chosen by the host for the invocation
-	Clock        int64  // host clock, unix ms
 }
 
 // DefaultLimit is the step limit when none is given.
@@ -77,7 +76,6 @@ func New(prog *compile.Program, cfg Config) (*Machine, error) {
 		m.limit = DefaultLimit
 	}
 	m.rng = cfg.Seed
-	m.clock = cfg.Clock
 	in, err := m.fromData(cfg.Input, 0)
 	if err != nil {
 		return nil, fmt.Errorf("input: %w", err)

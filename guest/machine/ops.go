@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/guest/compile"
 )
 
@@ -374,7 +375,7 @@ func listIndex(i Value, n int) (int, *rtError) {
 
 func quoteKey(k Value) string {
 	if k.k == Str {
-		return strconv.Quote(k.str())
+		return checkpoint.Quote(k.str())
 	}
 	if k.k == Bool {
 		return strconv.FormatBool(k.n != 0)

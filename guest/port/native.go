@@ -25,6 +25,13 @@ const maxPrograms = 256
 
 // Native runs machines in this process. It is safe for concurrent use.
 type Native struct {
+	// OnAct, when set, is offered every act as the machine reaches it, and
+	// may answer it at once (ok) with an encoded reply; the machine then goes
+	// on within the same slice. Otherwise the step ends with an Act result.
+	// The answer must not depend on anything but the act: the slicing of a
+	// run never changes which acts reach OnAct, or in which order.
+	OnAct func(tag string, args []byte, seq uint64) (reply []byte, ok bool)
+
 	mu    sync.Mutex
 	progs map[[32]byte]*compile.Program
 	order [][32]byte // load order, for eviction
@@ -118,12 +125,16 @@ func (n *Native) Step(_ context.Context, req Request) (res *Result, err error) {
 	if p == nil {
 		return nil, fmt.Errorf("%w: %x", ErrUnknownProgram, h.Program[:8])
 	}
-	return StepProgram(p, req)
+	return stepProgram(p, req, n.OnAct)
 }
 
 // StepProgram advances a checkpoint of p by one slice. It is the whole of
 // Step once the program is known, shared by every RuntimePort.
 func StepProgram(p *compile.Program, req Request) (res *Result, err error) {
+	return stepProgram(p, req, nil)
+}
+
+func stepProgram(p *compile.Program, req Request, onAct func(string, []byte, uint64) ([]byte, bool)) (res *Result, err error) {
 	defer func() {
 		// A backstop: validation should make this unreachable.
 		if r := recover(); r != nil {
@@ -167,7 +178,32 @@ func StepProgram(p *compile.Program, req Request) (res *Result, err error) {
 		slice = DefaultSlice
 	}
 	m.SetClock(req.Clock)
+	end := m.Used() + slice
 	m.Run(slice)
+	var emits []machine.Emit
+	for onAct != nil && m.Status() == checkpoint.Acting && m.Settled() && m.Used() < end {
+		args, err := m.Pending()
+		if err != nil {
+			return nil, err
+		}
+		enc, err := checkpoint.EncodeData(args)
+		if err != nil {
+			return nil, err
+		}
+		emits = append(emits, m.TakeEmits()...)
+		replyBytes, ok := onAct(m.Tag(), enc, m.Seq())
+		if !ok {
+			break
+		}
+		r, err := checkpoint.DecodeReply(replyBytes)
+		if err != nil {
+			return nil, fmt.Errorf("%w: act reply: %v", ErrReply, err)
+		}
+		if err := m.Resume(r); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrReply, err)
+		}
+		m.Run(end - m.Used())
+	}
 	out, err := m.Snapshot()
 	if err != nil {
 		return nil, err
@@ -177,11 +213,11 @@ func StepProgram(p *compile.Program, req Request) (res *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	return resultOf(m, &out.Header, b), nil
+	return resultOf(m, &out.Header, b, emits), nil
 }
 
-func resultOf(m *machine.Machine, h *checkpoint.Header, cp []byte) *Result {
-	r := &Result{Kind: Yield, Used: h.Used, Checkpoint: cp, Emits: m.TakeEmits()}
+func resultOf(m *machine.Machine, h *checkpoint.Header, cp []byte, emits []machine.Emit) *Result {
+	r := &Result{Kind: Yield, Used: h.Used, Checkpoint: cp, Emits: append(emits, m.TakeEmits()...)}
 	if !m.Settled() {
 		return r
 	}

@@ -1,0 +1,257 @@
+// wire.go holds the encoding of RuntimePort calls as bytes, for a port whose
+// machine runs elsewhere: inside the WebAssembly sandbox (guest/wasm).
+
+package port
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/guest/machine"
+	"github.com/runehost/runehost/guest/syntax"
+)
+
+// MaxWire bounds an encoded call or answer.
+const MaxWire = checkpoint.MaxSize + 2*checkpoint.MaxDataSize + syntax.MaxSource + 1<<20
+
+var (
+	wireEnc cbor.EncMode
+	wireDec cbor.DecMode
+)
+
+func init() {
+	var err error
+	if wireEnc, err = cbor.CoreDetEncOptions().EncMode(); err != nil {
+		panic(err)
+	}
+	wireDec, err = cbor.DecOptions{
+		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
+		IndefLength:       cbor.IndefLengthForbidden,
+		MaxNestedLevels:   8,
+		MaxArrayElements:  1 << 20,
+		MaxMapPairs:       32,
+		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
+	}.DecMode()
+	if err != nil {
+		panic(err)
+	}
+}
+
+type wireInput struct {
+	Source     []byte `cbor:"1,keyasint,omitempty"`
+	Input      []byte `cbor:"2,keyasint,omitempty"`
+	State      []byte `cbor:"3,keyasint,omitempty"`
+	Context    []byte `cbor:"4,keyasint,omitempty"`
+	Invocation string `cbor:"5,keyasint,omitempty"`
+	Seed       uint64 `cbor:"6,keyasint,omitempty"`
+	Limit      uint64 `cbor:"7,keyasint,omitempty"`
+}
+
+type wireRequest struct {
+	Checkpoint []byte `cbor:"1,keyasint,omitempty"`
+	Reply      []byte `cbor:"2,keyasint,omitempty"`
+	Slice      uint64 `cbor:"3,keyasint,omitempty"`
+	Clock      int64  `cbor:"4,keyasint,omitempty"`
+}
+
+type wireEmit struct {
+	_    struct{} `cbor:",toarray"`
+	Kind string
+	Data []byte
+}
+
+type wireResult struct {
+	Kind       Kind              `cbor:"1,keyasint"`
+	Used       uint64            `cbor:"2,keyasint"`
+	Checkpoint []byte            `cbor:"3,keyasint,omitempty"`
+	Result     []byte            `cbor:"4,keyasint,omitempty"`
+	Tag        string            `cbor:"5,keyasint,omitempty"`
+	Args       []byte            `cbor:"6,keyasint,omitempty"`
+	Seq        uint64            `cbor:"7,keyasint,omitempty"`
+	Err        *checkpoint.Error `cbor:"8,keyasint,omitempty"`
+	Emits      []wireEmit        `cbor:"9,keyasint,omitempty"`
+}
+
+type wireInfo struct {
+	Hash    []byte   `cbor:"1,keyasint"`
+	ActTags []string `cbor:"2,keyasint,omitempty"`
+}
+
+// Error codes of an answer, so the caller gets the same sentinels back.
+const (
+	codeOK = iota
+	codeSyntax
+	codeUnknownProgram
+	codeReply
+	codeFault
+	codeMalformed
+	codeTooLarge
+	codeFormat
+	codeSemantics
+	codeProgram
+	codeOther
+)
+
+var codeSentinels = map[int]error{
+	codeUnknownProgram: ErrUnknownProgram,
+	codeReply:          ErrReply,
+	codeFault:          ErrFault,
+	codeMalformed:      checkpoint.ErrMalformed,
+	codeTooLarge:       checkpoint.ErrTooLarge,
+	codeFormat:         checkpoint.ErrFormat,
+	codeSemantics:      checkpoint.ErrSemantics,
+	codeProgram:        checkpoint.ErrProgram,
+}
+
+// wireAnswer is what the guest sends back: a body, or an error.
+type wireAnswer struct {
+	Code int    `cbor:"1,keyasint,omitempty"`
+	Msg  string `cbor:"2,keyasint,omitempty"`
+	Line int32  `cbor:"3,keyasint,omitempty"` // syntax errors
+	Col  int32  `cbor:"4,keyasint,omitempty"`
+	Body []byte `cbor:"5,keyasint,omitempty"`
+}
+
+// Operations a wire call can name.
+const (
+	OpLoad  = 1
+	OpStart = 2
+	OpStep  = 3
+)
+
+// Serve answers one encoded call against rt: the guest side of the wire.
+func Serve(rt RuntimePort, op int, call []byte) []byte {
+	body, err := serve(rt, op, call)
+	var a wireAnswer
+	if err != nil {
+		a.Code, a.Msg = codeOther, err.Error()
+		var se *syntax.Error
+		if errors.As(err, &se) {
+			a.Code, a.Msg, a.Line, a.Col = codeSyntax, se.Msg, se.Pos.Line, se.Pos.Col
+		} else {
+			for code, s := range codeSentinels {
+				if errors.Is(err, s) {
+					a.Code = code
+					break
+				}
+			}
+		}
+	} else {
+		a.Body = body
+	}
+	out, err := wireEnc.Marshal(&a)
+	if err != nil {
+		out, _ = wireEnc.Marshal(&wireAnswer{Code: codeOther, Msg: "encode answer: " + err.Error()})
+	}
+	return out
+}
+
+func serve(rt RuntimePort, op int, call []byte) ([]byte, error) {
+	switch op {
+	case OpLoad:
+		info, err := rt.Load(context.Background(), call)
+		if err != nil {
+			return nil, err
+		}
+		return wireEnc.Marshal(&wireInfo{Hash: info.Hash[:], ActTags: info.ActTags})
+	case OpStart:
+		var in wireInput
+		if err := wireDec.Unmarshal(call, &in); err != nil {
+			return nil, fmt.Errorf("start: %w", err)
+		}
+		return rt.Start(context.Background(), Input(in))
+	case OpStep:
+		var req wireRequest
+		if err := wireDec.Unmarshal(call, &req); err != nil {
+			return nil, fmt.Errorf("step: %w", err)
+		}
+		res, err := rt.Step(context.Background(), Request(req))
+		if err != nil {
+			return nil, err
+		}
+		w := wireResult{Kind: res.Kind, Used: res.Used, Checkpoint: res.Checkpoint, Result: res.Result,
+			Tag: res.Tag, Args: res.Args, Seq: res.Seq, Err: res.Err}
+		for _, e := range res.Emits {
+			w.Emits = append(w.Emits, wireEmit{Kind: e.Kind, Data: e.Data})
+		}
+		return wireEnc.Marshal(&w)
+	}
+	return nil, fmt.Errorf("unknown operation %d", op)
+}
+
+// EncodeCall encodes the argument of a call: source for OpLoad, an Input
+// for OpStart, a Request for OpStep.
+func EncodeCall(op int, arg any) ([]byte, error) {
+	switch op {
+	case OpLoad:
+		return arg.([]byte), nil
+	case OpStart:
+		in := arg.(Input)
+		return wireEnc.Marshal((*wireInput)(&in))
+	case OpStep:
+		req := arg.(Request)
+		return wireEnc.Marshal((*wireRequest)(&req))
+	}
+	return nil, fmt.Errorf("unknown operation %d", op)
+}
+
+// DecodeAnswer decodes the guest's answer to a call. Everything in it is
+// untrusted: it is decoded strictly, and the caller validates the result.
+func DecodeAnswer(op int, b []byte) (any, error) {
+	if len(b) > MaxWire {
+		return nil, fmt.Errorf("%w: guest answer of %d bytes", ErrGuest, len(b))
+	}
+	var a wireAnswer
+	if err := wireDec.Unmarshal(b, &a); err != nil {
+		return nil, fmt.Errorf("%w: undecodable answer: %v", ErrGuest, err)
+	}
+	if a.Code != codeOK {
+		switch {
+		case a.Code == codeSyntax:
+			return nil, &syntax.Error{Pos: syntax.Pos{Line: a.Line, Col: a.Col}, Msg: a.Msg}
+		case codeSentinels[a.Code] != nil:
+			return nil, &wireError{sentinel: codeSentinels[a.Code], msg: a.Msg}
+		case a.Code == codeOther:
+			return nil, errors.New(a.Msg)
+		}
+		return nil, fmt.Errorf("%w: unknown error code %d", ErrGuest, a.Code)
+	}
+	switch op {
+	case OpLoad:
+		var w wireInfo
+		if err := wireDec.Unmarshal(a.Body, &w); err != nil || len(w.Hash) != 32 {
+			return nil, fmt.Errorf("%w: bad load answer", ErrGuest)
+		}
+		return Info{Hash: [32]byte(w.Hash), ActTags: w.ActTags}, nil
+	case OpStart:
+		return a.Body, nil
+	case OpStep:
+		var w wireResult
+		if err := wireDec.Unmarshal(a.Body, &w); err != nil {
+			return nil, fmt.Errorf("%w: bad step answer: %v", ErrGuest, err)
+		}
+		res := &Result{Kind: w.Kind, Used: w.Used, Checkpoint: w.Checkpoint, Result: w.Result,
+			Tag: w.Tag, Args: w.Args, Seq: w.Seq, Err: w.Err}
+		for _, e := range w.Emits {
+			res.Emits = append(res.Emits, machine.Emit{Kind: e.Kind, Data: e.Data})
+		}
+		return res, nil
+	}
+	return nil, fmt.Errorf("unknown operation %d", op)
+}
+
+// ErrGuest says the guest answered something malformed.
+var ErrGuest = errors.New("malformed answer from the guest")
+
+// wireError carries a sentinel across the wire with the guest's message.
+type wireError struct {
+	sentinel error
+	msg      string
+}
+
+func (e *wireError) Error() string { return e.msg }
+func (e *wireError) Unwrap() error { return e.sentinel }

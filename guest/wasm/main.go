@@ -1,0 +1,81 @@
+//go:build wasip1
+
+// Command wasm is the Rune machine as a WebAssembly reactor module
+// (GOOS=wasip1, -buildmode=c-shared): the guest that wasmvm runs in wazero.
+//
+// Exports (all integers are i32 or i64):
+//
+//	buf(n i32) -> ptr i32            a guest buffer of n bytes for the next call's argument
+//	call(op i32, n i32) -> i64       run operation op (1 load, 2 start, 3 step) on the first
+//	                                 n bytes of the buffer; answers ptr<<32 | len, valid until
+//	                                 the next call
+//
+// Imports, from module "rune_host":
+//
+//	act(tag_ptr, tag_len, args_ptr, args_len i32, seq i64) -> n i32
+//	                                 offers an act to the host; 0 suspends the step (the host
+//	                                 gets an Act result), n > 0 is the length of an encoded
+//	                                 reply the host holds, which act_reply copies in
+//	act_reply(ptr i32)               copies the held reply to ptr
+//
+// The encodings are guest/port's wire format. Everything crossing is bytes in
+// linear memory; nothing else of the host is reachable.
+package main
+
+import (
+	"unsafe"
+
+	"github.com/runehost/runehost/guest/port"
+)
+
+var (
+	rt  = port.NewNative()
+	in  []byte // the argument buffer handed out by buf
+	out []byte // the last answer, kept alive until the next call
+)
+
+func init() { rt.OnAct = offerAct }
+
+//go:wasmexport buf
+func buf(n uint32) uint32 {
+	if uint32(cap(in)) < n {
+		in = make([]byte, n)
+	}
+	in = in[:n]
+	return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(in))))
+}
+
+//go:wasmexport call
+func call(op, n uint32) uint64 {
+	if n > uint32(len(in)) {
+		n = uint32(len(in))
+	}
+	out = port.Serve(rt, int(op), in[:n])
+	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(out))))<<32 | uint64(len(out))
+}
+
+//go:wasmimport rune_host act
+func hostAct(tagPtr, tagLen, argsPtr, argsLen uint32, seq uint64) uint32
+
+//go:wasmimport rune_host act_reply
+func hostActReply(ptr uint32)
+
+func offerAct(tag string, args []byte, seq uint64) ([]byte, bool) {
+	tagBytes := []byte(tag)
+	n := hostAct(ptrOf(tagBytes), uint32(len(tagBytes)), ptrOf(args), uint32(len(args)), seq)
+	if n == 0 {
+		return nil, false
+	}
+	reply := make([]byte, n)
+	hostActReply(ptrOf(reply))
+	return reply, true
+}
+
+func ptrOf(b []byte) uint32 {
+	if len(b) == 0 {
+		return 0
+	}
+	return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(b))))
+}
+
+func main() {}
