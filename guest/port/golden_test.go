@@ -10,133 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/guest/port/porttest"
 )
-
-// script is what a golden prog's comments expect.
-type script struct {
-	input, state []byte
-	limit, seed  uint64
-	clock        int64
-	suspends     []suspend // in order
-	emits        []string  // "kind json"
-	want         string    // canonical JSON of the result
-	wantErr      string    // "L:C: kind: msg"
-	compileErr   string    // "L:C: msg"
-}
-
-type suspend struct {
-	act   bool
-	tag   string
-	args  string // canonical JSON
-	reply []byte // encoded reply
-}
-
-func canonJSON(t testing.TB, text string) string {
-	t.Helper()
-	d, err := checkpoint.DataFromJSON([]byte(text))
-	if err != nil {
-		t.Fatalf("bad JSON %q: %v", text, err)
-	}
-	b, err := checkpoint.DataToJSON(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-func encodeJSON(t testing.TB, text string) []byte {
-	t.Helper()
-	d, err := checkpoint.DataFromJSON([]byte(text))
-	if err != nil {
-		t.Fatalf("bad JSON %q: %v", text, err)
-	}
-	b, err := checkpoint.EncodeData(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// parseReply reads "JSON" or "!kind: msg".
-func parseReply(t testing.TB, text string) []byte {
-	var r checkpoint.Reply
-	if strings.HasPrefix(text, "!") {
-		kind, msg, _ := strings.Cut(text[1:], ":")
-		r.Err = &checkpoint.Error{Kind: strings.TrimSpace(kind), Msg: strings.TrimSpace(msg)}
-	} else {
-		d, err := checkpoint.DataFromJSON([]byte(text))
-		if err != nil {
-			t.Fatalf("bad reply %q: %v", text, err)
-		}
-		r.Value = d
-	}
-	b, err := checkpoint.EncodeReply(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func parseScript(t testing.TB, src []byte) *script {
-	s := &script{}
-	for _, line := range strings.Split(string(src), "\n") {
-		line = strings.TrimSpace(line)
-		if !strings.HasPrefix(line, "// ") {
-			continue
-		}
-		key, val, ok := strings.Cut(line[3:], ": ")
-		if !ok {
-			continue
-		}
-		val = strings.TrimSpace(val)
-		switch key {
-		case "input":
-			s.input = encodeJSON(t, val)
-		case "state":
-			s.state = encodeJSON(t, val)
-		case "limit", "seed", "clock":
-			n, err := strconv.ParseUint(val, 10, 64)
-			if err != nil {
-				t.Fatalf("bad %s: %v", key, err)
-			}
-			switch key {
-			case "limit":
-				s.limit = n
-			case "seed":
-				s.seed = n
-			default:
-				s.clock = int64(n)
-			}
-		case "act", "await":
-			head, reply, ok := strings.Cut(val, " -> ")
-			if !ok {
-				t.Fatalf("%s directive needs ' -> reply': %q", key, val)
-			}
-			sp := suspend{act: key == "act", reply: parseReply(t, strings.TrimSpace(reply))}
-			args := head
-			if sp.act {
-				sp.tag, args, _ = strings.Cut(head, " ")
-			}
-			sp.args = canonJSON(t, args)
-			s.suspends = append(s.suspends, sp)
-		case "emit":
-			kind, data, _ := strings.Cut(val, " ")
-			s.emits = append(s.emits, kind+" "+canonJSON(t, data))
-		case "want":
-			s.want = canonJSON(t, val)
-		case "error":
-			s.wantErr = val
-		case "compile-error":
-			s.compileErr = val
-		}
-	}
-	return s
-}
 
 // outcome is everything one run of a prog produced.
 type outcome struct {
@@ -153,7 +32,7 @@ type outcome struct {
 func runScript(t testing.TB, rt RuntimePort, src []byte, s *script, slice uint64) outcome {
 	t.Helper()
 	ctx := context.Background()
-	cp, err := rt.Start(ctx, Input{Source: src, Input: s.input, State: s.state, Limit: s.limit, Seed: s.seed, Invocation: "inv-1"})
+	cp, err := rt.Start(ctx, Input{Source: src, Input: s.Input, State: s.State, Limit: s.Limit, Seed: s.Seed, Invocation: "inv-1"})
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
@@ -162,7 +41,7 @@ func runScript(t testing.TB, rt RuntimePort, src []byte, s *script, slice uint64
 	next := 0
 	var prevUsed uint64
 	for {
-		r, err := rt.Step(ctx, Request{Checkpoint: cp, Reply: reply, Slice: slice, Clock: s.clock})
+		r, err := rt.Step(ctx, Request{Checkpoint: cp, Reply: reply, Slice: slice, Clock: s.Clock})
 		if err != nil {
 			t.Fatalf("slice %d, step %d: %v", slice, out.steps, err)
 		}
@@ -185,18 +64,18 @@ func runScript(t testing.TB, rt RuntimePort, src []byte, s *script, slice uint64
 		case Yield:
 			continue
 		case Act, Event:
-			if next >= len(s.suspends) {
+			if next >= len(s.Suspends) {
 				t.Fatalf("unexpected %s %s %s: no more act/await directives", r.Kind, r.Tag, jsonOf(t, r.Args))
 			}
-			want := s.suspends[next]
+			want := s.Suspends[next]
 			next++
-			if want.act != (r.Kind == Act) || (want.act && want.tag != r.Tag) || want.args != jsonOf(t, r.Args) {
-				t.Fatalf("suspension %d: got %s %s %s, want act=%v %s %s", next, r.Kind, r.Tag, jsonOf(t, r.Args), want.act, want.tag, want.args)
+			if want.Act != (r.Kind == Act) || (want.Act && want.Tag != r.Tag) || want.Args != jsonOf(t, r.Args) {
+				t.Fatalf("suspension %d: got %s %s %s, want act=%v %s %s", next, r.Kind, r.Tag, jsonOf(t, r.Args), want.Act, want.Tag, want.Args)
 			}
 			if r.Seq != uint64(next) {
 				t.Fatalf("suspension seq %d, want %d", r.Seq, next)
 			}
-			reply = want.reply
+			reply = want.Reply
 			continue
 		case Done:
 			out.result = jsonOf(t, r.Result)
@@ -204,38 +83,22 @@ func runScript(t testing.TB, rt RuntimePort, src []byte, s *script, slice uint64
 			out.result = "error: " + r.Err.Error()
 		}
 		out.used, out.final = r.Used, r.Checkpoint
-		if next != len(s.suspends) {
-			t.Fatalf("prog ended after %d of %d act/await directives", next, len(s.suspends))
+		if next != len(s.Suspends) {
+			t.Fatalf("prog ended after %d of %d act/await directives", next, len(s.Suspends))
 		}
 		return out
 	}
 }
 
-func jsonOf(t testing.TB, b []byte) string {
-	d, err := checkpoint.DecodeData(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := checkpoint.DataToJSON(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(j)
-}
+const unsliced = porttest.Unsliced
 
-func progFiles(t testing.TB) []string {
-	files, err := filepath.Glob("../../testdata/progs/*.rune")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no testdata progs: %v", err)
-	}
-	return files
-}
+var sliceSizes = porttest.SliceSizes
 
-// unsliced is a slice large enough for any testdata prog to run in one step.
-const unsliced = 1 << 40
+type script = porttest.Script
 
-// sliceSizes are the slice sizes of the slicing property.
-var sliceSizes = []uint64{1, 2, 3, 7, 64, 1000}
+func parseScript(t testing.TB, src []byte) *script { return porttest.ParseScript(t, src) }
+func jsonOf(t testing.TB, b []byte) string         { return porttest.JSONOf(t, b) }
+func progFiles(t testing.TB) []string              { return porttest.ProgFiles(t, "../..") }
 
 func TestGolden(t *testing.T) {
 	for _, file := range progFiles(t) {
@@ -247,28 +110,28 @@ func TestGolden(t *testing.T) {
 			}
 			s := parseScript(t, src)
 			rt := NewNative()
-			if s.compileErr != "" {
+			if s.CompileErr != "" {
 				_, err := rt.Load(context.Background(), src)
-				if err == nil || err.Error() != s.compileErr {
-					t.Fatalf("compile error:\n got %v\nwant %s", err, s.compileErr)
+				if err == nil || err.Error() != s.CompileErr {
+					t.Fatalf("compile error:\n got %v\nwant %s", err, s.CompileErr)
 				}
 				return
 			}
-			if s.want == "" && s.wantErr == "" {
+			if s.Want == "" && s.WantErr == "" {
 				t.Fatalf("%s has no want:, error: or compile-error: directive", file)
 			}
 			base := runScript(t, rt, src, s, unsliced)
 			switch {
-			case s.wantErr != "":
-				if base.result != "error: "+s.wantErr {
-					t.Fatalf("result:\n got %s\nwant error: %s", base.result, s.wantErr)
+			case s.WantErr != "":
+				if base.result != "error: "+s.WantErr {
+					t.Fatalf("result:\n got %s\nwant error: %s", base.result, s.WantErr)
 				}
-			case base.result != s.want:
-				t.Fatalf("result:\n got %s\nwant %s", base.result, s.want)
+			case base.result != s.Want:
+				t.Fatalf("result:\n got %s\nwant %s", base.result, s.Want)
 			}
-			if len(s.emits) > 0 || len(base.emits) > 0 {
-				if !reflect.DeepEqual(base.emits, s.emits) {
-					t.Fatalf("emits:\n got %q\nwant %q", base.emits, s.emits)
+			if len(s.Emits) > 0 || len(base.emits) > 0 {
+				if !reflect.DeepEqual(base.emits, s.Emits) {
+					t.Fatalf("emits:\n got %q\nwant %q", base.emits, s.Emits)
 				}
 			}
 		})
@@ -287,7 +150,7 @@ func TestSlicing(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := parseScript(t, src)
-			if s.compileErr != "" {
+			if s.CompileErr != "" {
 				return
 			}
 			rt := NewNative()

@@ -23,6 +23,7 @@
 package main
 
 import (
+	"runtime"
 	"unsafe"
 
 	"github.com/runehost/runehost/guest/port"
@@ -51,6 +52,9 @@ func call(op, n uint32) uint64 {
 		n = uint32(len(in))
 	}
 	out = port.Serve(rt, int(op), in[:n])
+	// Goroutines run only while an export runs: let the garbage collector's
+	// workers finish a cycle before returning to the host.
+	runtime.Gosched()
 	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(out))))<<32 | uint64(len(out))
 }
 

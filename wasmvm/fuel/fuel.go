@@ -46,6 +46,10 @@ type section struct {
 	body []byte
 }
 
+// InitialFuel is the value the fuel global starts with: the budget of the
+// module's start function, which runs before the host can set it.
+const InitialFuel = 1 << 32
+
 // Inject returns module rewritten to meter itself. It fails on a module it
 // cannot fully decode, or one that already exports ExportName.
 func Inject(module []byte) ([]byte, error) {
@@ -104,8 +108,9 @@ func Inject(module []byte) ([]byte, error) {
 	}
 	fuelIndex := uint32(importedGlobals + definedGlobals)
 
-	// The new global: mutable i64 initialised to 0.
-	newGlobal := []byte{0x7e, 0x01, 0x42, 0x00, 0x0b}
+	// The new global: mutable i64 initialised to InitialFuel.
+	newGlobal := appendS64([]byte{0x7e, 0x01, 0x42}, InitialFuel)
+	newGlobal = append(newGlobal, 0x0b)
 	newExport := appendName(nil, ExportName)
 	newExport = append(newExport, 0x03)
 	newExport = appendU32(newExport, fuelIndex)
@@ -343,4 +348,16 @@ func appendName(b []byte, s string) []byte {
 
 func appendU32(b []byte, v uint32) []byte {
 	return binary.AppendUvarint(b, uint64(v))
+}
+
+// appendS64 appends v as a signed LEB128.
+func appendS64(b []byte, v int64) []byte {
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
 }

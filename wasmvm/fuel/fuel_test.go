@@ -82,6 +82,9 @@ func TestSameResults(t *testing.T) {
 	}
 	metered := instantiate(t, rewritten)
 	fuel := metered.ExportedGlobal(ExportName).(api.MutableGlobal)
+	if got := int64(fuel.Get()); got != InitialFuel {
+		t.Fatalf("initial fuel %d, want %d", got, InitialFuel)
+	}
 	ctx := context.Background()
 	for _, n := range []uint64{0, 1, 5, 1000} {
 		for _, fn := range []string{"count", "fact"} {

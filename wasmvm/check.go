@@ -1,0 +1,97 @@
+// check.go validates the guest's answers against the requests that caused them.
+
+package wasmvm
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/guest/compile"
+	"github.com/runehost/runehost/guest/machine"
+	"github.com/runehost/runehost/guest/port"
+)
+
+// maxText bounds error kinds, messages and emit kinds from the guest.
+const maxText = 64 << 10
+
+func checkStart(cp []byte, hash [32]byte, in port.Input) error {
+	c, err := checkpoint.Decode(cp, checkpoint.Expect{Semantics: compile.Version, Program: hash[:]})
+	if err != nil {
+		return err
+	}
+	h := &c.Header
+	if h.Status != checkpoint.Runnable || h.Used != 0 {
+		return fmt.Errorf("a new checkpoint is %s with %d steps used", h.Status, h.Used)
+	}
+	if h.Invocation != in.Invocation || !bytes.Equal(h.Context, in.Context) {
+		return fmt.Errorf("checkpoint does not carry the invocation and context given")
+	}
+	return nil
+}
+
+// checkStep checks a step's result: accounting, checkpoint, and that the
+// result says what the checkpoint says.
+func checkStep(prev *checkpoint.Header, req port.Request, res *port.Result) error {
+	if res.Used < prev.Used {
+		return fmt.Errorf("used went back from %d to %d", prev.Used, res.Used)
+	}
+	if res.Used-prev.Used > req.Slice {
+		return fmt.Errorf("used grew by %d in a slice of %d", res.Used-prev.Used, req.Slice)
+	}
+	c, err := checkpoint.Decode(res.Checkpoint, checkpoint.Expect{Semantics: compile.Version, Program: prev.Program})
+	if err != nil {
+		return err
+	}
+	h := &c.Header
+	if h.Used != res.Used {
+		return fmt.Errorf("result says %d steps used, its checkpoint %d", res.Used, h.Used)
+	}
+	if h.Invocation != prev.Invocation || !bytes.Equal(h.Context, prev.Context) {
+		return fmt.Errorf("checkpoint changed invocation or context")
+	}
+	settled := c.Machine.Steps == h.Used
+	want := port.Yield
+	if settled {
+		switch h.Status {
+		case checkpoint.Done:
+			want = port.Done
+		case checkpoint.Failed:
+			want = port.Error
+		case checkpoint.Acting:
+			want = port.Act
+		case checkpoint.Awaiting:
+			want = port.Event
+		}
+	}
+	if res.Kind != want {
+		return fmt.Errorf("result is %s, its checkpoint says %s", res.Kind, want)
+	}
+	switch res.Kind {
+	case port.Done:
+		if !bytes.Equal(res.Result, h.Result) {
+			return fmt.Errorf("result differs from its checkpoint's")
+		}
+	case port.Act, port.Event:
+		p := h.Pending
+		if !bytes.Equal(res.Args, p.Args) || res.Seq != p.Seq || (res.Kind == port.Act && res.Tag != p.Tag) {
+			return fmt.Errorf("suspension differs from its checkpoint's")
+		}
+	case port.Error:
+		if res.Err == nil || res.Err.Kind != h.Error.Kind || res.Err.Msg != h.Error.Msg || len(res.Err.Msg) > maxText {
+			return fmt.Errorf("error differs from its checkpoint's")
+		}
+	}
+	if uint64(len(res.Emits)) > req.Slice+1 {
+		return fmt.Errorf("%d emits in a slice of %d steps", len(res.Emits), req.Slice)
+	}
+	for _, e := range res.Emits {
+		if e.Kind == "" || len(e.Kind) > maxText || len(e.Data) > machine.MaxEmit {
+			return fmt.Errorf("malformed emit")
+		}
+		if _, err := checkpoint.DecodeData(e.Data); err != nil {
+			return fmt.Errorf("emit data: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,338 @@
+// Package wasmvm runs the Rune machine inside a WebAssembly sandbox: the
+// guest module (guest/wasm, embedded as guest.wasm) in wazero, behind the
+// same port.RuntimePort the native machine implements.
+//
+// One module is compiled per Runtime (through wazero's on-disk compilation
+// cache), and a pool of warm instances serves calls, so resuming a parked
+// invocation pays for no instantiation. Each instance has a memory limit and
+// a fuel budget per call (injected by package fuel) that stops a guest that
+// never returns. Any failed call discards its instance; the caller resumes
+// from its last checkpoint. Every answer of the guest is untrusted input:
+// it is decoded strictly and checked against the request before it is
+// returned.
+package wasmvm
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/guest/compile"
+	"github.com/runehost/runehost/guest/port"
+)
+
+//go:embed guest.wasm
+var guestWasm []byte
+
+// Defaults.
+const (
+	DefaultMemoryLimitPages = 8192     // 512 MiB
+	DefaultFuel             = 1 << 32  // per call; see docs/sandbox.md
+	DefaultPoolSize         = 4        // warm idle instances
+	maxSources              = 256      // programs whose source the runtime keeps
+	maxStderr               = 16 << 10 // guest stderr kept for error messages
+)
+
+// Errors; a *GuestError wraps one of them.
+var (
+	ErrTrap    = errors.New("guest trapped")
+	ErrFuel    = errors.New("guest ran out of fuel")
+	ErrAnswer  = port.ErrGuest
+	ErrClosed  = errors.New("runtime closed")
+	errNoFuel  = errors.New("guest module exports no fuel global")
+	errExports = errors.New("guest module lacks the buf and call exports")
+)
+
+// GuestError says which call into the guest failed, and how.
+type GuestError struct {
+	Op     string
+	Err    error  // ErrTrap, ErrFuel or ErrAnswer
+	Detail string // the trap, or what was wrong with the answer
+	Stderr string // the tail of what the guest wrote to stderr
+}
+
+func (e *GuestError) Error() string {
+	s := fmt.Sprintf("sandbox %s: %v", e.Op, e.Err)
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	if e.Stderr != "" {
+		s += " (guest stderr: " + e.Stderr + ")"
+	}
+	return s
+}
+
+func (e *GuestError) Unwrap() error { return e.Err }
+
+// Config configures a Runtime.
+type Config struct {
+	// CacheDir holds wazero's compilation cache. "" means the user cache
+	// directory (runehost/wazero under os.UserCacheDir); "off" disables it.
+	CacheDir string
+	// MemoryLimitPages bounds each instance's memory, in 64 KiB pages.
+	MemoryLimitPages uint32
+	// PoolSize is how many warm idle instances are kept.
+	PoolSize int
+	// Fuel is the fuel of one call into the guest.
+	Fuel int64
+	// OnAct, if set, is offered each act as the guest reaches it; it may
+	// answer at once with an encoded reply (ok), and the machine goes on in
+	// the same step. Otherwise the step ends with an Act result.
+	OnAct func(ctx context.Context, tag string, args []byte, seq uint64) (reply []byte, ok bool)
+	// Module replaces the embedded guest (for tests with fake guests). It
+	// must already be metered.
+	Module []byte
+}
+
+// Runtime is a RuntimePort over the sandboxed guest. It is safe for
+// concurrent use; each call takes an instance of its own.
+type Runtime struct {
+	cfg      Config
+	rt       wazero.Runtime
+	compiled wazero.CompiledModule
+	pool     chan *instance
+
+	mu      sync.Mutex
+	sources map[[32]byte][]byte
+	order   [][32]byte
+	closed  bool
+}
+
+var _ port.RuntimePort = (*Runtime)(nil)
+
+// New compiles the guest and returns a Runtime with an empty pool.
+func New(ctx context.Context, cfg Config) (*Runtime, error) {
+	if cfg.MemoryLimitPages == 0 {
+		cfg.MemoryLimitPages = DefaultMemoryLimitPages
+	}
+	if cfg.PoolSize <= 0 {
+		cfg.PoolSize = DefaultPoolSize
+	}
+	if cfg.Fuel <= 0 {
+		cfg.Fuel = DefaultFuel
+	}
+	module := cfg.Module
+	if module == nil {
+		module = guestWasm
+	}
+	rc := wazero.NewRuntimeConfigCompiler().WithMemoryLimitPages(cfg.MemoryLimitPages).WithCloseOnContextDone(false)
+	if cache, err := compilationCache(cfg.CacheDir); err != nil {
+		return nil, err
+	} else if cache != nil {
+		rc = rc.WithCompilationCache(cache)
+	}
+	r := &Runtime{cfg: cfg, rt: wazero.NewRuntimeWithConfig(ctx, rc), pool: make(chan *instance, cfg.PoolSize), sources: make(map[[32]byte][]byte)}
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r.rt); err != nil {
+		r.rt.Close(ctx)
+		return nil, fmt.Errorf("wasmvm: wasi: %w", err)
+	}
+	if err := r.hostModule(ctx); err != nil {
+		r.rt.Close(ctx)
+		return nil, err
+	}
+	compiled, err := r.rt.CompileModule(ctx, module)
+	if err != nil {
+		r.rt.Close(ctx)
+		return nil, fmt.Errorf("wasmvm: compile guest: %w", err)
+	}
+	if _, ok := compiled.ExportedFunctions()["call"]; !ok {
+		r.rt.Close(ctx)
+		return nil, errExports
+	}
+	r.compiled = compiled
+	return r, nil
+}
+
+func compilationCache(dir string) (wazero.CompilationCache, error) {
+	switch dir {
+	case "off":
+		return nil, nil
+	case "":
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return nil, nil // no cache directory: compile every time
+		}
+		dir = filepath.Join(base, "runehost", "wazero")
+	}
+	cache, err := wazero.NewCompilationCacheWithDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("wasmvm: compilation cache %s: %w", dir, err)
+	}
+	return cache, nil
+}
+
+// Close releases every instance and the compiled module.
+func (r *Runtime) Close(ctx context.Context) error {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	return r.rt.Close(ctx)
+}
+
+// Warm instantiates instances until n are idle in the pool (at most the pool size).
+func (r *Runtime) Warm(ctx context.Context, n int) error {
+	for i := len(r.pool); i < n && i < cap(r.pool); i++ {
+		in, err := r.instantiate(ctx)
+		if err != nil {
+			return err
+		}
+		r.put(in)
+	}
+	return nil
+}
+
+func (r *Runtime) remember(hash [32]byte, source []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.sources[hash]; ok {
+		return
+	}
+	if len(r.order) >= maxSources {
+		delete(r.sources, r.order[0])
+		r.order = r.order[1:]
+	}
+	r.sources[hash] = bytes.Clone(source)
+	r.order = append(r.order, hash)
+}
+
+func (r *Runtime) source(hash [32]byte) []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sources[hash]
+}
+
+// Load implements port.RuntimePort: the guest compiles the source (so the
+// errors are the machine's own), and the runtime keeps it for later steps.
+func (r *Runtime) Load(ctx context.Context, source []byte) (port.Info, error) {
+	hash := compile.HashSource(source)
+	var info port.Info
+	err := r.with(ctx, func(in *instance) error {
+		var err error
+		info, err = in.load(ctx, hash, source)
+		return err
+	})
+	if err == nil {
+		r.remember(hash, source)
+	}
+	return info, err
+}
+
+// Start implements port.RuntimePort.
+func (r *Runtime) Start(ctx context.Context, input port.Input) ([]byte, error) {
+	hash := compile.HashSource(input.Source)
+	var cp []byte
+	err := r.with(ctx, func(in *instance) error {
+		call, err := port.EncodeCall(port.OpStart, input)
+		if err != nil {
+			return err
+		}
+		v, err := in.request(ctx, "start", port.OpStart, call)
+		if err != nil {
+			return err
+		}
+		cp = v.([]byte)
+		if err := checkStart(cp, hash, input); err != nil {
+			return in.bad("start", err)
+		}
+		in.loaded[hash] = true
+		return nil
+	})
+	if err == nil {
+		r.remember(hash, input.Source)
+	}
+	return cp, err
+}
+
+// Step implements port.RuntimePort.
+func (r *Runtime) Step(ctx context.Context, req port.Request) (*port.Result, error) {
+	h, err := checkpoint.DecodeHeader(req.Checkpoint)
+	if err != nil {
+		return nil, err
+	}
+	hash := [32]byte(h.Program)
+	source := r.source(hash)
+	if source == nil {
+		return nil, fmt.Errorf("%w: %x (Load its source first)", port.ErrUnknownProgram, hash[:8])
+	}
+	if req.Slice == 0 {
+		req.Slice = port.DefaultSlice
+	}
+	call, err := port.EncodeCall(port.OpStep, req)
+	if err != nil {
+		return nil, err
+	}
+	var res *port.Result
+	err = r.with(ctx, func(in *instance) error {
+		for attempt := 0; ; attempt++ {
+			if !in.loaded[hash] {
+				if _, err := in.load(ctx, hash, source); err != nil {
+					return err
+				}
+			}
+			v, err := in.request(ctx, "step", port.OpStep, call)
+			if errors.Is(err, port.ErrUnknownProgram) && attempt == 0 {
+				delete(in.loaded, hash) // the guest evicted it; load it again
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			res = v.(*port.Result)
+			if err := checkStep(h, req, res); err != nil {
+				return in.bad("step", err)
+			}
+			return nil
+		}
+	})
+	return res, err
+}
+
+// with runs f on a pooled instance, returning the instance to the pool
+// unless the guest misbehaved.
+func (r *Runtime) with(ctx context.Context, f func(*instance) error) error {
+	in, err := r.get(ctx)
+	if err != nil {
+		return err
+	}
+	err = f(in)
+	var ge *GuestError
+	if errors.As(err, &ge) {
+		in.close(ctx)
+		return err
+	}
+	r.put(in)
+	return err
+}
+
+func (r *Runtime) get(ctx context.Context) (*instance, error) {
+	select {
+	case in := <-r.pool:
+		return in, nil
+	default:
+		return r.instantiate(ctx)
+	}
+}
+
+func (r *Runtime) put(in *instance) {
+	r.mu.Lock()
+	closed := r.closed
+	r.mu.Unlock()
+	if closed {
+		in.close(context.Background())
+		return
+	}
+	select {
+	case r.pool <- in:
+	default:
+		in.close(context.Background()) // the pool is full
+	}
+}

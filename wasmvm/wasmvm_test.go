@@ -1,0 +1,174 @@
+// wasmvm_test.go checks the sandbox against the native machine, byte for byte.
+
+package wasmvm
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/guest/port"
+	"github.com/runehost/runehost/guest/port/porttest"
+)
+
+var (
+	sharedOnce sync.Once
+	shared     *Runtime
+	sharedErr  error
+)
+
+// testRuntime is one sandbox for the package's tests (compiling the guest
+// takes a second or two, from a cache in the test's temporary directory).
+func testRuntime(t testing.TB) *Runtime {
+	t.Helper()
+	sharedOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "wasmvm-cache")
+		if err != nil {
+			sharedErr = err
+			return
+		}
+		shared, sharedErr = New(context.Background(), Config{CacheDir: dir})
+	})
+	if sharedErr != nil {
+		t.Fatal(sharedErr)
+	}
+	return shared
+}
+
+func sameResult(a, b *port.Result) string {
+	switch {
+	case a.Kind != b.Kind:
+		return "kind " + a.Kind.String() + " vs " + b.Kind.String()
+	case a.Used != b.Used:
+		return "used"
+	case !bytes.Equal(a.Checkpoint, b.Checkpoint):
+		return "checkpoint bytes"
+	case !bytes.Equal(a.Result, b.Result) || !bytes.Equal(a.Args, b.Args) || a.Tag != b.Tag || a.Seq != b.Seq:
+		return "result, args, tag or seq"
+	case !reflect.DeepEqual(a.Err, b.Err):
+		return "error"
+	case len(a.Emits) != len(b.Emits):
+		return "emits"
+	}
+	for i := range a.Emits {
+		if a.Emits[i].Kind != b.Emits[i].Kind || !bytes.Equal(a.Emits[i].Data, b.Emits[i].Data) {
+			return "emits"
+		}
+	}
+	return ""
+}
+
+// TestDifferential runs every testdata prog natively and in the sandbox,
+// in lockstep, at every slice size of the slicing property: every step must
+// give the same result and byte-identical checkpoints.
+func TestDifferential(t *testing.T) {
+	sb := testRuntime(t)
+	native := port.NewNative()
+	ctx := context.Background()
+	for _, file := range porttest.ProgFiles(t, "..") {
+		name := strings.TrimSuffix(filepath.Base(file), ".rune")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			src, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := porttest.ParseScript(t, src)
+			if s.CompileErr != "" {
+				_, errN := native.Load(ctx, src)
+				_, errW := sb.Load(ctx, src)
+				if errN == nil || errW == nil || errN.Error() != errW.Error() {
+					t.Fatalf("compile errors differ: native %v, sandbox %v", errN, errW)
+				}
+				return
+			}
+			sizes := porttest.SliceSizes
+			if testing.Short() {
+				sizes = []uint64{7, 1000}
+			}
+			for _, size := range sizes {
+				in := port.Input{Source: src, Input: s.Input, State: s.State, Limit: s.Limit, Seed: s.Seed, Invocation: "inv"}
+				cpN, err := native.Start(ctx, in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cpW, err := sb.Start(ctx, in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(cpN, cpW) {
+					t.Fatal("first checkpoints differ")
+				}
+				req := port.Request{Checkpoint: cpN, Slice: size, Clock: s.Clock}
+				suspended := 0
+				for step := 0; ; step++ {
+					rN, err := native.Step(ctx, req)
+					if err != nil {
+						t.Fatalf("native step %d: %v", step, err)
+					}
+					rW, err := sb.Step(ctx, req)
+					if err != nil {
+						t.Fatalf("sandbox step %d: %v", step, err)
+					}
+					if d := sameResult(rN, rW); d != "" {
+						t.Fatalf("slice %d, step %d: %s differ", size, step, d)
+					}
+					req = port.Request{Checkpoint: rN.Checkpoint, Slice: size, Clock: s.Clock}
+					switch rN.Kind {
+					case port.Act, port.Event:
+						req.Reply = s.Suspends[suspended].Reply
+						suspended++
+					case port.Done, port.Error:
+						step = -1
+					}
+					if step < 0 {
+						break
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestInlineActs(t *testing.T) {
+	ctx := context.Background()
+	reply, _ := checkpoint.EncodeReply(checkpoint.Reply{Value: "inline"})
+	var got []string
+	var mu sync.Mutex
+	sb, err := New(ctx, Config{CacheDir: os.TempDir() + "/wasmvm-inline", OnAct: func(_ context.Context, tag string, args []byte, seq uint64) ([]byte, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, tag)
+		return reply, tag != "stop"
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(ctx)
+	src := []byte(`let a = act "one" {}
+let b = act "two" {n: 2}
+let c = act "stop" {}
+return [a, b, c]`)
+	cp, err := sb.Start(ctx, port.Input{Source: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := sb.Step(ctx, port.Request{Checkpoint: cp, Slice: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Kind != port.Act || r.Tag != "stop" || r.Seq != 3 || !reflect.DeepEqual(got, []string{"one", "two", "stop"}) {
+		t.Fatalf("got %s %s %d, acts %v", r.Kind, r.Tag, r.Seq, got)
+	}
+	final, _ := checkpoint.EncodeReply(checkpoint.Reply{Value: "late"})
+	r, err = sb.Step(ctx, port.Request{Checkpoint: r.Checkpoint, Reply: final, Slice: 1000})
+	if err != nil || r.Kind != port.Done || porttest.JSONOf(t, r.Result) != `["inline","inline","late"]` {
+		t.Fatalf("got %v %v", r, err)
+	}
+}
