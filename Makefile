@@ -9,7 +9,8 @@ FUZZ_TARGETS := \
 	./checkpoint:FuzzDecode \
 	./checkpoint:FuzzDecodeData \
 	./guest/port:FuzzStep \
-	./guest/port:FuzzRun
+	./guest/port:FuzzRun \
+	./wasmvm/fuel:FuzzInject
 
 .PHONY: all build guest guest-check test vet unit fuzz fuzz-short bench clean
 

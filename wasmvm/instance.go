@@ -49,11 +49,13 @@ func (r *Runtime) instantiate(ctx context.Context) (*instance, error) {
 		mod.Close(ctx)
 		return nil, errExports
 	}
-	if g == nil {
+	if g == nil && !r.cfg.unmetered {
 		mod.Close(ctx)
 		return nil, errNoFuel
 	}
-	in.fuel = g
+	if g != nil {
+		in.fuel = g
+	}
 	return in, nil
 }
 
@@ -67,7 +69,9 @@ func (in *instance) bad(op string, err error) error {
 // invoke passes arg to the guest for operation op and returns a copy of its answer.
 func (in *instance) invoke(ctx context.Context, opName string, op int, arg []byte) ([]byte, error) {
 	ctx = context.WithValue(ctx, instanceKey{}, in)
-	in.fuel.Set(uint64(in.r.cfg.Fuel))
+	if in.fuel != nil {
+		in.fuel.Set(uint64(in.r.cfg.Fuel))
+	}
 	in.stack[0] = uint64(len(arg))
 	if err := in.buf.CallWithStack(ctx, in.stack); err != nil {
 		return nil, in.trap(opName, err)
@@ -92,7 +96,7 @@ func (in *instance) invoke(ctx context.Context, opName string, op int, arg []byt
 }
 
 func (in *instance) trap(op string, err error) error {
-	if int64(in.fuel.Get()) < 0 {
+	if in.fuel != nil && int64(in.fuel.Get()) < 0 {
 		return &GuestError{Op: op, Err: ErrFuel, Detail: fmt.Sprintf("more than %d fuel in one call", in.r.cfg.Fuel), Stderr: in.stderr.String()}
 	}
 	return &GuestError{Op: op, Err: ErrTrap, Detail: err.Error(), Stderr: in.stderr.String()}

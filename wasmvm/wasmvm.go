@@ -91,6 +91,8 @@ type Config struct {
 	// Module replaces the embedded guest (for tests with fake guests). It
 	// must already be metered.
 	Module []byte
+
+	unmetered bool // benchmarks only: accept a module without fuel
 }
 
 // Runtime is a RuntimePort over the sandboxed guest. It is safe for

@@ -24,15 +24,12 @@ var (
 )
 
 // testRuntime is one sandbox for the package's tests (compiling the guest
-// takes a second or two, from a cache in the test's temporary directory).
+// takes a second or two, once per machine).
 func testRuntime(t testing.TB) *Runtime {
 	t.Helper()
 	sharedOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "wasmvm-cache")
-		if err != nil {
-			sharedErr = err
-			return
-		}
+		// A fixed directory, so that runs after the first find the guest compiled.
+		dir := filepath.Join(os.TempDir(), "runehost-test-wazero-cache")
 		shared, sharedErr = New(context.Background(), Config{CacheDir: dir})
 	})
 	if sharedErr != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/guest/port"
 	"github.com/runehost/runehost/guest/syntax"
+	"github.com/runehost/runehost/wasmvm"
 )
 
 func runCommand() *cli.Command {
@@ -21,7 +22,8 @@ func runCommand() *cli.Command {
 		Name:      "run",
 		Usage:     "run a prog and print its events and result",
 		ArgsUsage: "FILE",
-		Description: "Runs FILE in slices of steps, printing what it emits to stderr and its\n" +
+		Description: "Runs FILE in slices of steps inside the WebAssembly sandbox, printing what\n" +
+			"it emits to stderr and its\n" +
 			"result as JSON to stdout. Exit status: 0 done, 1 the prog failed,\n" +
 			"2 bad usage or a compile error, 3 a host failure.\n\n" +
 			"Acts and awaits have no adapters in this build: each is answered with\n" +
@@ -32,6 +34,8 @@ func runCommand() *cli.Command {
 			&cli.Uint64Flag{Name: "limit", Value: 10_000_000, Usage: "step limit of the run"},
 			&cli.Uint64Flag{Name: "slice", Value: port.DefaultSlice, Usage: "steps per slice"},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed of random()", DefaultText: "from the clock"},
+			&cli.BoolFlag{Name: "native", Usage: "run the machine in this process instead of the WebAssembly sandbox (for debugging)"},
+			&cli.StringFlag{Name: "cache-dir", Usage: "the sandbox's compilation cache (\"off\" to disable)", DefaultText: "the user cache directory", EnvVars: []string{"RUNEHOST_CACHE_DIR"}},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -53,10 +57,27 @@ func runCommand() *cli.Command {
 			if !c.IsSet("seed") {
 				seed = uint64(nowMillis())
 			}
-			r := &runner{rt: port.NewNative(), out: c.App.Writer, events: c.App.ErrWriter, file: c.Args().First()}
+			rt, done, err := runtimeFor(c)
+			if err != nil {
+				return err
+			}
+			defer done()
+			r := &runner{rt: rt, out: c.App.Writer, events: c.App.ErrWriter, file: c.Args().First()}
 			return r.run(c.Context, port.Input{Source: src, Input: in, State: state, Limit: c.Uint64("limit"), Seed: seed}, c.Uint64("slice"))
 		},
 	}
+}
+
+// runtimeFor picks the sandbox, or the native machine with --native.
+func runtimeFor(c *cli.Context) (port.RuntimePort, func(), error) {
+	if c.Bool("native") {
+		return port.NewNative(), func() {}, nil
+	}
+	rt, err := wasmvm.New(c.Context, wasmvm.Config{CacheDir: c.String("cache-dir"), PoolSize: 1})
+	if err != nil {
+		return nil, nil, exitf(exitInternal, "run: starting the sandbox: %v", err)
+	}
+	return rt, func() { rt.Close(context.Background()) }, nil
 }
 
 func jsonFlag(c *cli.Context, name string) ([]byte, error) {

@@ -126,6 +126,17 @@ const (
 // Serve answers one encoded call against rt: the guest side of the wire.
 func Serve(rt RuntimePort, op int, call []byte) []byte {
 	body, err := serve(rt, op, call)
+	return encodeAnswer(body, err)
+}
+
+// EncodeStepAnswer encodes a step's result as a guest answers it (tests use
+// it to build misbehaving guests).
+func EncodeStepAnswer(res *Result) []byte {
+	body, err := encodeResult(res)
+	return encodeAnswer(body, err)
+}
+
+func encodeAnswer(body []byte, err error) []byte {
 	var a wireAnswer
 	if err != nil {
 		a.Code, a.Msg = codeOther, err.Error()
@@ -173,6 +184,13 @@ func serve(rt RuntimePort, op int, call []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+		return encodeResult(res)
+	}
+	return nil, fmt.Errorf("unknown operation %d", op)
+}
+
+func encodeResult(res *Result) ([]byte, error) {
+	{
 		w := wireResult{Kind: res.Kind, Used: res.Used, Checkpoint: res.Checkpoint, Result: res.Result,
 			Tag: res.Tag, Args: res.Args, Seq: res.Seq, Err: res.Err}
 		for _, e := range res.Emits {
@@ -180,7 +198,6 @@ func serve(rt RuntimePort, op int, call []byte) ([]byte, error) {
 		}
 		return wireEnc.Marshal(&w)
 	}
-	return nil, fmt.Errorf("unknown operation %d", op)
 }
 
 // EncodeCall encodes the argument of a call: source for OpLoad, an Input

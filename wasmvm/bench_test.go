@@ -1,0 +1,143 @@
+// bench_test.go measures the sandbox: slicing, fuel, resuming parked invocations.
+
+package wasmvm
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/guest/port"
+)
+
+// longLoop is a long computation with little state.
+var longLoop = []byte(`var s = 0
+var i = 0
+while i < 300000 { s = s + i % 7; i += 1 }
+return s`)
+
+// runAll runs src to its end in slices of the given size.
+func runAll(b *testing.B, rt port.RuntimePort, src []byte, slice uint64) {
+	ctx := context.Background()
+	cp, err := rt.Start(ctx, port.Input{Source: src, Limit: 1 << 40})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for {
+		r, err := rt.Step(ctx, port.Request{Checkpoint: cp, Slice: slice})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r.Kind == port.Done {
+			return
+		}
+		if r.Kind != port.Yield {
+			b.Fatalf("%s: %v", r.Kind, r.Err)
+		}
+		cp = r.Checkpoint
+	}
+}
+
+// BenchmarkSlicing runs the same long loop unsliced and in 1000-step slices,
+// in the sandbox and natively.
+func BenchmarkSlicing(b *testing.B) {
+	sb := testRuntime(b)
+	for _, rt := range []struct {
+		name string
+		rt   port.RuntimePort
+	}{{"sandbox", sb}, {"native", port.NewNative()}} {
+		for _, slice := range []uint64{1 << 40, 1000} {
+			name := rt.name + "/unsliced"
+			if slice == 1000 {
+				name = rt.name + "/slice1000"
+			}
+			b.Run(name, func(b *testing.B) {
+				for b.Loop() {
+					runAll(b, rt.rt, longLoop, slice)
+				}
+			})
+		}
+	}
+}
+
+// unmeteredGuest builds the guest without fuel, to measure what fuel costs.
+func unmeteredGuest(b *testing.B) []byte {
+	out := filepath.Join(b.TempDir(), "raw.wasm")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w -buildid=", "-o", out, "./guest/wasm")
+	cmd.Dir = ".."
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("%v: %s", err, msg)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return raw
+}
+
+// BenchmarkFuel runs the long loop unsliced on the metered guest and on the
+// same guest built without fuel.
+func BenchmarkFuel(b *testing.B) {
+	raw := unmeteredGuest(b)
+	plain, err := New(context.Background(), Config{CacheDir: filepath.Join(os.TempDir(), "wasmvm-unmetered"), Module: raw, unmetered: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer plain.Close(context.Background())
+	for _, rt := range []struct {
+		name string
+		rt   *Runtime
+	}{{"metered", testRuntime(b)}, {"unmetered", plain}} {
+		b.Run(rt.name, func(b *testing.B) {
+			for b.Loop() {
+				runAll(b, rt.rt, longLoop, 1<<40)
+			}
+		})
+	}
+}
+
+// parked is a prog whose checkpoint at its act is about 10 KB.
+var parked = []byte(`var l = []
+for i in range(600) { append(l, {n: i, s: "item"}) }
+let r = act "wait" {}
+return len(l) + r`)
+
+// BenchmarkResume resumes a parked invocation from its ~10 KB checkpoint
+// with a warm pool: decode, reply, run to the end, encode, all in the guest.
+// It reports the median (p50) and p99 of single resumes.
+func BenchmarkResume(b *testing.B) {
+	sb := testRuntime(b)
+	ctx := context.Background()
+	cp, err := sb.Start(ctx, port.Input{Source: parked})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := sb.Step(ctx, port.Request{Checkpoint: cp, Slice: 1 << 30})
+	if err != nil || r.Kind != port.Act {
+		b.Fatal(r, err)
+	}
+	reply, _ := checkpoint.EncodeReply(checkpoint.Reply{Value: int64(1)})
+	req := port.Request{Checkpoint: r.Checkpoint, Reply: reply, Slice: 1000}
+	if err := sb.Warm(ctx, 2); err != nil {
+		b.Fatal(err)
+	}
+	var times []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		res, err := sb.Step(ctx, req)
+		if err != nil || res.Kind != port.Done {
+			b.Fatal(res, err)
+		}
+		times = append(times, time.Since(t0))
+	}
+	slices.Sort(times)
+	b.ReportMetric(float64(len(r.Checkpoint)), "checkpoint-bytes")
+	b.ReportMetric(float64(times[len(times)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(times[len(times)*99/100].Microseconds()), "p99-µs")
+}
