@@ -39,8 +39,9 @@ var progNames = []string{"fib", "loop", "strbuild", "maps", "sort"}
 // engineExt maps an engine name to its program file extension; engines not
 // listed use their name as the extension (e.g. "rune" -> NAME.rune).
 var engineExt = map[string]string{
-	"starlark": "star",
-	"lua":      "lua",
+	"starlark":  "star",
+	"lua":       "lua",
+	"rune-wasm": "rune",
 }
 
 func progPath(prog string, e *engine) string {

@@ -10,6 +10,7 @@ require (
 
 require (
 	github.com/fxamacker/cbor/v2 v2.10.0 // indirect
+	github.com/tetratelabs/wazero v1.12.0 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	golang.org/x/sys v0.44.0 // indirect
 )

@@ -101,7 +101,7 @@ type Runtime struct {
 	cfg      Config
 	rt       wazero.Runtime
 	compiled wazero.CompiledModule
-	pool     chan *instance
+	pool     []*instance // idle, most recently used last
 
 	mu      sync.Mutex
 	sources map[[32]byte][]byte
@@ -132,7 +132,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	} else if cache != nil {
 		rc = rc.WithCompilationCache(cache)
 	}
-	r := &Runtime{cfg: cfg, rt: wazero.NewRuntimeWithConfig(ctx, rc), pool: make(chan *instance, cfg.PoolSize), sources: make(map[[32]byte][]byte)}
+	r := &Runtime{cfg: cfg, rt: wazero.NewRuntimeWithConfig(ctx, rc), sources: make(map[[32]byte][]byte)}
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r.rt); err != nil {
 		r.rt.Close(ctx)
 		return nil, fmt.Errorf("wasmvm: wasi: %w", err)
@@ -182,11 +182,18 @@ func (r *Runtime) Close(ctx context.Context) error {
 
 // Warm instantiates instances until n are idle in the pool (at most the pool size).
 func (r *Runtime) Warm(ctx context.Context, n int) error {
-	for i := len(r.pool); i < n && i < cap(r.pool); i++ {
+	var fresh []*instance
+	r.mu.Lock()
+	have := len(r.pool)
+	r.mu.Unlock()
+	for i := have; i < n && i < r.cfg.PoolSize; i++ {
 		in, err := r.instantiate(ctx)
 		if err != nil {
 			return err
 		}
+		fresh = append(fresh, in)
+	}
+	for _, in := range fresh {
 		r.put(in)
 	}
 	return nil
@@ -315,26 +322,32 @@ func (r *Runtime) with(ctx context.Context, f func(*instance) error) error {
 	return err
 }
 
+// get takes the most recently used idle instance: a driver stepping one
+// invocation slice after slice keeps finding the instance that holds its
+// machine live.
 func (r *Runtime) get(ctx context.Context) (*instance, error) {
-	select {
-	case in := <-r.pool:
-		return in, nil
-	default:
-		return r.instantiate(ctx)
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil, ErrClosed
 	}
+	if n := len(r.pool); n > 0 {
+		in := r.pool[n-1]
+		r.pool = r.pool[:n-1]
+		r.mu.Unlock()
+		return in, nil
+	}
+	r.mu.Unlock()
+	return r.instantiate(ctx)
 }
 
 func (r *Runtime) put(in *instance) {
 	r.mu.Lock()
-	closed := r.closed
-	r.mu.Unlock()
-	if closed {
-		in.close(context.Background())
+	if !r.closed && len(r.pool) < r.cfg.PoolSize {
+		r.pool = append(r.pool, in)
+		r.mu.Unlock()
 		return
 	}
-	select {
-	case r.pool <- in:
-	default:
-		in.close(context.Background()) // the pool is full
-	}
+	r.mu.Unlock()
+	in.close(context.Background()) // closed, or the pool is full
 }

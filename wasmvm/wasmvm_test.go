@@ -67,6 +67,7 @@ func sameResult(a, b *port.Result) string {
 func TestDifferential(t *testing.T) {
 	sb := testRuntime(t)
 	native := port.NewNative()
+	native.NoReuse = true // natively, decode every checkpoint; the sandbox keeps machines live
 	ctx := context.Background()
 	for _, file := range porttest.ProgFiles(t, "..") {
 		name := strings.TrimSuffix(filepath.Base(file), ".rune")

@@ -154,9 +154,14 @@ func TestSlicing(t *testing.T) {
 				return
 			}
 			rt := NewNative()
+			rt.NoReuse = true // every slice boundary decodes the checkpoint
+			live := NewNative()
 			base := runScript(t, rt, src, s, unsliced)
 			for _, size := range sliceSizes {
 				got := runScript(t, rt, src, s, size)
+				if got2 := runScript(t, live, src, s, size); got2.result != got.result || got2.used != got.used || !bytes.Equal(got2.final, got.final) || !reflect.DeepEqual(got2.emits, got.emits) {
+					t.Fatalf("slice %d: a live machine and a decoded one disagree", size)
+				}
 				if got.result != base.result || got.used != base.used || !reflect.DeepEqual(got.emits, base.emits) {
 					t.Fatalf("slice %d: result %s used %d emits %d; unsliced: %s used %d emits %d",
 						size, got.result, got.used, len(got.emits), base.result, base.used, len(base.emits))

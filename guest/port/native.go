@@ -3,6 +3,7 @@
 package port
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -32,9 +33,64 @@ type Native struct {
 	// run never changes which acts reach OnAct, or in which order.
 	OnAct func(tag string, args []byte, seq uint64) (reply []byte, ok bool)
 
+	// NoReuse makes every Step decode its checkpoint. By default a Step
+	// given exactly the checkpoint the previous Step of an invocation
+	// returned continues that machine, live, instead of decoding it: the
+	// state is the same by construction, and slicing a long computation
+	// then costs an encode per slice, not an encode and a decode.
+	NoReuse bool
+
 	mu    sync.Mutex
 	progs map[[32]byte]*compile.Program
 	order [][32]byte // load order, for eviction
+	live  map[string]*live
+	lives []string // invocations in live, oldest first
+}
+
+// live is a machine kept after a Step, with the checkpoint it was written as.
+type live struct {
+	prog *compile.Program
+	cp   []byte // a private copy
+	m    *machine.Machine
+	ctx  []byte
+}
+
+// maxLive bounds the machines kept live.
+const maxLive = 64
+
+// take returns the live machine for exactly this checkpoint, if there is one.
+func (n *Native) take(p *compile.Program, cp []byte) (*live, string) {
+	h, err := checkpoint.DecodeHeader(cp)
+	if err != nil || n.NoReuse {
+		return nil, ""
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	l := n.live[h.Invocation]
+	if l == nil || l.prog != p || !bytes.Equal(l.cp, cp) {
+		return nil, h.Invocation
+	}
+	delete(n.live, h.Invocation) // the machine is about to change
+	return l, h.Invocation
+}
+
+func (n *Native) keep(invocation string, l *live) {
+	if n.NoReuse {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.live == nil {
+		n.live = make(map[string]*live)
+	}
+	if _, ok := n.live[invocation]; !ok {
+		if len(n.lives) >= maxLive {
+			delete(n.live, n.lives[0])
+			n.lives = n.lives[1:]
+		}
+		n.lives = append(n.lives, invocation)
+	}
+	n.live[invocation] = l
 }
 
 // NewNative returns a native RuntimePort.
@@ -125,29 +181,37 @@ func (n *Native) Step(_ context.Context, req Request) (res *Result, err error) {
 	if p == nil {
 		return nil, fmt.Errorf("%w: %x", ErrUnknownProgram, h.Program[:8])
 	}
-	return stepProgram(p, req, n.OnAct)
+	return n.step(p, req)
 }
 
 // StepProgram advances a checkpoint of p by one slice. It is the whole of
 // Step once the program is known, shared by every RuntimePort.
 func StepProgram(p *compile.Program, req Request) (res *Result, err error) {
-	return stepProgram(p, req, nil)
+	return (&Native{NoReuse: true}).step(p, req)
 }
 
-func stepProgram(p *compile.Program, req Request, onAct func(string, []byte, uint64) ([]byte, bool)) (res *Result, err error) {
+func (n *Native) step(p *compile.Program, req Request) (res *Result, err error) {
 	defer func() {
 		// A backstop: validation should make this unreachable.
 		if r := recover(); r != nil {
 			res, err = nil, fmt.Errorf("%w: %v", ErrFault, r)
 		}
 	}()
-	cp, err := checkpoint.Decode(req.Checkpoint, checkpoint.Expect{Semantics: compile.Version, Program: p.Hash[:]})
-	if err != nil {
-		return nil, err
-	}
-	m, err := machine.Restore(p, cp)
-	if err != nil {
-		return nil, err
+	onAct := n.OnAct
+	var m *machine.Machine
+	var invocation string
+	var appCtx []byte
+	if l, inv := n.take(p, req.Checkpoint); l != nil {
+		m, invocation, appCtx = l.m, inv, l.ctx
+	} else {
+		cp, err := checkpoint.Decode(req.Checkpoint, checkpoint.Expect{Semantics: compile.Version, Program: p.Hash[:]})
+		if err != nil {
+			return nil, err
+		}
+		if m, err = machine.Restore(p, cp); err != nil {
+			return nil, err
+		}
+		invocation, appCtx = cp.Header.Invocation, cp.Header.Context
 	}
 	switch m.Status() {
 	case checkpoint.Acting, checkpoint.Awaiting:
@@ -208,12 +272,16 @@ func stepProgram(p *compile.Program, req Request, onAct func(string, []byte, uin
 	if err != nil {
 		return nil, err
 	}
-	out.Header.Invocation, out.Header.Context = cp.Header.Invocation, cp.Header.Context
+	out.Header.Invocation, out.Header.Context = invocation, appCtx
 	b, err := checkpoint.Encode(out)
 	if err != nil {
 		return nil, err
 	}
-	return resultOf(m, &out.Header, b, emits), nil
+	res = resultOf(m, &out.Header, b, emits)
+	if res.Kind != Done && res.Kind != Error {
+		n.keep(invocation, &live{prog: p, cp: bytes.Clone(b), m: m, ctx: appCtx})
+	}
+	return res, nil
 }
 
 func resultOf(m *machine.Machine, h *checkpoint.Header, cp []byte, emits []machine.Emit) *Result {
