@@ -23,13 +23,21 @@ return s`)
 
 // runAll runs src to its end in slices of the given size.
 func runAll(b *testing.B, rt port.RuntimePort, src []byte, slice uint64) {
+	runAllLazy(b, rt, src, slice, false)
+}
+
+func runAllLazy(b *testing.B, rt port.RuntimePort, src []byte, slice uint64, lazy bool) {
 	ctx := context.Background()
-	cp, err := rt.Start(ctx, port.Input{Source: src, Limit: 1 << 40})
+	cp, err := rt.Start(ctx, port.Input{Source: src, Limit: 1 << 40, Invocation: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}
 	for {
-		r, err := rt.Step(ctx, port.Request{Checkpoint: cp, Slice: slice})
+		req := port.Request{Checkpoint: cp, Slice: slice, Lazy: lazy}
+		if cp == nil {
+			req.Invocation = "bench"
+		}
+		r, err := rt.Step(ctx, req)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -62,6 +70,11 @@ func BenchmarkSlicing(b *testing.B) {
 				}
 			})
 		}
+		b.Run(rt.name+"/slice1000-lazy", func(b *testing.B) {
+			for b.Loop() {
+				runAllLazy(b, rt.rt, longLoop, 1000, true)
+			}
+		})
 	}
 }
 

@@ -107,6 +107,14 @@ type Runtime struct {
 	sources map[[32]byte][]byte
 	order   [][32]byte
 	closed  bool
+	lazy    map[string]*lazyMachine // live machines left by lazy Yields
+}
+
+// lazyMachine is where a lazy Yield left an invocation: the instance that
+// holds its machine, and the header its last checkpoint would have had.
+type lazyMachine struct {
+	in   *instance
+	prev checkpoint.Header
 }
 
 var _ port.RuntimePort = (*Runtime)(nil)
@@ -263,6 +271,9 @@ func (r *Runtime) Start(ctx context.Context, input port.Input) ([]byte, error) {
 
 // Step implements port.RuntimePort.
 func (r *Runtime) Step(ctx context.Context, req port.Request) (*port.Result, error) {
+	if req.Checkpoint == nil {
+		return r.continueLazy(ctx, req)
+	}
 	h, err := checkpoint.DecodeHeader(req.Checkpoint)
 	if err != nil {
 		return nil, err
@@ -299,8 +310,69 @@ func (r *Runtime) Step(ctx context.Context, req port.Request) (*port.Result, err
 			if err := checkStep(h, req, res); err != nil {
 				return in.bad("step", err)
 			}
+			r.noteLazy(in, h, res)
 			return nil
 		}
+	})
+	return res, err
+}
+
+// noteLazy records where a lazy Yield left its invocation, or forgets it.
+func (r *Runtime) noteLazy(in *instance, prev *checkpoint.Header, res *port.Result) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if res.Checkpoint != nil {
+		delete(r.lazy, prev.Invocation)
+		return
+	}
+	if r.lazy == nil {
+		r.lazy = make(map[string]*lazyMachine)
+	}
+	h := *prev
+	h.Used = res.Used
+	r.lazy[prev.Invocation] = &lazyMachine{in: in, prev: h}
+}
+
+// continueLazy steps the live machine of req.Invocation on the instance
+// that holds it, if that instance is idle.
+func (r *Runtime) continueLazy(ctx context.Context, req port.Request) (*port.Result, error) {
+	r.mu.Lock()
+	lm := r.lazy[req.Invocation]
+	delete(r.lazy, req.Invocation)
+	var in *instance
+	if lm != nil {
+		for i, idle := range r.pool {
+			if idle == lm.in {
+				in = idle
+				r.pool = append(r.pool[:i], r.pool[i+1:]...)
+				break
+			}
+		}
+	}
+	r.mu.Unlock()
+	if in == nil {
+		return nil, fmt.Errorf("%w: invocation %q (resume from its last checkpoint)", port.ErrExpired, req.Invocation)
+	}
+	if req.Slice == 0 {
+		req.Slice = port.DefaultSlice
+	}
+	call, err := port.EncodeCall(port.OpStep, req)
+	if err != nil {
+		r.put(in)
+		return nil, err
+	}
+	var res *port.Result
+	err = r.withInstance(ctx, in, func(in *instance) error {
+		v, err := in.request(ctx, "step", port.OpStep, call)
+		if err != nil {
+			return err
+		}
+		res = v.(*port.Result)
+		if err := checkStep(&lm.prev, req, res); err != nil {
+			return in.bad("step", err)
+		}
+		r.noteLazy(in, &lm.prev, res)
+		return nil
 	})
 	return res, err
 }
@@ -312,7 +384,11 @@ func (r *Runtime) with(ctx context.Context, f func(*instance) error) error {
 	if err != nil {
 		return err
 	}
-	err = f(in)
+	return r.withInstance(ctx, in, f)
+}
+
+func (r *Runtime) withInstance(ctx context.Context, in *instance, f func(*instance) error) error {
+	err := f(in)
 	var ge *GuestError
 	if errors.As(err, &ge) {
 		in.close(ctx)

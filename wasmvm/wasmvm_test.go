@@ -5,6 +5,7 @@ package wasmvm
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -168,5 +169,64 @@ return [a, b, c]`)
 	r, err = sb.Step(ctx, port.Request{Checkpoint: r.Checkpoint, Reply: final, Slice: 1000})
 	if err != nil || r.Kind != port.Done || porttest.JSONOf(t, r.Result) != `["inline","inline","late"]` {
 		t.Fatalf("got %v %v", r, err)
+	}
+}
+
+// TestLazy runs every prog in lazy 7-step slices in the sandbox and compares
+// the outcome with a checkpointed native run.
+func TestLazy(t *testing.T) {
+	sb := testRuntime(t)
+	ctx := context.Background()
+	for _, file := range porttest.ProgFiles(t, "..") {
+		name := strings.TrimSuffix(filepath.Base(file), ".rune")
+		t.Run(name, func(t *testing.T) {
+			src, _ := os.ReadFile(file)
+			s := porttest.ParseScript(t, src)
+			if s.CompileErr != "" {
+				return
+			}
+			run := func(rt port.RuntimePort, lazy bool) (*port.Result, int) {
+				inv := "lazy-" + name
+				cp, err := rt.Start(ctx, port.Input{Source: src, Input: s.Input, State: s.State, Limit: s.Limit, Seed: s.Seed, Invocation: inv})
+				if err != nil {
+					t.Fatal(err)
+				}
+				req := port.Request{Checkpoint: cp, Slice: 7, Clock: s.Clock, Lazy: lazy}
+				emits, suspended := 0, 0
+				for {
+					r, err := rt.Step(ctx, req)
+					if err != nil {
+						t.Fatalf("lazy=%v: %v", lazy, err)
+					}
+					emits += len(r.Emits)
+					req = port.Request{Checkpoint: r.Checkpoint, Slice: 7, Clock: s.Clock, Lazy: lazy}
+					if r.Checkpoint == nil {
+						req.Invocation = inv
+					}
+					switch r.Kind {
+					case port.Act, port.Event:
+						req.Reply = s.Suspends[suspended].Reply
+						suspended++
+					case port.Done, port.Error:
+						return r, emits
+					}
+				}
+			}
+			native := port.NewNative()
+			native.NoReuse = true
+			want, wantEmits := run(native, false)
+			got, gotEmits := run(sb, true)
+			if d := sameResult(want, got); d != "" || wantEmits != gotEmits {
+				t.Fatalf("lazy sandbox run differs: %s (emits %d vs %d)", d, gotEmits, wantEmits)
+			}
+		})
+	}
+}
+
+func TestLazyExpired(t *testing.T) {
+	sb := testRuntime(t)
+	_, err := sb.Step(context.Background(), port.Request{Invocation: "nobody"})
+	if !errors.Is(err, port.ErrExpired) {
+		t.Fatalf("got %v, want ErrExpired", err)
 	}
 }

@@ -30,6 +30,11 @@ type outcome struct {
 // suspensions from the script. Every slice boundary round-trips the
 // checkpoint through bytes, since Step takes and returns bytes.
 func runScript(t testing.TB, rt RuntimePort, src []byte, s *script, slice uint64) outcome {
+	return runScriptLazy(t, rt, src, s, slice, false)
+}
+
+// runScriptLazy is runScript; lazy asks for no checkpoint at Yields.
+func runScriptLazy(t testing.TB, rt RuntimePort, src []byte, s *script, slice uint64, lazy bool) outcome {
 	t.Helper()
 	ctx := context.Background()
 	cp, err := rt.Start(ctx, Input{Source: src, Input: s.Input, State: s.State, Limit: s.Limit, Seed: s.Seed, Invocation: "inv-1"})
@@ -41,7 +46,11 @@ func runScript(t testing.TB, rt RuntimePort, src []byte, s *script, slice uint64
 	next := 0
 	var prevUsed uint64
 	for {
-		r, err := rt.Step(ctx, Request{Checkpoint: cp, Reply: reply, Slice: slice, Clock: s.Clock})
+		req := Request{Checkpoint: cp, Reply: reply, Slice: slice, Clock: s.Clock, Lazy: lazy}
+		if cp == nil {
+			req.Invocation = "inv-1"
+		}
+		r, err := rt.Step(ctx, req)
 		if err != nil {
 			t.Fatalf("slice %d, step %d: %v", slice, out.steps, err)
 		}
@@ -161,6 +170,9 @@ func TestSlicing(t *testing.T) {
 				got := runScript(t, rt, src, s, size)
 				if got2 := runScript(t, live, src, s, size); got2.result != got.result || got2.used != got.used || !bytes.Equal(got2.final, got.final) || !reflect.DeepEqual(got2.emits, got.emits) {
 					t.Fatalf("slice %d: a live machine and a decoded one disagree", size)
+				}
+				if got3 := runScriptLazy(t, live, src, s, size, true); got3.result != got.result || got3.used != got.used || !bytes.Equal(got3.final, got.final) || !reflect.DeepEqual(got3.emits, got.emits) {
+					t.Fatalf("slice %d: lazy slices and checkpointed ones disagree", size)
 				}
 				if got.result != base.result || got.used != base.used || !reflect.DeepEqual(got.emits, base.emits) {
 					t.Fatalf("slice %d: result %s used %d emits %d; unsliced: %s used %d emits %d",

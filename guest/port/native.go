@@ -50,13 +50,25 @@ type Native struct {
 // live is a machine kept after a Step, with the checkpoint it was written as.
 type live struct {
 	prog *compile.Program
-	cp   []byte // a private copy
+	cp   []byte // a private copy; nil when left by a lazy Yield
 	m    *machine.Machine
 	ctx  []byte
 }
 
 // maxLive bounds the machines kept live.
 const maxLive = 64
+
+// takeLazy returns the live machine a lazy Yield of invocation left.
+func (n *Native) takeLazy(invocation string) *live {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	l := n.live[invocation]
+	if l == nil || l.cp != nil {
+		return nil
+	}
+	delete(n.live, invocation)
+	return l
+}
 
 // take returns the live machine for exactly this checkpoint, if there is one.
 func (n *Native) take(p *compile.Program, cp []byte) (*live, string) {
@@ -67,7 +79,7 @@ func (n *Native) take(p *compile.Program, cp []byte) (*live, string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	l := n.live[h.Invocation]
-	if l == nil || l.prog != p || !bytes.Equal(l.cp, cp) {
+	if l == nil || l.prog != p || l.cp == nil || !bytes.Equal(l.cp, cp) {
 		return nil, h.Invocation
 	}
 	delete(n.live, h.Invocation) // the machine is about to change
@@ -75,7 +87,7 @@ func (n *Native) take(p *compile.Program, cp []byte) (*live, string) {
 }
 
 func (n *Native) keep(invocation string, l *live) {
-	if n.NoReuse {
+	if n.NoReuse && l.cp != nil {
 		return
 	}
 	n.mu.Lock()
@@ -171,6 +183,9 @@ func decodeOptional(b []byte, what string) (any, error) {
 
 // Step implements RuntimePort.
 func (n *Native) Step(_ context.Context, req Request) (res *Result, err error) {
+	if req.Checkpoint == nil {
+		return n.step(nil, req)
+	}
 	h, err := checkpoint.DecodeHeader(req.Checkpoint)
 	if err != nil {
 		return nil, err
@@ -201,7 +216,13 @@ func (n *Native) step(p *compile.Program, req Request) (res *Result, err error) 
 	var m *machine.Machine
 	var invocation string
 	var appCtx []byte
-	if l, inv := n.take(p, req.Checkpoint); l != nil {
+	if req.Checkpoint == nil {
+		l := n.takeLazy(req.Invocation)
+		if l == nil {
+			return nil, fmt.Errorf("%w: no live machine for invocation %q", ErrExpired, req.Invocation)
+		}
+		p, m, invocation, appCtx = l.prog, l.m, req.Invocation, l.ctx
+	} else if l, inv := n.take(p, req.Checkpoint); l != nil {
 		m, invocation, appCtx = l.m, inv, l.ctx
 	} else {
 		cp, err := checkpoint.Decode(req.Checkpoint, checkpoint.Expect{Semantics: compile.Version, Program: p.Hash[:]})
@@ -243,6 +264,9 @@ func (n *Native) step(p *compile.Program, req Request) (res *Result, err error) 
 	}
 	m.SetClock(req.Clock)
 	end := m.Used() + slice
+	if end < m.Used() {
+		end = ^uint64(0)
+	}
 	m.Run(slice)
 	var emits []machine.Emit
 	for onAct != nil && m.Status() == checkpoint.Acting && m.Settled() && m.Used() < end {
@@ -267,6 +291,11 @@ func (n *Native) step(p *compile.Program, req Request) (res *Result, err error) 
 			return nil, fmt.Errorf("%w: %v", ErrReply, err)
 		}
 		m.Run(end - m.Used())
+	}
+	if req.Lazy && m.Status() == checkpoint.Runnable || req.Lazy && !m.Settled() {
+		// A lazy Yield: no checkpoint; the machine stays live.
+		n.keep(invocation, &live{prog: p, m: m, ctx: appCtx})
+		return &Result{Kind: Yield, Used: m.Used(), Emits: append(emits, m.TakeEmits()...)}, nil
 	}
 	out, err := m.Snapshot()
 	if err != nil {

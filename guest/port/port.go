@@ -9,6 +9,7 @@ package port
 
 import (
 	"context"
+	"errors"
 
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/guest/machine"
@@ -34,7 +35,21 @@ type Request struct {
 	Reply      []byte // checkpoint.EncodeReply; required when suspended, else nil
 	Slice      uint64 // steps; 0 means DefaultSlice
 	Clock      int64  // host clock for this slice, unix ms
+
+	// Lazy says the caller does not need the checkpoint of a Yield: the
+	// port may answer a Yield without one (Result.Checkpoint nil) and keep
+	// the machine live. Writing a checkpoint at every slice costs more than
+	// a slice of work in the sandbox; a host needs one only to park or
+	// persist an invocation. Every other result carries its checkpoint.
+	Lazy bool
+	// Invocation, with Checkpoint nil, continues the live machine that a
+	// lazy Yield of this invocation left. If the port no longer has it
+	// (ErrExpired), the caller resumes from the last checkpoint it has.
+	Invocation string
 }
+
+// ErrExpired says a live machine to continue is gone.
+var ErrExpired = errors.New("live machine expired")
 
 // Kind is the kind of a step's result.
 type Kind uint8

@@ -56,6 +56,8 @@ type wireRequest struct {
 	Reply      []byte `cbor:"2,keyasint,omitempty"`
 	Slice      uint64 `cbor:"3,keyasint,omitempty"`
 	Clock      int64  `cbor:"4,keyasint,omitempty"`
+	Lazy       bool   `cbor:"5,keyasint,omitempty"`
+	Invocation string `cbor:"6,keyasint,omitempty"`
 }
 
 type wireEmit struct {
@@ -93,6 +95,7 @@ const (
 	codeFormat
 	codeSemantics
 	codeProgram
+	codeExpired
 	codeOther
 )
 
@@ -105,6 +108,7 @@ var codeSentinels = map[int]error{
 	codeFormat:         checkpoint.ErrFormat,
 	codeSemantics:      checkpoint.ErrSemantics,
 	codeProgram:        checkpoint.ErrProgram,
+	codeExpired:        ErrExpired,
 }
 
 // wireAnswer is what the guest sends back: a body, or an error.
