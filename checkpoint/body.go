@@ -238,7 +238,11 @@ func (r *reader) vals() ([]Val, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Val, n)
+	if n > len(r.slab) {
+		r.slab = make([]Val, max(n, 1024))
+	}
+	out := r.slab[:n:n]
+	r.slab = r.slab[n:]
 	for i := range out {
 		if out[i], err = r.val(); err != nil {
 			return nil, err

@@ -89,6 +89,11 @@ type reader struct {
 	b     []byte
 	off   int
 	where string
+	// s, when set, is b as a string: decoded texts are substrings of it,
+	// which saves an allocation per string (a body holds many).
+	s string
+	// slab is spare room for decoded []Val, handed out in pieces.
+	slab []Val
 }
 
 func (r *reader) fail(format string, args ...any) error {
@@ -156,7 +161,12 @@ func (r *reader) text(n uint64) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	s := string(r.b[r.off : r.off+l])
+	var s string
+	if r.s != "" {
+		s = r.s[r.off : r.off+l]
+	} else {
+		s = string(r.b[r.off : r.off+l])
+	}
 	r.off += l
 	if !utf8.ValidString(s) {
 		return "", r.fail("text is not valid UTF-8")

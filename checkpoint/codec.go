@@ -115,7 +115,7 @@ func Decode(b []byte, want Expect) (*Checkpoint, error) {
 	if want.Program != nil && !bytes.Equal(h.Program, want.Program) {
 		return nil, decodeErr(ErrProgram, "header", "checkpoint is of program %x, not %x", short(h.Program), short(want.Program))
 	}
-	m, err := (&reader{b: w.Body, where: "body"}).machine()
+	m, err := (&reader{b: w.Body, where: "body", s: string(w.Body)}).machine()
 	if err != nil {
 		return nil, &DecodeError{Err: ErrMalformed, Where: "body", Detail: err.Error()}
 	}
@@ -184,28 +184,28 @@ func (m *Machine) validate() error {
 	bad := func(format string, args ...any) error { return decodeErr(ErrMalformed, "body", format, args...) }
 	n := uint64(len(m.Heap))
 	ns := uint64(len(m.Strings))
-	checkVals := func(where string, vals []Val) error {
+	checkVals := func(where string, obj int, vals []Val) error {
 		for i, v := range vals {
-			if v.Kind == ValRef && v.N >= n {
-				return bad("%s[%d] refers to object %d of %d", where, i, v.N, n)
-			}
-			if v.Kind == ValStrRef && v.N >= ns {
-				return bad("%s[%d] refers to string %d of %d", where, i, v.N, ns)
+			if (v.Kind == ValRef && v.N >= n) || (v.Kind == ValStrRef && v.N >= ns) {
+				if obj >= 0 {
+					where = fmt.Sprintf("object %d", obj)
+				}
+				return bad("%s[%d] refers to item %d beyond the heap or string table", where, i, v.N)
 			}
 		}
 		return nil
 	}
-	if err := checkVals("globals", m.Globals); err != nil {
+	if err := checkVals("globals", -1, m.Globals); err != nil {
 		return err
 	}
-	if err := checkVals("stack", m.Stack); err != nil {
+	if err := checkVals("stack", -1, m.Stack); err != nil {
 		return err
 	}
 	for i, o := range m.Heap {
 		if o.Kind == 0 || o.Kind >= numObjKinds {
 			return bad("object %d has kind %d", i, o.Kind)
 		}
-		if err := checkVals(fmt.Sprintf("object %d", i), o.Items); err != nil {
+		if err := checkVals("", i, o.Items); err != nil {
 			return err
 		}
 		switch o.Kind {

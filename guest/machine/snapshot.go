@@ -75,14 +75,14 @@ func (m *Machine) Snapshot() (*checkpoint.Checkpoint, error) {
 			obj = checkpoint.Object{Kind: checkpoint.ObjList, Items: w.vals((*listObj)(o.p).elems)}
 		case Map:
 			mo := (*mapObj)(o.p)
-			items := make([]checkpoint.Val, 0, 2*len(mo.keys))
+			items := w.alloc(2 * len(mo.keys))
 			for j := range mo.keys {
-				items = append(items, w.val(mo.keys[j]), w.val(mo.vals[j]))
+				items[2*j], items[2*j+1] = w.val(mo.keys[j]), w.val(mo.vals[j])
 			}
 			obj = checkpoint.Object{Kind: checkpoint.ObjMap, Items: items}
 		case Func:
 			cl := (*closureObj)(o.p)
-			items := make([]checkpoint.Val, len(cl.cells))
+			items := w.alloc(len(cl.cells))
 			for j, c := range cl.cells {
 				items[j] = w.ref(unsafe.Pointer(c), cellKind)
 			}
@@ -117,6 +117,7 @@ type writer struct {
 	queue []pending
 	strs  map[string]uint64 // long strings by content
 	table []string
+	slab  []checkpoint.Val
 }
 
 // sharedMin is the length from which a string goes to the string table.
@@ -162,8 +163,18 @@ func (w *writer) val(v Value) checkpoint.Val {
 	return w.ref(v.p, v.k)
 }
 
+// alloc hands out n slots from a slab, to spare an allocation per object.
+func (w *writer) alloc(n int) []checkpoint.Val {
+	if n > len(w.slab) {
+		w.slab = make([]checkpoint.Val, max(n, 256))
+	}
+	out := w.slab[:n:n]
+	w.slab = w.slab[n:]
+	return out
+}
+
 func (w *writer) vals(vs []Value) []checkpoint.Val {
-	out := make([]checkpoint.Val, len(vs))
+	out := w.alloc(len(vs))
 	for i, v := range vs {
 		out[i] = w.val(v)
 	}
@@ -259,8 +270,13 @@ func Restore(prog *compile.Program, cp *checkpoint.Checkpoint) (*Machine, error)
 		}
 		return nilValue, bad("slot kind %d", v.Kind)
 	}
+	var slab []Value // one allocation for many objects' items
 	vals := func(vs []checkpoint.Val) ([]Value, error) {
-		out := make([]Value, len(vs))
+		if len(vs) > len(slab) {
+			slab = make([]Value, max(len(vs), 1024))
+		}
+		out := slab[:len(vs):len(vs)]
+		slab = slab[len(vs):]
 		for i, v := range vs {
 			x, err := val(v)
 			if err != nil {
@@ -286,6 +302,8 @@ func Restore(prog *compile.Program, cp *checkpoint.Checkpoint) (*Machine, error)
 			if len(items)/2 > MaxMap {
 				return nil, bad("map %d has %d entries", i, len(items)/2)
 			}
+			mo.keys = make([]Value, 0, len(items)/2)
+			mo.vals = make([]Value, 0, len(items)/2)
 			for j := 0; j < len(items); j += 2 {
 				if _, ok := keyOf(items[j]); !ok {
 					return nil, bad("map %d has a %s key", i, typeName(items[j]))

@@ -70,20 +70,22 @@ func (n *Native) takeLazy(invocation string) *live {
 	return l
 }
 
-// take returns the live machine for exactly this checkpoint, if there is one.
+// take returns the live machine for exactly this checkpoint, if there is
+// one. It compares bytes rather than decoding: there are few live machines,
+// and checkpoints of different invocations differ within their first bytes.
 func (n *Native) take(p *compile.Program, cp []byte) (*live, string) {
-	h, err := checkpoint.DecodeHeader(cp)
-	if err != nil || n.NoReuse {
+	if n.NoReuse {
 		return nil, ""
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	l := n.live[h.Invocation]
-	if l == nil || l.prog != p || l.cp == nil || !bytes.Equal(l.cp, cp) {
-		return nil, h.Invocation
+	for inv, l := range n.live {
+		if l.prog == p && len(l.cp) == len(cp) && bytes.Equal(l.cp, cp) {
+			delete(n.live, inv) // the machine is about to change
+			return l, inv
+		}
 	}
-	delete(n.live, h.Invocation) // the machine is about to change
-	return l, h.Invocation
+	return nil, ""
 }
 
 func (n *Native) keep(invocation string, l *live) {
