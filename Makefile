@@ -10,6 +10,7 @@ FUZZ_TARGETS := \
 	./checkpoint:FuzzDecodeData \
 	./guest/port:FuzzStep \
 	./guest/port:FuzzRun \
+	./guest/port:FuzzWire \
 	./wasmvm/fuel:FuzzInject
 
 .PHONY: all build guest guest-check test vet unit fuzz fuzz-short bench clean

@@ -333,3 +333,13 @@ func (r *reader) data(depth int) (any, error) {
 	}
 	return nil, r.fail("unexpected CBOR item (major type %d) in a data value", major)
 }
+
+// DataLength returns the length of the data value at the start of b,
+// decoding it strictly.
+func DataLength(b []byte) (int, error) {
+	r := &reader{b: b, where: "value"}
+	if _, err := r.data(0); err != nil {
+		return 0, err
+	}
+	return r.off, nil
+}

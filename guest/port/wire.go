@@ -158,11 +158,7 @@ func encodeAnswer(body []byte, err error) []byte {
 	} else {
 		a.Body = body
 	}
-	out, err := wireEnc.Marshal(&a)
-	if err != nil {
-		out, _ = wireEnc.Marshal(&wireAnswer{Code: codeOther, Msg: "encode answer: " + err.Error()})
-	}
-	return out
+	return encodeWireAnswer(&a)
 }
 
 func serve(rt RuntimePort, op int, call []byte) ([]byte, error) {
@@ -180,11 +176,11 @@ func serve(rt RuntimePort, op int, call []byte) ([]byte, error) {
 		}
 		return rt.Start(context.Background(), Input(in))
 	case OpStep:
-		var req wireRequest
-		if err := wireDec.Unmarshal(call, &req); err != nil {
+		req, err := decodeRequest(call)
+		if err != nil {
 			return nil, fmt.Errorf("step: %w", err)
 		}
-		res, err := rt.Step(context.Background(), Request(req))
+		res, err := rt.Step(context.Background(), Request(*req))
 		if err != nil {
 			return nil, err
 		}
@@ -200,7 +196,7 @@ func encodeResult(res *Result) ([]byte, error) {
 		for _, e := range res.Emits {
 			w.Emits = append(w.Emits, wireEmit{Kind: e.Kind, Data: e.Data})
 		}
-		return wireEnc.Marshal(&w)
+		return encodeWireResult(&w), nil
 	}
 }
 
@@ -215,7 +211,7 @@ func EncodeCall(op int, arg any) ([]byte, error) {
 		return wireEnc.Marshal((*wireInput)(&in))
 	case OpStep:
 		req := arg.(Request)
-		return wireEnc.Marshal((*wireRequest)(&req))
+		return encodeRequest((*wireRequest)(&req)), nil
 	}
 	return nil, fmt.Errorf("unknown operation %d", op)
 }
@@ -226,8 +222,8 @@ func DecodeAnswer(op int, b []byte) (any, error) {
 	if len(b) > MaxWire {
 		return nil, fmt.Errorf("%w: guest answer of %d bytes", ErrGuest, len(b))
 	}
-	var a wireAnswer
-	if err := wireDec.Unmarshal(b, &a); err != nil {
+	a, err := decodeWireAnswer(b)
+	if err != nil {
 		return nil, fmt.Errorf("%w: undecodable answer: %v", ErrGuest, err)
 	}
 	if a.Code != codeOK {
@@ -251,8 +247,8 @@ func DecodeAnswer(op int, b []byte) (any, error) {
 	case OpStart:
 		return a.Body, nil
 	case OpStep:
-		var w wireResult
-		if err := wireDec.Unmarshal(a.Body, &w); err != nil {
+		w, err := decodeWireResult(a.Body)
+		if err != nil {
 			return nil, fmt.Errorf("%w: bad step answer: %v", ErrGuest, err)
 		}
 		res := &Result{Kind: w.Kind, Used: w.Used, Checkpoint: w.Checkpoint, Result: w.Result,
