@@ -9,52 +9,56 @@
 
 package checkpoint
 
-import "math"
+import (
+	"math"
+
+	"github.com/runehost/runehost/internal/detcbor"
+)
 
 // bodyKeys is the number of keys of the body map.
 const bodyKeys = 11
 
 // appendMachine writes m as a CBOR map with integer keys 1 to 11.
 func appendMachine(b []byte, m *Machine) []byte {
-	b = appendHead(b, majMap, bodyKeys)
-	b = appendHead(append(b, 0x01), majUint, m.Steps)
-	b = appendHead(append(b, 0x02), majUint, m.Limit)
-	b = appendInt(append(b, 0x03), m.Clock)
-	b = appendHead(append(b, 0x04), majUint, m.RNG)
-	b = appendHead(append(b, 0x05), majUint, m.Seq)
+	b = detcbor.AppendHead(b, detcbor.Map, bodyKeys)
+	b = detcbor.AppendHead(append(b, 0x01), detcbor.Uint, m.Steps)
+	b = detcbor.AppendHead(append(b, 0x02), detcbor.Uint, m.Limit)
+	b = detcbor.AppendInt(append(b, 0x03), m.Clock)
+	b = detcbor.AppendHead(append(b, 0x04), detcbor.Uint, m.RNG)
+	b = detcbor.AppendHead(append(b, 0x05), detcbor.Uint, m.Seq)
 	b = appendVals(append(b, 0x06), m.Globals)
 	b = appendVals(append(b, 0x07), m.Stack)
-	b = appendHead(append(b, 0x08), majArray, uint64(len(m.Frames)))
+	b = detcbor.AppendHead(append(b, 0x08), detcbor.Array, uint64(len(m.Frames)))
 	for _, f := range m.Frames {
-		b = appendHead(b, majArray, 4)
-		b = appendHead(b, majUint, uint64(f.Fn))
-		b = appendHead(b, majUint, uint64(f.PC))
-		b = appendHead(b, majUint, uint64(f.Base))
-		b = appendHead(b, majUint, uint64(f.Closure))
+		b = detcbor.AppendHead(b, detcbor.Array, 4)
+		b = detcbor.AppendHead(b, detcbor.Uint, uint64(f.Fn))
+		b = detcbor.AppendHead(b, detcbor.Uint, uint64(f.PC))
+		b = detcbor.AppendHead(b, detcbor.Uint, uint64(f.Base))
+		b = detcbor.AppendHead(b, detcbor.Uint, uint64(f.Closure))
 	}
-	b = appendHead(append(b, 0x09), majArray, uint64(len(m.Handlers)))
+	b = detcbor.AppendHead(append(b, 0x09), detcbor.Array, uint64(len(m.Handlers)))
 	for _, h := range m.Handlers {
-		b = appendHead(b, majArray, 3)
-		b = appendHead(b, majUint, uint64(h.Frame))
-		b = appendHead(b, majUint, uint64(h.PC))
-		b = appendHead(b, majUint, uint64(h.SP))
+		b = detcbor.AppendHead(b, detcbor.Array, 3)
+		b = detcbor.AppendHead(b, detcbor.Uint, uint64(h.Frame))
+		b = detcbor.AppendHead(b, detcbor.Uint, uint64(h.PC))
+		b = detcbor.AppendHead(b, detcbor.Uint, uint64(h.SP))
 	}
-	b = appendHead(append(b, 0x0a), majArray, uint64(len(m.Heap)))
+	b = detcbor.AppendHead(append(b, 0x0a), detcbor.Array, uint64(len(m.Heap)))
 	for _, o := range m.Heap {
-		b = appendHead(b, majArray, 3)
-		b = appendHead(b, majUint, uint64(o.Kind))
-		b = appendInt(b, o.Aux)
+		b = detcbor.AppendHead(b, detcbor.Array, 3)
+		b = detcbor.AppendHead(b, detcbor.Uint, uint64(o.Kind))
+		b = detcbor.AppendInt(b, o.Aux)
 		b = appendVals(b, o.Items)
 	}
-	b = appendHead(append(b, 0x0b), majArray, uint64(len(m.Strings)))
+	b = detcbor.AppendHead(append(b, 0x0b), detcbor.Array, uint64(len(m.Strings)))
 	for _, str := range m.Strings {
-		b = appendText(b, str)
+		b = detcbor.AppendText(b, str)
 	}
 	return b
 }
 
 func appendVals(b []byte, vs []Val) []byte {
-	b = appendHead(b, majArray, uint64(len(vs)))
+	b = detcbor.AppendHead(b, detcbor.Array, uint64(len(vs)))
 	for _, v := range vs {
 		b = AppendVal(b, v)
 	}
@@ -64,11 +68,11 @@ func appendVals(b []byte, vs []Val) []byte {
 // machine reads a body written by appendMachine, strictly.
 func (r *reader) machine() (*Machine, error) {
 	m := &Machine{}
-	if err := r.expect(majMap, bodyKeys, "body map"); err != nil {
+	if err := r.expect(detcbor.Map, bodyKeys, "body map"); err != nil {
 		return nil, err
 	}
 	for key := uint64(1); key <= bodyKeys; key++ {
-		if err := r.expect(majUint, key, "body key"); err != nil {
+		if err := r.expect(detcbor.Uint, key, "body key"); err != nil {
 			return nil, err
 		}
 		var err error
@@ -119,7 +123,7 @@ func (r *reader) machine() (*Machine, error) {
 				}
 				m.Heap = make([]Object, n)
 				for i := range m.Heap {
-					if err = r.expect(majArray, 3, "object"); err != nil {
+					if err = r.expect(detcbor.Array, 3, "object"); err != nil {
 						break
 					}
 					var kind uint64
@@ -149,7 +153,7 @@ func (r *reader) machine() (*Machine, error) {
 					if major, l, _, err = r.head(); err != nil {
 						break
 					}
-					if major != majText {
+					if major != detcbor.Text {
 						return nil, r.fail("string table holds major type %d", major)
 					}
 					if m.Strings[i], err = r.text(l); err != nil {
@@ -162,7 +166,7 @@ func (r *reader) machine() (*Machine, error) {
 			return nil, err
 		}
 	}
-	if r.off != len(r.b) {
+	if r.Off != len(r.B) {
 		return nil, r.fail("trailing bytes after the body")
 	}
 	return m, nil
@@ -180,32 +184,23 @@ func (r *reader) expect(major byte, n uint64, what string) error {
 }
 
 func (r *reader) uint() (uint64, error) {
-	m, arg, _, err := r.head()
+	v, err := r.Reader.Uint()
 	if err != nil {
-		return 0, err
+		return 0, r.wrap(err)
 	}
-	if m != majUint {
-		return 0, r.fail("want an unsigned integer, got major type %d", m)
-	}
-	return arg, nil
+	return v, nil
 }
 
 func (r *reader) int() (int64, error) {
-	m, arg, _, err := r.head()
+	v, err := r.Reader.Int()
 	if err != nil {
-		return 0, err
+		return 0, r.wrap(err)
 	}
-	if (m != majUint && m != majNeg) || arg > math.MaxInt64 {
-		return 0, r.fail("want an int64")
-	}
-	if m == majNeg {
-		return -int64(arg) - 1, nil
-	}
-	return int64(arg), nil
+	return v, nil
 }
 
 func (r *reader) uint32s(out []uint32) error {
-	if err := r.expect(majArray, uint64(len(out)), "tuple"); err != nil {
+	if err := r.expect(detcbor.Array, uint64(len(out)), "tuple"); err != nil {
 		return err
 	}
 	for i := range out {
@@ -227,7 +222,7 @@ func (r *reader) array(min int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if m != majArray {
+	if m != detcbor.Array {
 		return 0, r.fail("want an array, got major type %d", m)
 	}
 	return r.length(arg, min)

@@ -13,18 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/x448/float16"
-)
 
-// CBOR major types.
-const (
-	majUint   = 0
-	majNeg    = 1
-	majBytes  = 2
-	majText   = 3
-	majArray  = 4
-	majMap    = 5
-	majTag    = 6
-	majSimple = 7
+	"github.com/runehost/runehost/internal/detcbor"
 )
 
 // Tags used by Rune values. They sit in the first-come-first-served range.
@@ -34,33 +24,6 @@ const (
 	TagMap     = 52003 // ordered map: tag([k1, v1, k2, v2, ...])
 	TagString  = 52005 // shared string: tag(uint index into the string table)
 )
-
-func appendHead(b []byte, major byte, n uint64) []byte {
-	m := major << 5
-	switch {
-	case n < 24:
-		return append(b, m|byte(n))
-	case n <= math.MaxUint8:
-		return append(b, m|24, byte(n))
-	case n <= math.MaxUint16:
-		return binary.BigEndian.AppendUint16(append(b, m|25), uint16(n))
-	case n <= math.MaxUint32:
-		return binary.BigEndian.AppendUint32(append(b, m|26), uint32(n))
-	}
-	return binary.BigEndian.AppendUint64(append(b, m|27), n)
-}
-
-func appendInt(b []byte, i int64) []byte {
-	if i >= 0 {
-		return appendHead(b, majUint, uint64(i))
-	}
-	return appendHead(b, majNeg, uint64(-(i + 1)))
-}
-
-func appendText(b []byte, s string) []byte {
-	b = appendHead(b, majText, uint64(len(s)))
-	return append(b, s...)
-}
 
 // appendFloat writes f in the shortest of float16/32/64 that holds it exactly.
 func appendFloat(b []byte, f float64) []byte {
@@ -86,10 +49,9 @@ const (
 // reader reads CBOR items from a byte slice, strictly: definite lengths,
 // shortest heads, valid UTF-8, no trailing bytes unless asked.
 type reader struct {
-	b     []byte
-	off   int
+	detcbor.Reader
 	where string
-	// s, when set, is b as a string: decoded texts are substrings of it,
+	// s, when set, is B as a string: decoded texts are substrings of it,
 	// which saves an allocation per string (a body holds many).
 	s string
 	// slab is spare room for decoded []Val, handed out in pieces.
@@ -97,63 +59,30 @@ type reader struct {
 }
 
 func (r *reader) fail(format string, args ...any) error {
-	return decodeErr(ErrValue, r.where, "at byte %d: "+format, append([]any{r.off}, args...)...)
+	return decodeErr(ErrValue, r.where, "at byte %d: "+format, append([]any{r.Off}, args...)...)
 }
 
-// head reads an item head and returns its major type and argument. For major
-// type 7 the argument is the additional-info code (and raw bits for floats).
+// head reads an item head (detcbor.Reader.Head), wording its errors.
 func (r *reader) head() (major byte, arg uint64, info byte, err error) {
-	if r.off >= len(r.b) {
-		return 0, 0, 0, r.fail("unexpected end of input")
-	}
-	c := r.b[r.off]
-	r.off++
-	major, info = c>>5, c&31
-	var n int
-	switch {
-	case info < 24:
-		return major, uint64(info), info, nil
-	case info == 24:
-		n = 1
-	case info == 25:
-		n = 2
-	case info == 26:
-		n = 4
-	case info == 27:
-		n = 8
-	default:
-		return 0, 0, 0, r.fail("indefinite length or reserved head 0x%02x", c)
-	}
-	if len(r.b)-r.off < n {
-		return 0, 0, 0, r.fail("unexpected end of input")
-	}
-	switch n {
-	case 1:
-		arg = uint64(r.b[r.off])
-	case 2:
-		arg = uint64(binary.BigEndian.Uint16(r.b[r.off:]))
-	case 4:
-		arg = uint64(binary.BigEndian.Uint32(r.b[r.off:]))
-	case 8:
-		arg = binary.BigEndian.Uint64(r.b[r.off:])
-	}
-	r.off += n
-	if major != majSimple {
-		// Core deterministic encoding: the shortest head.
-		if (n == 1 && arg < 24) || (n == 2 && arg <= math.MaxUint8) || (n == 4 && arg <= math.MaxUint16) || (n == 8 && arg <= math.MaxUint32) {
-			return 0, 0, 0, r.fail("non-shortest integer head")
-		}
+	major, arg, info, e := r.Reader.Head()
+	if e != nil {
+		return 0, 0, 0, r.wrap(e)
 	}
 	return major, arg, info, nil
+}
+
+func (r *reader) wrap(e error) error {
+	return decodeErr(ErrValue, r.where, "%v", e)
 }
 
 // length checks that a declared count of items, each at least min bytes,
 // fits in the remaining input, before anything is allocated for it.
 func (r *reader) length(n uint64, min int) (int, error) {
-	if n > uint64(len(r.b)-r.off)/uint64(min) {
-		return 0, r.fail("declared length %d exceeds the input", n)
+	l, err := r.Reader.Length(n, min)
+	if err != nil {
+		return 0, r.wrap(err)
 	}
-	return int(n), nil
+	return l, nil
 }
 
 func (r *reader) text(n uint64) (string, error) {
@@ -163,11 +92,11 @@ func (r *reader) text(n uint64) (string, error) {
 	}
 	var s string
 	if r.s != "" {
-		s = r.s[r.off : r.off+l]
+		s = r.s[r.Off : r.Off+l]
 	} else {
-		s = string(r.b[r.off : r.off+l])
+		s = string(r.B[r.Off : r.Off+l])
 	}
-	r.off += l
+	r.Off += l
 	if !utf8.ValidString(s) {
 		return "", r.fail("text is not valid UTF-8")
 	}

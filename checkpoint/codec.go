@@ -5,6 +5,7 @@ package checkpoint
 import (
 	"bytes"
 	"fmt"
+	"github.com/runehost/runehost/internal/detcbor"
 
 	"github.com/fxamacker/cbor/v2"
 )
@@ -115,7 +116,7 @@ func Decode(b []byte, want Expect) (*Checkpoint, error) {
 	if want.Program != nil && !bytes.Equal(h.Program, want.Program) {
 		return nil, decodeErr(ErrProgram, "header", "checkpoint is of program %x, not %x", short(h.Program), short(want.Program))
 	}
-	m, err := (&reader{b: w.Body, where: "body", s: string(w.Body)}).machine()
+	m, err := (&reader{Reader: detcbor.Reader{B: w.Body}, where: "body", s: string(w.Body)}).machine()
 	if err != nil {
 		return nil, &DecodeError{Err: ErrMalformed, Where: "body", Detail: err.Error()}
 	}

@@ -2,6 +2,8 @@
 
 package checkpoint
 
+import "github.com/runehost/runehost/internal/detcbor"
+
 // Reply is the outcome delivered to a suspended machine: a data value, or
 // an error (kind "denied", "failed", "unknown_outcome", "timeout", ...)
 // that the prog sees thrown at its act or await.
@@ -13,12 +15,12 @@ type Reply struct {
 // EncodeReply encodes a reply: [true, value] or [false, kind, msg, data].
 func EncodeReply(r Reply) ([]byte, error) {
 	if r.Err == nil {
-		b := append(appendHead(nil, majArray, 2), simpleTrue)
+		b := append(detcbor.AppendHead(nil, detcbor.Array, 2), simpleTrue)
 		return AppendData(b, r.Value)
 	}
-	b := append(appendHead(nil, majArray, 4), simpleFalse)
-	b = appendText(b, r.Err.Kind)
-	b = appendText(b, r.Err.Msg)
+	b := append(detcbor.AppendHead(nil, detcbor.Array, 4), simpleFalse)
+	b = detcbor.AppendText(b, r.Err.Kind)
+	b = detcbor.AppendText(b, r.Err.Msg)
 	if r.Err.Data == nil {
 		return append(b, simpleNull), nil
 	}
@@ -33,12 +35,12 @@ func DecodeReply(b []byte) (Reply, error) {
 	if len(b) > MaxDataSize {
 		return Reply{}, decodeErr(ErrTooLarge, "reply", "%d bytes", len(b))
 	}
-	r := &reader{b: b, where: "reply"}
+	r := &reader{Reader: detcbor.Reader{B: b}, where: "reply"}
 	major, n, _, err := r.head()
 	if err != nil {
 		return Reply{}, err
 	}
-	if major != majArray || (n != 2 && n != 4) {
+	if major != detcbor.Array || (n != 2 && n != 4) {
 		return Reply{}, r.fail("a reply is [true, value] or [false, kind, msg, data]")
 	}
 	ok, err := r.data(0)
@@ -65,19 +67,19 @@ func DecodeReply(b []byte) (Reply, error) {
 		if !ok1 || !ok2 || ks == "" {
 			return Reply{}, r.fail("a reply error needs a non-empty kind and a msg string")
 		}
-		start := r.off
+		start := r.Off
 		d, err := r.data(0)
 		if err != nil {
 			return Reply{}, err
 		}
 		out.Err = &Error{Kind: ks, Msg: ms}
 		if d != nil {
-			out.Err.Data = append([]byte(nil), b[start:r.off]...)
+			out.Err.Data = append([]byte(nil), b[start:r.Off]...)
 		}
 	default:
 		return Reply{}, r.fail("a reply is [true, value] or [false, kind, msg, data]")
 	}
-	if r.off != len(b) {
+	if r.Off != len(b) {
 		return Reply{}, r.fail("trailing bytes")
 	}
 	return out, nil

@@ -5,6 +5,7 @@ package checkpoint
 
 import (
 	"fmt"
+	"github.com/runehost/runehost/internal/detcbor"
 	"math"
 )
 
@@ -42,17 +43,17 @@ func AppendVal(b []byte, v Val) []byte {
 		}
 		return append(b, simpleFalse)
 	case ValInt:
-		return appendInt(b, int64(v.N))
+		return detcbor.AppendInt(b, int64(v.N))
 	case ValFloat:
 		return appendFloat(b, math.Float64frombits(v.N))
 	case ValStr:
-		return appendText(b, v.S)
+		return detcbor.AppendText(b, v.S)
 	case ValRef:
-		return appendHead(appendHead(b, majTag, TagRef), majUint, v.N)
+		return detcbor.AppendHead(detcbor.AppendHead(b, detcbor.Tag, TagRef), detcbor.Uint, v.N)
 	case ValBuiltin:
-		return appendHead(appendHead(b, majTag, TagBuiltin), majUint, v.N)
+		return detcbor.AppendHead(detcbor.AppendHead(b, detcbor.Tag, TagBuiltin), detcbor.Uint, v.N)
 	case ValStrRef:
-		return appendHead(appendHead(b, majTag, TagString), majUint, v.N)
+		return detcbor.AppendHead(detcbor.AppendHead(b, detcbor.Tag, TagString), detcbor.Uint, v.N)
 	default:
 		return append(b, simpleUndef)
 	}
@@ -63,10 +64,10 @@ func (v Val) MarshalCBOR() ([]byte, error) { return AppendVal(nil, v), nil }
 
 // UnmarshalCBOR implements cbor.Unmarshaler.
 func (v *Val) UnmarshalCBOR(b []byte) error {
-	r := &reader{b: b, where: "slot"}
+	r := &reader{Reader: detcbor.Reader{B: b}, where: "slot"}
 	var err error
 	*v, err = r.val()
-	if err == nil && r.off != len(b) {
+	if err == nil && r.Off != len(b) {
 		err = r.fail("trailing bytes")
 	}
 	return err
@@ -78,20 +79,20 @@ func (r *reader) val() (Val, error) {
 		return Val{}, err
 	}
 	switch major {
-	case majUint:
+	case detcbor.Uint:
 		if arg > math.MaxInt64 {
 			return Val{}, r.fail("integer overflows int64")
 		}
 		return Val{Kind: ValInt, N: arg}, nil
-	case majNeg:
+	case detcbor.Neg:
 		if arg > math.MaxInt64 {
 			return Val{}, r.fail("integer overflows int64")
 		}
 		return Val{Kind: ValInt, N: uint64(-int64(arg) - 1)}, nil
-	case majText:
+	case detcbor.Text:
 		s, err := r.text(arg)
 		return Val{Kind: ValStr, S: s}, err
-	case majTag:
+	case detcbor.Tag:
 		kind := ValRef
 		switch arg {
 		case TagRef:
@@ -106,11 +107,11 @@ func (r *reader) val() (Val, error) {
 		if err != nil {
 			return Val{}, err
 		}
-		if m != majUint {
+		if m != detcbor.Uint {
 			return Val{}, r.fail("tag %d must hold an unsigned integer", arg)
 		}
 		return Val{Kind: kind, N: n}, nil
-	case majSimple:
+	case detcbor.Simple:
 		switch info {
 		case 20:
 			return Val{Kind: ValBool}, nil
@@ -194,15 +195,15 @@ func appendData(b []byte, v any, depth int) ([]byte, error) {
 		}
 		return append(b, simpleFalse), nil
 	case int64:
-		return appendInt(b, v), nil
+		return detcbor.AppendInt(b, v), nil
 	case int:
-		return appendInt(b, int64(v)), nil
+		return detcbor.AppendInt(b, int64(v)), nil
 	case float64:
 		return appendFloat(b, v), nil
 	case string:
-		return appendText(b, v), nil
+		return detcbor.AppendText(b, v), nil
 	case []any:
-		b = appendHead(b, majArray, uint64(len(v)))
+		b = detcbor.AppendHead(b, detcbor.Array, uint64(len(v)))
 		for _, x := range v {
 			if b, err = appendData(b, x, depth+1); err != nil {
 				return b, err
@@ -213,7 +214,7 @@ func appendData(b []byte, v any, depth int) ([]byte, error) {
 		if len(v.Keys) != len(v.Values) {
 			return b, fmt.Errorf("map has %d keys and %d values", len(v.Keys), len(v.Values))
 		}
-		b = appendHead(appendHead(b, majTag, TagMap), majArray, uint64(2*len(v.Keys)))
+		b = detcbor.AppendHead(detcbor.AppendHead(b, detcbor.Tag, TagMap), detcbor.Array, uint64(2*len(v.Keys)))
 		for i, k := range v.Keys {
 			switch k.(type) {
 			case string, int64, bool:
@@ -236,12 +237,12 @@ func DecodeData(b []byte) (any, error) {
 	if len(b) > MaxDataSize {
 		return nil, decodeErr(ErrTooLarge, "value", "%d bytes exceeds the limit of %d", len(b), MaxDataSize)
 	}
-	r := &reader{b: b, where: "value"}
+	r := &reader{Reader: detcbor.Reader{B: b}, where: "value"}
 	v, err := r.data(0)
 	if err != nil {
 		return nil, err
 	}
-	if r.off != len(b) {
+	if r.Off != len(b) {
 		return nil, r.fail("trailing bytes")
 	}
 	return v, nil
@@ -256,19 +257,19 @@ func (r *reader) data(depth int) (any, error) {
 		return nil, err
 	}
 	switch major {
-	case majUint:
+	case detcbor.Uint:
 		if arg > math.MaxInt64 {
 			return nil, r.fail("integer overflows int64")
 		}
 		return int64(arg), nil
-	case majNeg:
+	case detcbor.Neg:
 		if arg > math.MaxInt64 {
 			return nil, r.fail("integer overflows int64")
 		}
 		return -int64(arg) - 1, nil
-	case majText:
+	case detcbor.Text:
 		return r.text(arg)
-	case majArray:
+	case detcbor.Array:
 		n, err := r.length(arg, 1)
 		if err != nil {
 			return nil, err
@@ -280,7 +281,7 @@ func (r *reader) data(depth int) (any, error) {
 			}
 		}
 		return list, nil
-	case majTag:
+	case detcbor.Tag:
 		if arg != TagMap {
 			return nil, r.fail("unexpected tag %d in a data value", arg)
 		}
@@ -288,7 +289,7 @@ func (r *reader) data(depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if m2 != majArray || n2%2 != 0 {
+		if m2 != detcbor.Array || n2%2 != 0 {
 			return nil, r.fail("a map must hold an array of key, value pairs")
 		}
 		n, err := r.length(n2, 1)
@@ -319,7 +320,7 @@ func (r *reader) data(depth int) (any, error) {
 			m.Values = append(m.Values, v)
 		}
 		return m, nil
-	case majSimple:
+	case detcbor.Simple:
 		switch info {
 		case 20:
 			return false, nil
@@ -337,9 +338,9 @@ func (r *reader) data(depth int) (any, error) {
 // DataLength returns the length of the data value at the start of b,
 // decoding it strictly.
 func DataLength(b []byte) (int, error) {
-	r := &reader{b: b, where: "value"}
+	r := &reader{Reader: detcbor.Reader{B: b}, where: "value"}
 	if _, err := r.data(0); err != nil {
 		return 0, err
 	}
-	return r.off, nil
+	return r.Off, nil
 }

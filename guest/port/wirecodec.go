@@ -7,7 +7,6 @@
 package port
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -16,41 +15,8 @@ import (
 	"github.com/fxamacker/cbor/v2"
 
 	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/internal/detcbor"
 )
-
-func head(b []byte, major byte, n uint64) []byte {
-	m := major << 5
-	switch {
-	case n < 24:
-		return append(b, m|byte(n))
-	case n <= math.MaxUint8:
-		return append(b, m|24, byte(n))
-	case n <= math.MaxUint16:
-		return binary.BigEndian.AppendUint16(append(b, m|25), uint16(n))
-	case n <= math.MaxUint32:
-		return binary.BigEndian.AppendUint32(append(b, m|26), uint32(n))
-	}
-	return binary.BigEndian.AppendUint64(append(b, m|27), n)
-}
-
-func putInt(b []byte, i int64) []byte {
-	if i >= 0 {
-		return head(b, 0, uint64(i))
-	}
-	return head(b, 1, uint64(-(i + 1)))
-}
-
-func putBytes(b, v []byte) []byte { return append(head(b, 2, uint64(len(v))), v...) }
-func putText(b []byte, v string) []byte {
-	return append(head(b, 3, uint64(len(v))), v...)
-}
-
-func putBool(b []byte, v bool) []byte {
-	if v {
-		return append(b, 0xf5)
-	}
-	return append(b, 0xf4)
-}
 
 // fields counts the keys of a map whose values are present.
 func fields(present ...bool) uint64 {
@@ -64,39 +30,39 @@ func fields(present ...bool) uint64 {
 }
 
 func encodeRequest(r *wireRequest) []byte {
-	b := head(nil, 5, fields(len(r.Checkpoint) > 0, len(r.Reply) > 0, r.Slice != 0, r.Clock != 0, r.Lazy, r.Invocation != ""))
+	b := detcbor.AppendHead(nil, 5, fields(len(r.Checkpoint) > 0, len(r.Reply) > 0, r.Slice != 0, r.Clock != 0, r.Lazy, r.Invocation != ""))
 	if len(r.Checkpoint) > 0 {
-		b = putBytes(append(b, 1), r.Checkpoint)
+		b = detcbor.AppendBytes(append(b, 1), r.Checkpoint)
 	}
 	if len(r.Reply) > 0 {
-		b = putBytes(append(b, 2), r.Reply)
+		b = detcbor.AppendBytes(append(b, 2), r.Reply)
 	}
 	if r.Slice != 0 {
-		b = head(append(b, 3), 0, r.Slice)
+		b = detcbor.AppendHead(append(b, 3), 0, r.Slice)
 	}
 	if r.Clock != 0 {
-		b = putInt(append(b, 4), r.Clock)
+		b = detcbor.AppendInt(append(b, 4), r.Clock)
 	}
 	if r.Lazy {
-		b = putBool(append(b, 5), true)
+		b = detcbor.AppendBool(append(b, 5), true)
 	}
 	if r.Invocation != "" {
-		b = putText(append(b, 6), r.Invocation)
+		b = detcbor.AppendText(append(b, 6), r.Invocation)
 	}
 	return b
 }
 
 func encodeError(b []byte, e *checkpoint.Error) []byte {
-	b = head(b, 5, fields(true, true, e.Pos != "", len(e.Trace) > 0, len(e.Data) > 0))
-	b = putText(append(b, 1), e.Kind)
-	b = putText(append(b, 2), e.Msg)
+	b = detcbor.AppendHead(b, 5, fields(true, true, e.Pos != "", len(e.Trace) > 0, len(e.Data) > 0))
+	b = detcbor.AppendText(append(b, 1), e.Kind)
+	b = detcbor.AppendText(append(b, 2), e.Msg)
 	if e.Pos != "" {
-		b = putText(append(b, 3), e.Pos)
+		b = detcbor.AppendText(append(b, 3), e.Pos)
 	}
 	if len(e.Trace) > 0 {
-		b = head(append(b, 4), 4, uint64(len(e.Trace)))
+		b = detcbor.AppendHead(append(b, 4), 4, uint64(len(e.Trace)))
 		for _, t := range e.Trace {
-			b = putText(b, t)
+			b = detcbor.AppendText(b, t)
 		}
 	}
 	if len(e.Data) > 0 {
@@ -106,141 +72,91 @@ func encodeError(b []byte, e *checkpoint.Error) []byte {
 }
 
 func encodeWireResult(r *wireResult) []byte {
-	b := head(make([]byte, 0, 64+len(r.Checkpoint)+len(r.Result)+len(r.Args)), 5,
+	b := detcbor.AppendHead(make([]byte, 0, 64+len(r.Checkpoint)+len(r.Result)+len(r.Args)), 5,
 		fields(true, true, len(r.Checkpoint) > 0, len(r.Result) > 0, r.Tag != "", len(r.Args) > 0, r.Seq != 0, r.Err != nil, len(r.Emits) > 0))
-	b = head(append(b, 1), 0, uint64(r.Kind))
-	b = head(append(b, 2), 0, r.Used)
+	b = detcbor.AppendHead(append(b, 1), 0, uint64(r.Kind))
+	b = detcbor.AppendHead(append(b, 2), 0, r.Used)
 	if len(r.Checkpoint) > 0 {
-		b = putBytes(append(b, 3), r.Checkpoint)
+		b = detcbor.AppendBytes(append(b, 3), r.Checkpoint)
 	}
 	if len(r.Result) > 0 {
-		b = putBytes(append(b, 4), r.Result)
+		b = detcbor.AppendBytes(append(b, 4), r.Result)
 	}
 	if r.Tag != "" {
-		b = putText(append(b, 5), r.Tag)
+		b = detcbor.AppendText(append(b, 5), r.Tag)
 	}
 	if len(r.Args) > 0 {
-		b = putBytes(append(b, 6), r.Args)
+		b = detcbor.AppendBytes(append(b, 6), r.Args)
 	}
 	if r.Seq != 0 {
-		b = head(append(b, 7), 0, r.Seq)
+		b = detcbor.AppendHead(append(b, 7), 0, r.Seq)
 	}
 	if r.Err != nil {
 		b = encodeError(append(b, 8), r.Err)
 	}
 	if len(r.Emits) > 0 {
-		b = head(append(b, 9), 4, uint64(len(r.Emits)))
+		b = detcbor.AppendHead(append(b, 9), 4, uint64(len(r.Emits)))
 		for _, e := range r.Emits {
-			b = putBytes(putText(head(b, 4, 2), e.Kind), e.Data)
+			b = detcbor.AppendBytes(detcbor.AppendText(detcbor.AppendHead(b, 4, 2), e.Kind), e.Data)
 		}
 	}
 	return b
 }
 
 func encodeWireAnswer(a *wireAnswer) []byte {
-	b := head(make([]byte, 0, 16+len(a.Body)+len(a.Msg)), 5, fields(a.Code != 0, a.Msg != "", a.Line != 0, a.Col != 0, len(a.Body) > 0))
+	b := detcbor.AppendHead(make([]byte, 0, 16+len(a.Body)+len(a.Msg)), 5, fields(a.Code != 0, a.Msg != "", a.Line != 0, a.Col != 0, len(a.Body) > 0))
 	if a.Code != 0 {
-		b = putInt(append(b, 1), int64(a.Code))
+		b = detcbor.AppendInt(append(b, 1), int64(a.Code))
 	}
 	if a.Msg != "" {
-		b = putText(append(b, 2), a.Msg)
+		b = detcbor.AppendText(append(b, 2), a.Msg)
 	}
 	if a.Line != 0 {
-		b = putInt(append(b, 3), int64(a.Line))
+		b = detcbor.AppendInt(append(b, 3), int64(a.Line))
 	}
 	if a.Col != 0 {
-		b = putInt(append(b, 4), int64(a.Col))
+		b = detcbor.AppendInt(append(b, 4), int64(a.Col))
 	}
 	if len(a.Body) > 0 {
-		b = putBytes(append(b, 5), a.Body)
+		b = detcbor.AppendBytes(append(b, 5), a.Body)
 	}
 	return b
 }
 
 // wreader reads the wire structures strictly.
-type wreader struct {
-	b   []byte
-	off int
-}
+type wreader struct{ detcbor.Reader }
 
 var errWire = errors.New("malformed wire message")
 
 func (r *wreader) fail(what string) error {
-	return fmt.Errorf("%w: %s at byte %d", errWire, what, r.off)
+	return fmt.Errorf("%w: %s at byte %d", errWire, what, r.Off)
+}
+
+func wrapWire(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %v", errWire, err)
 }
 
 func (r *wreader) head() (byte, uint64, error) {
-	if r.off >= len(r.b) {
-		return 0, 0, r.fail("unexpected end")
-	}
-	c := r.b[r.off]
-	r.off++
-	major, info := c>>5, c&31
-	var n int
-	switch {
-	case info < 24:
-		return major, uint64(info), nil
-	case info == 24:
-		n = 1
-	case info == 25:
-		n = 2
-	case info == 26:
-		n = 4
-	case info == 27:
-		n = 8
-	default:
-		return 0, 0, r.fail("unsupported head")
-	}
-	if len(r.b)-r.off < n {
-		return 0, 0, r.fail("unexpected end")
-	}
-	var v uint64
-	for i := 0; i < n; i++ {
-		v = v<<8 | uint64(r.b[r.off+i])
-	}
-	r.off += n
-	if major != 7 && ((n == 1 && v < 24) || (n == 2 && v <= math.MaxUint8) || (n == 4 && v <= math.MaxUint16) || (n == 8 && v <= math.MaxUint32)) {
-		return 0, 0, r.fail("non-shortest head")
-	}
-	return major, v, nil
+	m, v, _, err := r.Reader.Head()
+	return m, v, wrapWire(err)
 }
 
 func (r *wreader) uint() (uint64, error) {
-	m, v, err := r.head()
-	if err == nil && m != 0 {
-		err = r.fail("want an unsigned integer")
-	}
-	return v, err
+	v, err := r.Reader.Uint()
+	return v, wrapWire(err)
 }
 
 func (r *wreader) int() (int64, error) {
-	m, v, err := r.head()
-	if err != nil {
-		return 0, err
-	}
-	if (m != 0 && m != 1) || v > math.MaxInt64 {
-		return 0, r.fail("want an int64")
-	}
-	if m == 1 {
-		return -int64(v) - 1, nil
-	}
-	return int64(v), nil
+	v, err := r.Reader.Int()
+	return v, wrapWire(err)
 }
 
 func (r *wreader) raw(major byte) ([]byte, error) {
-	m, n, err := r.head()
-	if err != nil {
-		return nil, err
-	}
-	if m != major {
-		return nil, r.fail("wrong type")
-	}
-	if n > uint64(len(r.b)-r.off) {
-		return nil, r.fail("length beyond the input")
-	}
-	v := r.b[r.off : r.off+int(n)]
-	r.off += int(n)
-	return v, nil
+	v, err := r.Reader.Raw(major)
+	return v, wrapWire(err)
 }
 
 func (r *wreader) bytes() ([]byte, error) {
@@ -305,14 +221,14 @@ func (r *wreader) nonZero(empty bool, err error) error {
 }
 
 func (r *wreader) end() error {
-	if r.off != len(r.b) {
+	if r.Off != len(r.B) {
 		return r.fail("trailing bytes")
 	}
 	return nil
 }
 
 func decodeRequest(b []byte) (*wireRequest, error) {
-	r := &wreader{b: b}
+	r := &wreader{detcbor.Reader{B: b}}
 	var q wireRequest
 	err := r.mapKeys(6, func(k uint64) error {
 		var err error
@@ -347,7 +263,7 @@ func decodeRequest(b []byte) (*wireRequest, error) {
 }
 
 func decodeWireResult(b []byte) (*wireResult, error) {
-	r := &wreader{b: b}
+	r := &wreader{detcbor.Reader{B: b}}
 	var w wireResult
 	seen := 0
 	err := r.mapKeys(9, func(k uint64) error {
@@ -385,7 +301,7 @@ func decodeWireResult(b []byte) (*wireResult, error) {
 			if m, n, err = r.head(); err != nil {
 				return err
 			}
-			if m != 4 || n == 0 || n > uint64(len(r.b)-r.off) {
+			if m != 4 || n == 0 || n > uint64(len(r.B)-r.Off) {
 				return r.fail("want an array of emits")
 			}
 			w.Emits = make([]wireEmit, n)
@@ -439,7 +355,7 @@ func (r *wreader) error() (*checkpoint.Error, error) {
 			if m, n, err = r.head(); err != nil {
 				return err
 			}
-			if m != 4 || n == 0 || n > uint64(len(r.b)-r.off) {
+			if m != 4 || n == 0 || n > uint64(len(r.B)-r.Off) {
 				return r.fail("want an array of trace lines")
 			}
 			e.Trace = make([]string, n)
@@ -451,13 +367,13 @@ func (r *wreader) error() (*checkpoint.Error, error) {
 		case 5:
 			// A data value, embedded as itself: its extent is what the
 			// strict data decoder reads.
-			start := r.off
-			n, err := checkpoint.DataLength(r.b[start:])
+			start := r.Off
+			n, err := checkpoint.DataLength(r.B[start:])
 			if err != nil {
 				return err
 			}
-			r.off += n
-			e.Data = cbor.RawMessage(append([]byte(nil), r.b[start:r.off]...))
+			r.Off += n
+			e.Data = cbor.RawMessage(append([]byte(nil), r.B[start:r.Off]...))
 		}
 		return err
 	})
@@ -468,7 +384,7 @@ func (r *wreader) error() (*checkpoint.Error, error) {
 }
 
 func decodeWireAnswer(b []byte) (*wireAnswer, error) {
-	r := &wreader{b: b}
+	r := &wreader{detcbor.Reader{B: b}}
 	var a wireAnswer
 	err := r.mapKeys(5, func(k uint64) error {
 		var err error
