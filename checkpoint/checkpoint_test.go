@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"reflect"
 	"testing"
 
 	"github.com/fxamacker/cbor/v2"
@@ -303,4 +304,66 @@ func TestBodyMatchesReference(t *testing.T) {
 			t.Fatalf("sample %d: body differs from the reference encoding\n got %x\nwant %x", i, w.Body, ref)
 		}
 	}
+}
+
+// TestHeaderMatchesReference checks the hand-written header and outer
+// codec against fxamacker/cbor's core deterministic encoding and decoding.
+func TestHeaderMatchesReference(t *testing.T) {
+	em, _ := cbor.CoreDetEncOptions().EncMode()
+	data, _ := checkpoint.EncodeData([]any{int64(1), "x"})
+	headers := []checkpoint.Header{
+		{Format: 1, Semantics: 1, Program: make([]byte, 32), Status: checkpoint.Runnable},
+		{Format: 1, Semantics: 7, Program: bytes.Repeat([]byte{9}, 32), Invocation: "inv-é", Context: []byte("ctx"), Used: 1 << 40, Status: checkpoint.Acting,
+			Pending: &checkpoint.Pending{Kind: checkpoint.PendingAct, Seq: 3, Tag: "fs.read", Args: data}},
+		{Format: 1, Semantics: 1, Program: make([]byte, 32), Used: 5, Status: checkpoint.Awaiting, Pending: &checkpoint.Pending{Kind: checkpoint.PendingAwait, Seq: 1, Args: data}},
+		{Format: 1, Semantics: 1, Program: make([]byte, 32), Used: 99, Status: checkpoint.Done, Result: data},
+		{Format: 1, Semantics: 1, Program: make([]byte, 32), Used: 99, Status: checkpoint.Failed,
+			Error: &checkpoint.Error{Kind: "type", Msg: "m", Pos: "1:2", Trace: []string{"main at 1:2", "f at 2:3"}, Data: data}},
+		{Format: 1, Semantics: 1, Program: make([]byte, 32), Status: checkpoint.Failed, Error: &checkpoint.Error{Kind: "k"}},
+	}
+	for _, b := range samples(t) {
+		h, _ := checkpoint.DecodeHeader(b)
+		headers = append(headers, *h)
+	}
+	for i, h := range headers {
+		c := &checkpoint.Checkpoint{Header: h, Machine: &checkpoint.Machine{}}
+		got, err := checkpoint.Encode(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hb, _ := em.Marshal(&h)
+		body := encodeBodyRef(t, c.Machine)
+		want, _ := em.Marshal([]any{cbor.RawMessage(hb), body})
+		if !bytes.Equal(got, want) {
+			t.Fatalf("header %d:\n got %x\nwant %x", i, got, want)
+		}
+		ref, err := checkpoint.DecodeHeaderReference(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mine, err := checkpoint.DecodeHeader(got)
+		if err != nil {
+			t.Fatalf("header %d: %v", i, err)
+		}
+		if !reflect.DeepEqual(mine, ref) {
+			t.Fatalf("header %d: decoders disagree:\n%+v\n%+v", i, mine, ref)
+		}
+	}
+}
+
+// encodeBodyRef is the body as checkpoint.Encode writes it, for an empty machine.
+func encodeBodyRef(t *testing.T, m *checkpoint.Machine) []byte {
+	b, err := checkpoint.Encode(&checkpoint.Checkpoint{Header: checkpoint.Header{Format: 1, Program: make([]byte, 32)}, Machine: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w struct {
+		_      struct{} `cbor:",toarray"`
+		Header cbor.RawMessage
+		Body   []byte
+	}
+	if err := cbor.Unmarshal(b, &w); err != nil {
+		t.Fatal(err)
+	}
+	return w.Body
 }

@@ -41,27 +41,14 @@ func init() {
 	}
 }
 
-// wire is the outer layout: the header, then the body as a byte string.
-type wire struct {
-	_      struct{} `cbor:",toarray"`
-	Header cbor.RawMessage
-	Body   []byte
-}
-
-// Encode encodes a checkpoint deterministically.
+// Encode encodes a checkpoint deterministically: [header, body].
 func Encode(c *Checkpoint) ([]byte, error) {
-	h, err := encMode.Marshal(&c.Header)
-	if err != nil {
-		return nil, fmt.Errorf("encode checkpoint header: %w", err)
+	if c.Machine == nil {
+		return nil, fmt.Errorf("encode checkpoint: no machine")
 	}
-	var body []byte
-	if c.Machine != nil {
-		body = appendMachine(make([]byte, 0, 256+32*len(c.Machine.Stack)+64*len(c.Machine.Heap)), c.Machine)
-	}
-	out, err := encMode.Marshal(wire{Header: h, Body: body})
-	if err != nil {
-		return nil, fmt.Errorf("encode checkpoint: %w", err)
-	}
+	h := appendHeader(make([]byte, 0, 128+len(c.Header.Result)), &c.Header)
+	body := appendMachine(make([]byte, 0, 256+32*len(c.Machine.Stack)+64*len(c.Machine.Heap)), c.Machine)
+	out := appendOuter(h, body)
 	if len(out) > MaxSize {
 		return nil, &DecodeError{Err: ErrTooLarge, Where: "checkpoint", Detail: fmt.Sprintf("%d bytes, limit %d", len(out), MaxSize)}
 	}
@@ -74,17 +61,28 @@ type Expect struct {
 	Program   []byte // required program hash; nil accepts any
 }
 
-func split(b []byte) (*wire, *Header, error) {
+// split decodes the outer array and the header, and returns the body's bytes.
+func split(b []byte) ([]byte, *Header, error) {
 	if len(b) > MaxSize {
 		return nil, nil, decodeErr(ErrTooLarge, "checkpoint", "%d bytes, limit %d", len(b), MaxSize)
 	}
-	var w wire
-	if err := decMode.Unmarshal(b, &w); err != nil {
-		return nil, nil, decodeErr(ErrMalformed, "checkpoint", "%v", err)
+	r := &reader{Reader: detcbor.Reader{B: b}, where: "checkpoint"}
+	m, n, _, err := r.head()
+	if err != nil || m != detcbor.Array || n != 2 {
+		return nil, nil, decodeErr(ErrMalformed, "checkpoint", "not an array of a header and a body")
 	}
-	var h Header
-	if err := decMode.Unmarshal(w.Header, &h); err != nil {
+	hr := &reader{Reader: r.Reader, where: "header"}
+	h, err := hr.header()
+	if err != nil {
 		return nil, nil, decodeErr(ErrMalformed, "header", "%v", err)
+	}
+	r.Off = hr.Off
+	body, err := r.Reader.Raw(detcbor.Bytes)
+	if err != nil {
+		return nil, nil, decodeErr(ErrMalformed, "checkpoint", "body: %v", err)
+	}
+	if r.Off != len(b) {
+		return nil, nil, decodeErr(ErrMalformed, "checkpoint", "trailing bytes")
 	}
 	if h.Format != Format {
 		return nil, nil, decodeErr(ErrFormat, "header", "format %d, this build reads format %d", h.Format, Format)
@@ -92,7 +90,26 @@ func split(b []byte) (*wire, *Header, error) {
 	if err := h.validate(); err != nil {
 		return nil, nil, err
 	}
-	return &w, &h, nil
+	return body, h, nil
+}
+
+// DecodeHeaderReference decodes the header with fxamacker/cbor, the
+// reference codec: the host uses it to cross-check a checkpoint that a guest
+// wrote with the hand-written codec.
+func DecodeHeaderReference(b []byte) (*Header, error) {
+	var w struct {
+		_      struct{} `cbor:",toarray"`
+		Header cbor.RawMessage
+		Body   []byte
+	}
+	if err := decMode.Unmarshal(b, &w); err != nil {
+		return nil, decodeErr(ErrMalformed, "checkpoint", "%v", err)
+	}
+	var h Header
+	if err := decMode.Unmarshal(w.Header, &h); err != nil {
+		return nil, decodeErr(ErrMalformed, "header", "%v", err)
+	}
+	return &h, nil
 }
 
 // DecodeHeader decodes and validates only the header.
@@ -106,7 +123,7 @@ func DecodeHeader(b []byte) (*Header, error) {
 // body is decoded. The result is structurally valid; whether it fits the
 // program (function indices, stack depths) is for the machine to check.
 func Decode(b []byte, want Expect) (*Checkpoint, error) {
-	w, h, err := split(b)
+	body, h, err := split(b)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +133,7 @@ func Decode(b []byte, want Expect) (*Checkpoint, error) {
 	if want.Program != nil && !bytes.Equal(h.Program, want.Program) {
 		return nil, decodeErr(ErrProgram, "header", "checkpoint is of program %x, not %x", short(h.Program), short(want.Program))
 	}
-	m, err := (&reader{Reader: detcbor.Reader{B: w.Body}, where: "body", s: string(w.Body)}).machine()
+	m, err := (&reader{Reader: detcbor.Reader{B: body}, where: "body", s: string(body)}).machine()
 	if err != nil {
 		return nil, &DecodeError{Err: ErrMalformed, Where: "body", Detail: err.Error()}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/guest/port"
+	"github.com/runehost/runehost/wasmvm/fuel"
 )
 
 // longLoop is a long computation with little state.
@@ -97,16 +98,27 @@ func unmeteredGuest(b *testing.B) []byte {
 // BenchmarkFuel runs the long loop unsliced on the metered guest and on the
 // same guest built without fuel.
 func BenchmarkFuel(b *testing.B) {
+	// Both from one build of the current sources, so that only fuel differs.
 	raw := unmeteredGuest(b)
-	plain, err := New(context.Background(), Config{CacheDir: filepath.Join(os.TempDir(), "wasmvm-unmetered"), Module: raw, unmetered: true})
+	metered, err := fuel.Inject(raw)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer plain.Close(context.Background())
+	cache := filepath.Join(os.TempDir(), "wasmvm-fuel-bench")
+	plainRT, err := New(context.Background(), Config{CacheDir: cache, Module: raw, unmetered: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer plainRT.Close(context.Background())
+	meteredRT, err := New(context.Background(), Config{CacheDir: cache, Module: metered})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer meteredRT.Close(context.Background())
 	for _, rt := range []struct {
 		name string
 		rt   *Runtime
-	}{{"metered", testRuntime(b)}, {"unmetered", plain}} {
+	}{{"metered", meteredRT}, {"unmetered", plainRT}} {
 		b.Run(rt.name, func(b *testing.B) {
 			for b.Loop() {
 				runAll(b, rt.rt, longLoop, 1<<40)

@@ -5,6 +5,7 @@ package wasmvm
 import (
 	"bytes"
 	"fmt"
+	"reflect"
 
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/guest/compile"
@@ -53,6 +54,9 @@ func checkStep(prev *checkpoint.Header, req port.Request, res *port.Result) erro
 		return err
 	}
 	h := &c.Header
+	if ref, err := checkpoint.DecodeHeaderReference(res.Checkpoint); err != nil || !reflect.DeepEqual(ref, h) {
+		return fmt.Errorf("checkpoint header reads differently with the reference decoder (%v)", err)
+	}
 	if h.Used != res.Used {
 		return fmt.Errorf("result says %d steps used, its checkpoint %d", res.Used, h.Used)
 	}

@@ -147,13 +147,22 @@ func TestGarbageGuest(t *testing.T) {
 }
 
 func TestFuelOnTheGuest(t *testing.T) {
-	sb, err := New(context.Background(), Config{CacheDir: filepath.Join(os.TempDir(), "wasmvm-fuel"), Fuel: 20_000})
+	sb, err := New(context.Background(), Config{CacheDir: filepath.Join(os.TempDir(), "wasmvm-fuel"), Fuel: 2_000_000})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sb.Close(context.Background())
 	ctx := context.Background()
-	_, err = sb.Start(ctx, port.Input{Source: []byte("var s = \"\"\nfor i in range(100000) { s = str(i) }\nreturn s")})
+	src := []byte("var i = 0\nwhile true { i += 1 }")
+	cp, err := sb.Start(ctx, port.Input{Source: src, Limit: 1 << 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A small slice fits the fuel of one call; the whole loop does not.
+	if _, err := sb.Step(ctx, port.Request{Checkpoint: cp, Slice: 100}); err != nil {
+		t.Fatalf("a small slice: %v", err)
+	}
+	_, err = sb.Step(ctx, port.Request{Checkpoint: cp, Slice: 1 << 40})
 	if !errors.Is(err, ErrFuel) {
 		t.Fatalf("got %v, want ErrFuel", err)
 	}

@@ -12,8 +12,6 @@ import (
 	"math"
 	"unicode/utf8"
 
-	"github.com/fxamacker/cbor/v2"
-
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/internal/detcbor"
 )
@@ -52,25 +50,6 @@ func encodeRequest(r *wireRequest) []byte {
 	return b
 }
 
-func encodeError(b []byte, e *checkpoint.Error) []byte {
-	b = detcbor.AppendHead(b, 5, fields(true, true, e.Pos != "", len(e.Trace) > 0, len(e.Data) > 0))
-	b = detcbor.AppendText(append(b, 1), e.Kind)
-	b = detcbor.AppendText(append(b, 2), e.Msg)
-	if e.Pos != "" {
-		b = detcbor.AppendText(append(b, 3), e.Pos)
-	}
-	if len(e.Trace) > 0 {
-		b = detcbor.AppendHead(append(b, 4), 4, uint64(len(e.Trace)))
-		for _, t := range e.Trace {
-			b = detcbor.AppendText(b, t)
-		}
-	}
-	if len(e.Data) > 0 {
-		b = append(append(b, 5), e.Data...)
-	}
-	return b
-}
-
 func encodeWireResult(r *wireResult) []byte {
 	b := detcbor.AppendHead(make([]byte, 0, 64+len(r.Checkpoint)+len(r.Result)+len(r.Args)), 5,
 		fields(true, true, len(r.Checkpoint) > 0, len(r.Result) > 0, r.Tag != "", len(r.Args) > 0, r.Seq != 0, r.Err != nil, len(r.Emits) > 0))
@@ -92,7 +71,7 @@ func encodeWireResult(r *wireResult) []byte {
 		b = detcbor.AppendHead(append(b, 7), 0, r.Seq)
 	}
 	if r.Err != nil {
-		b = encodeError(append(b, 8), r.Err)
+		b = checkpoint.AppendError(append(b, 8), r.Err)
 	}
 	if len(r.Emits) > 0 {
 		b = detcbor.AppendHead(append(b, 9), 4, uint64(len(r.Emits)))
@@ -334,53 +313,12 @@ func decodeWireResult(b []byte) (*wireResult, error) {
 }
 
 func (r *wreader) error() (*checkpoint.Error, error) {
-	e := &checkpoint.Error{}
-	seen := 0
-	err := r.mapKeys(5, func(k uint64) error {
-		var err error
-		if k <= 2 {
-			seen++
-		}
-		switch k {
-		case 1:
-			e.Kind, err = r.text()
-		case 2:
-			e.Msg, err = r.text()
-		case 3:
-			e.Pos, err = r.text()
-			err = r.nonZero(e.Pos == "", err)
-		case 4:
-			var m byte
-			var n uint64
-			if m, n, err = r.head(); err != nil {
-				return err
-			}
-			if m != 4 || n == 0 || n > uint64(len(r.B)-r.Off) {
-				return r.fail("want an array of trace lines")
-			}
-			e.Trace = make([]string, n)
-			for i := range e.Trace {
-				if e.Trace[i], err = r.text(); err != nil {
-					return err
-				}
-			}
-		case 5:
-			// A data value, embedded as itself: its extent is what the
-			// strict data decoder reads.
-			start := r.Off
-			n, err := checkpoint.DataLength(r.B[start:])
-			if err != nil {
-				return err
-			}
-			r.Off += n
-			e.Data = cbor.RawMessage(append([]byte(nil), r.B[start:r.Off]...))
-		}
-		return err
-	})
-	if err == nil && seen != 2 {
-		err = r.fail("an error needs a kind and a msg")
+	e, n, err := checkpoint.ReadErrorItem(r.B[r.Off:])
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errWire, err)
 	}
-	return e, err
+	r.Off += n
+	return e, nil
 }
 
 func decodeWireAnswer(b []byte) (*wireAnswer, error) {
