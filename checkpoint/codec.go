@@ -6,8 +6,6 @@ import (
 	"bytes"
 	"fmt"
 	"github.com/runehost/runehost/internal/detcbor"
-
-	"github.com/fxamacker/cbor/v2"
 )
 
 // Limits on a checkpoint.
@@ -15,31 +13,6 @@ const (
 	MaxSize    = 64 << 20 // encoded bytes
 	MaxObjects = 1 << 22  // heap objects; also the largest array accepted
 )
-
-var (
-	encMode cbor.EncMode
-	decMode cbor.DecMode
-)
-
-func init() {
-	var err error
-	encMode, err = cbor.CoreDetEncOptions().EncMode()
-	if err != nil {
-		panic(err)
-	}
-	decMode, err = cbor.DecOptions{
-		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
-		IndefLength:       cbor.IndefLengthForbidden,
-		MaxNestedLevels:   16,
-		MaxArrayElements:  MaxObjects,
-		MaxMapPairs:       64,
-		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
-		UTF8:              cbor.UTF8RejectInvalid,
-	}.DecMode()
-	if err != nil {
-		panic(err)
-	}
-}
 
 // Encode encodes a checkpoint deterministically: [header, body].
 func Encode(c *Checkpoint) ([]byte, error) {
@@ -91,25 +64,6 @@ func split(b []byte) ([]byte, *Header, error) {
 		return nil, nil, err
 	}
 	return body, h, nil
-}
-
-// DecodeHeaderReference decodes the header with fxamacker/cbor, the
-// reference codec: the host uses it to cross-check a checkpoint that a guest
-// wrote with the hand-written codec.
-func DecodeHeaderReference(b []byte) (*Header, error) {
-	var w struct {
-		_      struct{} `cbor:",toarray"`
-		Header cbor.RawMessage
-		Body   []byte
-	}
-	if err := decMode.Unmarshal(b, &w); err != nil {
-		return nil, decodeErr(ErrMalformed, "checkpoint", "%v", err)
-	}
-	var h Header
-	if err := decMode.Unmarshal(w.Header, &h); err != nil {
-		return nil, decodeErr(ErrMalformed, "header", "%v", err)
-	}
-	return &h, nil
 }
 
 // DecodeHeader decodes and validates only the header.

@@ -11,8 +11,6 @@ import (
 	"math"
 	"unicode/utf8"
 
-	"github.com/fxamacker/cbor/v2"
-
 	"github.com/runehost/runehost/internal/detcbor"
 )
 
@@ -57,7 +55,7 @@ func appendHeader(b []byte, h *Header) []byte {
 	return b
 }
 
-func rawOrNull(r cbor.RawMessage) []byte {
+func rawOrNull(r RawData) []byte {
 	if len(r) == 0 {
 		return []byte{0xf6}
 	}
@@ -137,12 +135,12 @@ func (r *reader) bytesItem(omitEmpty bool) ([]byte, error) {
 }
 
 // rawData reads one data value and returns its bytes.
-func (r *reader) rawData() (cbor.RawMessage, error) {
+func (r *reader) rawData() (RawData, error) {
 	start := r.Off
 	if _, err := r.data(0); err != nil {
 		return nil, err
 	}
-	return cbor.RawMessage(bytes.Clone(r.B[start:r.Off])), nil
+	return RawData(bytes.Clone(r.B[start:r.Off])), nil
 }
 
 func (r *reader) header() (*Header, error) {

@@ -2,8 +2,6 @@
 
 package checkpoint
 
-import "github.com/fxamacker/cbor/v2"
-
 // Format is the version of this schema. It changes only when the layout
 // of the checkpoint itself changes; the machine's semantics version is
 // recorded separately in the header.
@@ -39,16 +37,16 @@ type Checkpoint struct {
 
 // Header is the part of a checkpoint readable without decoding the machine.
 type Header struct {
-	Format     uint64          `cbor:"1,keyasint"`
-	Semantics  uint64          `cbor:"2,keyasint"`
-	Program    []byte          `cbor:"3,keyasint"` // sha256 of the source
-	Invocation string          `cbor:"4,keyasint,omitempty"`
-	Context    []byte          `cbor:"5,keyasint,omitempty"` // opaque application context
-	Used       uint64          `cbor:"6,keyasint"`           // cumulative steps reported so far
-	Status     Status          `cbor:"7,keyasint"`
-	Pending    *Pending        `cbor:"8,keyasint,omitempty"`
-	Result     cbor.RawMessage `cbor:"9,keyasint,omitempty"` // data value, when Done
-	Error      *Error          `cbor:"10,keyasint,omitempty"`
+	Format     uint64   `cbor:"1,keyasint"`
+	Semantics  uint64   `cbor:"2,keyasint"`
+	Program    []byte   `cbor:"3,keyasint"` // sha256 of the source
+	Invocation string   `cbor:"4,keyasint,omitempty"`
+	Context    []byte   `cbor:"5,keyasint,omitempty"` // opaque application context
+	Used       uint64   `cbor:"6,keyasint"`           // cumulative steps reported so far
+	Status     Status   `cbor:"7,keyasint"`
+	Pending    *Pending `cbor:"8,keyasint,omitempty"`
+	Result     RawData  `cbor:"9,keyasint,omitzero"` // data value, when Done
+	Error      *Error   `cbor:"10,keyasint,omitempty"`
 }
 
 // PendingKind says what a suspended machine waits for.
@@ -62,19 +60,19 @@ const (
 
 // Pending is the act or await a machine is suspended at.
 type Pending struct {
-	Kind PendingKind     `cbor:"1,keyasint"`
-	Seq  uint64          `cbor:"2,keyasint"` // 1 for the first suspension of an invocation
-	Tag  string          `cbor:"3,keyasint,omitempty"`
-	Args cbor.RawMessage `cbor:"4,keyasint"` // data value: act arguments or await selector
+	Kind PendingKind `cbor:"1,keyasint"`
+	Seq  uint64      `cbor:"2,keyasint"` // 1 for the first suspension of an invocation
+	Tag  string      `cbor:"3,keyasint,omitempty"`
+	Args RawData     `cbor:"4,keyasint"` // data value: act arguments or await selector
 }
 
 // Error is an uncaught error that ended a machine, or one a reply delivers.
 type Error struct {
-	Kind  string          `cbor:"1,keyasint"`
-	Msg   string          `cbor:"2,keyasint"`
-	Pos   string          `cbor:"3,keyasint,omitempty"` // line:col where it was raised
-	Trace []string        `cbor:"4,keyasint,omitempty"` // innermost call first
-	Data  cbor.RawMessage `cbor:"5,keyasint,omitempty"` // data value
+	Kind  string   `cbor:"1,keyasint"`
+	Msg   string   `cbor:"2,keyasint"`
+	Pos   string   `cbor:"3,keyasint,omitempty"` // line:col where it was raised
+	Trace []string `cbor:"4,keyasint,omitempty"` // innermost call first
+	Data  RawData  `cbor:"5,keyasint,omitzero"`  // data value
 }
 
 func (e *Error) Error() string {
@@ -139,4 +137,24 @@ type Object struct {
 	Kind  ObjKind
 	Aux   int64
 	Items []Val
+}
+
+// RawData is an encoded data value embedded as itself (not as a byte
+// string) in the header, as fxamacker/cbor's RawMessage is; the methods let
+// that library read and write these structs too, for the reference tests and
+// the host's cross-check, without the machine's code depending on it.
+type RawData []byte
+
+// MarshalCBOR returns the embedded item.
+func (r RawData) MarshalCBOR() ([]byte, error) {
+	if len(r) == 0 {
+		return []byte{0xf6}, nil
+	}
+	return r, nil
+}
+
+// UnmarshalCBOR keeps a copy of the item.
+func (r *RawData) UnmarshalCBOR(b []byte) error {
+	*r = append((*r)[:0], b...)
+	return nil
 }

@@ -54,7 +54,7 @@ func checkStep(prev *checkpoint.Header, req port.Request, res *port.Result) erro
 		return err
 	}
 	h := &c.Header
-	if ref, err := checkpoint.DecodeHeaderReference(res.Checkpoint); err != nil || !reflect.DeepEqual(ref, h) {
+	if ref, err := referenceHeader(res.Checkpoint); err != nil || !reflect.DeepEqual(ref, h) {
 		return fmt.Errorf("checkpoint header reads differently with the reference decoder (%v)", err)
 	}
 	if h.Used != res.Used {

@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/fxamacker/cbor/v2"
-
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/guest/machine"
 	"github.com/runehost/runehost/guest/syntax"
@@ -17,29 +15,6 @@ import (
 
 // MaxWire bounds an encoded call or answer.
 const MaxWire = checkpoint.MaxSize + 2*checkpoint.MaxDataSize + syntax.MaxSource + 1<<20
-
-var (
-	wireEnc cbor.EncMode
-	wireDec cbor.DecMode
-)
-
-func init() {
-	var err error
-	if wireEnc, err = cbor.CoreDetEncOptions().EncMode(); err != nil {
-		panic(err)
-	}
-	wireDec, err = cbor.DecOptions{
-		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
-		IndefLength:       cbor.IndefLengthForbidden,
-		MaxNestedLevels:   8,
-		MaxArrayElements:  1 << 20,
-		MaxMapPairs:       32,
-		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
-	}.DecMode()
-	if err != nil {
-		panic(err)
-	}
-}
 
 type wireInput struct {
 	Source     []byte `cbor:"1,keyasint,omitempty"`
@@ -168,13 +143,13 @@ func serve(rt RuntimePort, op int, call []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return wireEnc.Marshal(&wireInfo{Hash: info.Hash[:], ActTags: info.ActTags})
+		return encodeInfo(&wireInfo{Hash: info.Hash[:], ActTags: info.ActTags}), nil
 	case OpStart:
-		var in wireInput
-		if err := wireDec.Unmarshal(call, &in); err != nil {
+		in, err := decodeInput(call)
+		if err != nil {
 			return nil, fmt.Errorf("start: %w", err)
 		}
-		return rt.Start(context.Background(), Input(in))
+		return rt.Start(context.Background(), Input(*in))
 	case OpStep:
 		req, err := decodeRequest(call)
 		if err != nil {
@@ -208,7 +183,7 @@ func EncodeCall(op int, arg any) ([]byte, error) {
 		return arg.([]byte), nil
 	case OpStart:
 		in := arg.(Input)
-		return wireEnc.Marshal((*wireInput)(&in))
+		return encodeInput((*wireInput)(&in)), nil
 	case OpStep:
 		req := arg.(Request)
 		return encodeRequest((*wireRequest)(&req)), nil
@@ -239,8 +214,8 @@ func DecodeAnswer(op int, b []byte) (any, error) {
 	}
 	switch op {
 	case OpLoad:
-		var w wireInfo
-		if err := wireDec.Unmarshal(a.Body, &w); err != nil || len(w.Hash) != 32 {
+		w, err := decodeInfo(a.Body)
+		if err != nil || len(w.Hash) != 32 {
 			return nil, fmt.Errorf("%w: bad load answer", ErrGuest)
 		}
 		return Info{Hash: [32]byte(w.Hash), ActTags: w.ActTags}, nil

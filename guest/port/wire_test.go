@@ -25,7 +25,7 @@ func wireSamples() ([]wireRequest, []wireResult, []wireAnswer) {
 		{Kind: Yield},
 		{Kind: Done, Used: 12345, Checkpoint: []byte{9}, Result: []byte{0xf6}},
 		{Kind: Act, Used: 1, Tag: "fs.read", Args: []byte{0xa0}, Seq: 3, Emits: []wireEmit{{Kind: "log", Data: []byte{0x61, 'x'}}, {Kind: "p", Data: []byte{0x01}}}},
-		{Kind: Error, Used: 300, Err: &checkpoint.Error{Kind: "type", Msg: "bad", Pos: "1:2", Trace: []string{"main at 1:2", "f at 3:4"}, Data: cbor.RawMessage(data)}},
+		{Kind: Error, Used: 300, Err: &checkpoint.Error{Kind: "type", Msg: "bad", Pos: "1:2", Trace: []string{"main at 1:2", "f at 3:4"}, Data: checkpoint.RawData(data)}},
 		{Kind: Error, Err: &checkpoint.Error{Kind: "k", Msg: ""}},
 	}
 	answers := []wireAnswer{
@@ -37,8 +37,36 @@ func wireSamples() ([]wireRequest, []wireResult, []wireAnswer) {
 	return reqs, results, answers
 }
 
+var wireEnc = func() cbor.EncMode {
+	em, err := cbor.CoreDetEncOptions().EncMode()
+	if err != nil {
+		panic(err)
+	}
+	return em
+}()
+
 func TestWireMatchesReference(t *testing.T) {
 	reqs, results, answers := wireSamples()
+	for i, in := range []wireInput{{}, {Source: []byte("return 1"), Input: []byte{1}, State: []byte{2}, Context: []byte("c"), Invocation: "i", Seed: 9, Limit: 1 << 33}} {
+		ref, _ := wireEnc.Marshal(&in)
+		got := encodeInput(&in)
+		if !bytes.Equal(got, ref) {
+			t.Fatalf("input %d:\n got %x\nwant %x", i, got, ref)
+		}
+		if back, err := decodeInput(got); err != nil || !bytes.Equal(encodeInput(back), got) {
+			t.Fatalf("input %d: round trip: %v", i, err)
+		}
+	}
+	for i, w := range []wireInfo{{Hash: make([]byte, 32)}, {Hash: make([]byte, 32), ActTags: []string{"a", "fs.read"}}} {
+		ref, _ := wireEnc.Marshal(&w)
+		got := encodeInfo(&w)
+		if !bytes.Equal(got, ref) {
+			t.Fatalf("info %d:\n got %x\nwant %x", i, got, ref)
+		}
+		if back, err := decodeInfo(got); err != nil || !reflect.DeepEqual(*back, w) {
+			t.Fatalf("info %d: round trip: %+v %v", i, back, err)
+		}
+	}
 	for i, q := range reqs {
 		ref, _ := wireEnc.Marshal(&q)
 		got := encodeRequest(&q)
@@ -89,6 +117,16 @@ func FuzzWire(f *testing.F) {
 		f.Add(encodeWireAnswer(&a))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		if in, err := decodeInput(b); err == nil {
+			if again := encodeInput(in); !bytes.Equal(again, b) {
+				t.Fatalf("input %x re-encodes as %x", b, again)
+			}
+		}
+		if w, err := decodeInfo(b); err == nil {
+			if again := encodeInfo(w); !bytes.Equal(again, b) {
+				t.Fatalf("info %x re-encodes as %x", b, again)
+			}
+		}
 		if q, err := decodeRequest(b); err == nil {
 			if again := encodeRequest(q); !bytes.Equal(again, b) {
 				t.Fatalf("request %x re-encodes as %x", b, again)

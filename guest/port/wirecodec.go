@@ -363,3 +363,108 @@ func decodeWireAnswer(b []byte) (*wireAnswer, error) {
 	}
 	return &a, err
 }
+
+func encodeInput(in *wireInput) []byte {
+	b := detcbor.AppendHead(make([]byte, 0, 32+len(in.Source)+len(in.Input)+len(in.State)), detcbor.Map,
+		fields(len(in.Source) > 0, len(in.Input) > 0, len(in.State) > 0, len(in.Context) > 0, in.Invocation != "", in.Seed != 0, in.Limit != 0))
+	for i, v := range [][]byte{in.Source, in.Input, in.State, in.Context} {
+		if len(v) > 0 {
+			b = detcbor.AppendBytes(append(b, byte(i+1)), v)
+		}
+	}
+	if in.Invocation != "" {
+		b = detcbor.AppendText(append(b, 5), in.Invocation)
+	}
+	if in.Seed != 0 {
+		b = detcbor.AppendHead(append(b, 6), detcbor.Uint, in.Seed)
+	}
+	if in.Limit != 0 {
+		b = detcbor.AppendHead(append(b, 7), detcbor.Uint, in.Limit)
+	}
+	return b
+}
+
+func decodeInput(b []byte) (*wireInput, error) {
+	r := &wreader{detcbor.Reader{B: b}}
+	var in wireInput
+	err := r.mapKeys(7, func(k uint64) error {
+		var err error
+		switch k {
+		case 1:
+			in.Source, err = r.bytes()
+		case 2:
+			in.Input, err = r.bytes()
+		case 3:
+			in.State, err = r.bytes()
+		case 4:
+			in.Context, err = r.bytes()
+		case 5:
+			in.Invocation, err = r.text()
+			err = r.nonZero(in.Invocation == "", err)
+		case 6:
+			in.Seed, err = r.uint()
+			err = r.nonZero(in.Seed == 0, err)
+		case 7:
+			in.Limit, err = r.uint()
+			err = r.nonZero(in.Limit == 0, err)
+		}
+		return err
+	})
+	if err == nil {
+		err = r.end()
+	}
+	return &in, err
+}
+
+func encodeInfo(w *wireInfo) []byte {
+	b := detcbor.AppendHead(nil, detcbor.Map, fields(true, len(w.ActTags) > 0))
+	b = detcbor.AppendBytes(append(b, 1), w.Hash)
+	if len(w.ActTags) > 0 {
+		b = detcbor.AppendHead(append(b, 2), detcbor.Array, uint64(len(w.ActTags)))
+		for _, t := range w.ActTags {
+			b = detcbor.AppendText(b, t)
+		}
+	}
+	return b
+}
+
+func decodeInfo(b []byte) (*wireInfo, error) {
+	r := &wreader{detcbor.Reader{B: b}}
+	var w wireInfo
+	err := r.mapKeys(2, func(k uint64) error {
+		var err error
+		switch k {
+		case 1:
+			w.Hash, err = r.bytes()
+			if len(w.Hash) != 32 && err == nil {
+				err = r.fail("a program hash has 32 bytes")
+			}
+		case 2:
+			var m byte
+			var n uint64
+			if m, n, err = r.head(); err != nil {
+				return err
+			}
+			if m != detcbor.Array || n == 0 || n > uint64(len(r.B)-r.Off) {
+				return r.fail("want a list of act tags")
+			}
+			w.ActTags = make([]string, n)
+			for i := range w.ActTags {
+				if w.ActTags[i], err = r.text(); err != nil {
+					return err
+				}
+			}
+		}
+		return err
+	})
+	if err == nil && w.Hash == nil {
+		err = r.fail("the program hash is missing")
+	}
+	if err == nil && w.Hash == nil {
+		err = r.fail("the program hash is missing")
+	}
+	if err == nil {
+		err = r.end()
+	}
+	return &w, err
+}
