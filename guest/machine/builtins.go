@@ -7,7 +7,6 @@ package machine
 
 import (
 	"cmp"
-	"fmt"
 	"math"
 	"math/bits"
 	"slices"
@@ -772,5 +771,3 @@ func bRandomInt(m *Machine, a []Value) (Value, *rtError) {
 		}
 	}
 }
-
-var _ = fmt.Sprint

@@ -8,7 +8,6 @@ package machine
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/guest/compile"
@@ -342,5 +341,3 @@ func (m *Machine) rngNext() uint64 {
 }
 
 func (m *Machine) random() float64 { return float64(m.rngNext()>>11) * (1.0 / (1 << 53)) }
-
-var _ = math.MaxInt64

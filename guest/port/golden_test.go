@@ -6,7 +6,6 @@ package port
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -185,8 +184,6 @@ func TestSlicing(t *testing.T) {
 		})
 	}
 }
-
-var _ = fmt.Sprint
 
 func addSeeds(f *testing.F) {
 	files, _ := filepath.Glob("../../testdata/progs/*.rune")

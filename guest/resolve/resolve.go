@@ -125,7 +125,7 @@ func (r *resolver) function(f *syntax.Function) {
 	for _, p := range f.Params {
 		r.declare(p, false)
 	}
-	r.blockBody(f.Body, r.fn.parent == nil)
+	r.stmts(f.Body.Stmts) // the body shares the scope of the parameters
 	r.fn = r.fn.parent
 }
 
@@ -159,13 +159,6 @@ func (r *resolver) declare(id *syntax.Ident, let bool) *Binding {
 	scope[id.Name] = b
 	id.Binding = b
 	return b
-}
-
-// blockBody resolves a block whose scope has already been pushed by the
-// caller when pushed is true (function bodies, whose parameters share it).
-func (r *resolver) blockBody(b *syntax.Block, pushed bool) {
-	_ = pushed
-	r.stmts(b.Stmts)
 }
 
 // block resolves b in a new scope; pre declares names first (loop and catch variables).
