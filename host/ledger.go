@@ -1,0 +1,299 @@
+// Package host is the engine: admission, invocations, the act ledger,
+// allowance, scheduling and the ward. This file holds the act ledger.
+//
+// Every host effect ("act") of an invocation is an operation, identified by
+// the invocation and the act's ordinal. Its phases follow seed 003:
+//
+//	Proposed    the act and its arguments are recorded; nothing has happened
+//	Attempted   a durable attempt names the grant, executor and generation;
+//	            only now may the effect be dispatched, and only once
+//	Unresolved  a restart found an attempt without an outcome: the effect may
+//	            or may not have happened; it is reported Unknown and never
+//	            retried on its own
+//	Recorded    the outcome is durable
+//	Consumed    the prog has taken the outcome
+//
+// A timeout, a cancellation or a lost connection never proves an effect did
+// not run, so nothing here moves an attempt back to Proposed.
+package host
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/runehost/runehost/store"
+)
+
+// Phase is where an operation stands.
+type Phase uint8
+
+// The phases.
+const (
+	Proposed Phase = iota + 1
+	Attempted
+	Unresolved
+	Recorded
+	Consumed
+)
+
+var phaseNames = [...]string{"", "proposed", "attempted", "unresolved", "recorded", "consumed"}
+
+func (p Phase) String() string {
+	if int(p) < len(phaseNames) && p > 0 {
+		return phaseNames[p]
+	}
+	return fmt.Sprintf("phase(%d)", p)
+}
+
+// OpID identifies an operation: invocation and ordinal (from 1).
+type OpID struct {
+	Invocation string
+	Ordinal    uint64
+}
+
+func (id OpID) String() string { return fmt.Sprintf("%s#%d", id.Invocation, id.Ordinal) }
+
+func (id OpID) key() store.Key { return store.K("op", id.Invocation, id.Ordinal) }
+
+// Operation is one act of an invocation, as the ledger keeps it.
+type Operation struct {
+	Invocation string   `cbor:"1,keyasint"`
+	Ordinal    uint64   `cbor:"2,keyasint"`
+	Tag        string   `cbor:"3,keyasint"`
+	Args       []byte   `cbor:"4,keyasint,omitempty"` // data value
+	Contract   string   `cbor:"5,keyasint,omitempty"` // the result contract the adapter promised
+	Phase      Phase    `cbor:"6,keyasint"`
+	Attempt    *Attempt `cbor:"7,keyasint,omitempty"`
+	Outcome    *Outcome `cbor:"8,keyasint,omitempty"`
+}
+
+// ID returns the operation's identity.
+func (op *Operation) ID() OpID { return OpID{op.Invocation, op.Ordinal} }
+
+// Attempt binds a dispatch to the authority that allowed it.
+type Attempt struct {
+	Grant      string `cbor:"1,keyasint"` // the exact grant statement used
+	Executor   string `cbor:"2,keyasint"` // the adapter that dispatches
+	Generation uint64 `cbor:"3,keyasint"` // of the host process, to tell restarts apart
+	At         int64  `cbor:"4,keyasint"` // unix ms
+}
+
+// Outcome is the settled result of an operation.
+type Outcome struct {
+	Reply  []byte `cbor:"1,keyasint"`           // checkpoint.EncodeReply
+	Source string `cbor:"2,keyasint,omitempty"` // "adapter", "reconciled" or "operator"
+	At     int64  `cbor:"3,keyasint"`
+}
+
+// Errors of the ledger; a *LedgerError wraps one of them.
+var (
+	ErrUnknownOp          = errors.New("no such operation")
+	ErrMismatch           = errors.New("operation differs from the one recorded")
+	ErrAlreadyAttempted   = errors.New("operation already attempted: it must not be dispatched again")
+	ErrNoAttempt          = errors.New("operation has no attempt to settle")
+	ErrConflictingOutcome = errors.New("conflicting outcome")
+	ErrNotRecorded        = errors.New("operation has no outcome to consume")
+)
+
+// LedgerError says which operation a refusal is about, and its phase.
+type LedgerError struct {
+	Op    OpID
+	Phase Phase
+	Err   error
+}
+
+func (e *LedgerError) Error() string {
+	if e.Phase == 0 {
+		return fmt.Sprintf("operation %s: %v", e.Op, e.Err)
+	}
+	return fmt.Sprintf("operation %s (%s): %v", e.Op, e.Phase, e.Err)
+}
+
+func (e *LedgerError) Unwrap() error { return e.Err }
+
+// Ledger keeps operations in a store.
+type Ledger struct{ s *store.Store }
+
+// NewLedger returns the ledger of a store.
+func NewLedger(s *store.Store) *Ledger { return &Ledger{s: s} }
+
+// update runs a read-modify-write of one operation, retrying conflicts.
+func (l *Ledger) update(id OpID, d store.Durability, f func(op *Operation, found bool) (*Operation, error)) (*Operation, error) {
+	for {
+		var out *Operation
+		err := l.s.Update(d, func(tx *store.Tx) error {
+			var op Operation
+			found, err := tx.Get(id.key(), &op)
+			if err != nil {
+				return err
+			}
+			next, err := f(&op, found)
+			if err != nil {
+				return err
+			}
+			out = next
+			if next == nil {
+				return nil
+			}
+			return tx.Put(id.key(), next)
+		})
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+}
+
+// Propose records an operation in phase Proposed. Proposing the same
+// operation again (after a restart re-ran the prog to it) is a no-op that
+// returns the recorded one, whatever its phase; proposing a different act
+// under the same identity is ErrMismatch: replay diverged.
+func (l *Ledger) Propose(op Operation) (*Operation, error) {
+	id := op.ID()
+	var existing *Operation
+	out, err := l.update(id, store.Buffered, func(cur *Operation, found bool) (*Operation, error) {
+		if !found {
+			op.Phase, op.Attempt, op.Outcome = Proposed, nil, nil
+			return &op, nil
+		}
+		if cur.Tag != op.Tag || !bytes.Equal(cur.Args, op.Args) || cur.Contract != op.Contract {
+			return nil, &LedgerError{Op: id, Phase: cur.Phase, Err: ErrMismatch}
+		}
+		existing = cur
+		return nil, nil
+	})
+	if existing != nil {
+		return existing, nil
+	}
+	return out, err
+}
+
+// Attempt records, synced to disk, that the operation is about to be
+// dispatched under the given authority. Only a Proposed operation can be
+// attempted: any other phase is ErrAlreadyAttempted, and the caller must not
+// dispatch.
+func (l *Ledger) Attempt(id OpID, a Attempt) (*Operation, error) {
+	return l.update(id, store.Synced, func(cur *Operation, found bool) (*Operation, error) {
+		if !found {
+			return nil, &LedgerError{Op: id, Err: ErrUnknownOp}
+		}
+		if cur.Phase != Proposed {
+			return nil, &LedgerError{Op: id, Phase: cur.Phase, Err: ErrAlreadyAttempted}
+		}
+		cur.Phase, cur.Attempt = Attempted, &a
+		return cur, nil
+	})
+}
+
+// Record settles an attempted (or unresolved) operation with its outcome,
+// synced to disk before anyone consumes it. An exact duplicate of the
+// recorded outcome returns the retained receipt; a different one is
+// ErrConflictingOutcome and changes nothing.
+func (l *Ledger) Record(id OpID, o Outcome) (*Operation, error) {
+	var receipt *Operation
+	op, err := l.update(id, store.Synced, func(cur *Operation, found bool) (*Operation, error) {
+		switch {
+		case !found:
+			return nil, &LedgerError{Op: id, Err: ErrUnknownOp}
+		case cur.Phase == Proposed:
+			return nil, &LedgerError{Op: id, Phase: cur.Phase, Err: ErrNoAttempt}
+		case cur.Phase == Recorded || cur.Phase == Consumed:
+			if !bytes.Equal(cur.Outcome.Reply, o.Reply) {
+				return nil, &LedgerError{Op: id, Phase: cur.Phase, Err: ErrConflictingOutcome}
+			}
+			receipt = cur
+			return nil, nil
+		}
+		cur.Phase, cur.Outcome = Recorded, &o
+		return cur, nil
+	})
+	if receipt != nil {
+		return receipt, nil
+	}
+	return op, err
+}
+
+// Consume marks a recorded outcome as taken by the prog and returns it. A
+// second Consume returns the same retained outcome.
+func (l *Ledger) Consume(id OpID) (*Operation, error) {
+	var receipt *Operation
+	op, err := l.update(id, store.Buffered, func(cur *Operation, found bool) (*Operation, error) {
+		switch {
+		case !found:
+			return nil, &LedgerError{Op: id, Err: ErrUnknownOp}
+		case cur.Phase == Consumed:
+			receipt = cur
+			return nil, nil
+		case cur.Phase != Recorded:
+			return nil, &LedgerError{Op: id, Phase: cur.Phase, Err: ErrNotRecorded}
+		}
+		cur.Phase = Consumed
+		return cur, nil
+	})
+	if receipt != nil {
+		return receipt, nil
+	}
+	return op, err
+}
+
+// Recover is run when a host starts: every attempt of an earlier generation
+// without an outcome becomes Unresolved (reported Unknown), and is returned.
+// Nothing is dispatched again; an operator settles it with Record, or an
+// adapter that can reconcile (lookup by idempotency key) does.
+func (l *Ledger) Recover(generation uint64) ([]*Operation, error) {
+	var ids []OpID
+	err := l.s.View(func(tx *store.Tx) error {
+		return tx.Scan(store.K("op"), func(_ store.Key, decode func(any) error) (bool, error) {
+			var op Operation
+			if err := decode(&op); err != nil {
+				return false, err
+			}
+			if (op.Phase == Attempted && op.Attempt.Generation < generation) || op.Phase == Unresolved {
+				ids = append(ids, op.ID())
+			}
+			return true, nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []*Operation
+	for _, id := range ids {
+		op, err := l.update(id, store.Synced, func(cur *Operation, found bool) (*Operation, error) {
+			if !found || (cur.Phase != Attempted && cur.Phase != Unresolved) {
+				return nil, nil // settled meanwhile
+			}
+			cur.Phase = Unresolved
+			return cur, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if op != nil {
+			out = append(out, op)
+		}
+	}
+	return out, nil
+}
+
+// Get returns an operation.
+func (l *Ledger) Get(id OpID) (*Operation, error) {
+	var op Operation
+	var found bool
+	err := l.s.View(func(tx *store.Tx) error {
+		var err error
+		found, err = tx.Get(id.key(), &op)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, &LedgerError{Op: id, Err: ErrUnknownOp}
+	}
+	return &op, nil
+}
