@@ -34,8 +34,11 @@ func reach(t *testing.T, l *Ledger, id OpID, phase Phase) {
 	t.Helper()
 	op := Operation{Invocation: id.Invocation, Ordinal: id.Ordinal, Tag: "fs.read", Args: []byte{0xa0}}
 	steps := map[Phase]func() error{
-		Proposed:  func() error { _, err := l.Propose(op); return err },
-		Attempted: func() error { _, err := l.Attempt(id, Attempt{Grant: "fs.read ./", Executor: "fs", Generation: 1}); return err },
+		Proposed: func() error { _, err := l.Propose(op); return err },
+		Attempted: func() error {
+			_, err := l.Attempt(id, Attempt{Grant: "fs.read ./", Executor: "fs", Generation: 1})
+			return err
+		},
 		Unresolved: func() error {
 			_, err := l.Recover(2)
 			return err
