@@ -1,0 +1,142 @@
+// allowance.go holds step allowance accounting: reservations before a slice
+// runs, charges after, and the invariant charged + held <= limit, which holds
+// across restarts because every change is one synced transaction.
+
+package host
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/runehost/runehost/store"
+)
+
+// MaxSlice is the largest reservation for one slice.
+const MaxSlice = 1000
+
+// Allowance is the step budget of an invocation.
+type Allowance struct {
+	Limit   uint64 `cbor:"1,keyasint"`
+	Charged uint64 `cbor:"2,keyasint"` // steps spent, or lost and counted as spent
+	Held    uint64 `cbor:"3,keyasint"` // reserved by a slice that has not settled
+}
+
+// Available is what can still be reserved.
+func (a Allowance) Available() uint64 { return a.Limit - a.Charged - a.Held }
+
+// Errors of accounting.
+var (
+	ErrExhausted     = errors.New("allowance exhausted")
+	ErrBadSettlement = errors.New("settlement does not match the reservation")
+	ErrNoAllowance   = errors.New("no allowance for this invocation")
+)
+
+// Accounts keeps allowances in a store.
+type Accounts struct{ s *store.Store }
+
+// NewAccounts returns the accounts of a store.
+func NewAccounts(s *store.Store) *Accounts { return &Accounts{s: s} }
+
+func allowanceKey(inv string) store.Key { return store.K("alw", inv) }
+
+func (a *Accounts) change(inv string, f func(al *Allowance, found bool) error) (Allowance, error) {
+	for {
+		var out Allowance
+		err := a.s.Update(store.Synced, func(tx *store.Tx) error {
+			var al Allowance
+			found, err := tx.Get(allowanceKey(inv), &al)
+			if err != nil {
+				return err
+			}
+			if err := f(&al, found); err != nil {
+				return err
+			}
+			if al.Charged+al.Held > al.Limit || al.Charged+al.Held < al.Charged {
+				return fmt.Errorf("allowance of %s: charged %d + held %d over limit %d", inv, al.Charged, al.Held, al.Limit)
+			}
+			out = al
+			return tx.Put(allowanceKey(inv), al)
+		})
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		return out, err
+	}
+}
+
+// Open sets up the allowance of a new invocation.
+func (a *Accounts) Open(inv string, limit uint64) (Allowance, error) {
+	return a.change(inv, func(al *Allowance, found bool) error {
+		if found {
+			return fmt.Errorf("allowance of %s exists", inv)
+		}
+		*al = Allowance{Limit: limit}
+		return nil
+	})
+}
+
+// Reserve holds up to MaxSlice steps (no more than is available) for the
+// next slice, durably, before the slice runs; it returns the amount held.
+func (a *Accounts) Reserve(inv string, want uint64) (uint64, error) {
+	var got uint64
+	_, err := a.change(inv, func(al *Allowance, found bool) error {
+		if !found {
+			return fmt.Errorf("%s: %w", inv, ErrNoAllowance)
+		}
+		got = min(want, MaxSlice, al.Available())
+		if got == 0 {
+			return fmt.Errorf("%s: %w (limit %d)", inv, ErrExhausted, al.Limit)
+		}
+		al.Held += got
+		return nil
+	})
+	return got, err
+}
+
+// Settle ends a reservation after its slice: the steps used are charged,
+// the rest returns. used may not exceed the reservation.
+func (a *Accounts) Settle(inv string, reserved, used uint64) (Allowance, error) {
+	return a.change(inv, func(al *Allowance, found bool) error {
+		if !found {
+			return fmt.Errorf("%s: %w", inv, ErrNoAllowance)
+		}
+		if used > reserved || reserved > al.Held {
+			return fmt.Errorf("%s: %w: used %d of %d reserved, %d held", inv, ErrBadSettlement, used, reserved, al.Held)
+		}
+		al.Held -= reserved
+		al.Charged += used
+		return nil
+	})
+}
+
+// Forfeit ends a reservation whose slice failed or whose settlement was
+// lost: the whole reservation is charged.
+func (a *Accounts) Forfeit(inv string, reserved uint64) (Allowance, error) {
+	return a.Settle(inv, reserved, reserved)
+}
+
+// Recover charges every reservation left held by a process that died
+// before settling it: a lost settlement counts as spent.
+func (a *Accounts) Recover(inv string) (Allowance, error) {
+	return a.change(inv, func(al *Allowance, found bool) error {
+		if !found {
+			return fmt.Errorf("%s: %w", inv, ErrNoAllowance)
+		}
+		al.Charged += al.Held
+		al.Held = 0
+		return nil
+	})
+}
+
+// Get returns an allowance.
+func (a *Accounts) Get(inv string) (Allowance, error) {
+	var al Allowance
+	err := a.s.View(func(tx *store.Tx) error {
+		found, err := tx.Get(allowanceKey(inv), &al)
+		if err == nil && !found {
+			err = fmt.Errorf("%s: %w", inv, ErrNoAllowance)
+		}
+		return err
+	})
+	return al, err
+}
