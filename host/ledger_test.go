@@ -21,7 +21,7 @@ func memStore(t *testing.T) *store.Store {
 	return s
 }
 
-func reply(t *testing.T, v any) []byte {
+func reply(t testing.TB, v any) []byte {
 	b, err := checkpoint.EncodeReply(checkpoint.Reply{Value: v})
 	if err != nil {
 		t.Fatal(err)
