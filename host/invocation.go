@@ -201,3 +201,16 @@ func (iv *Invocations) Prog(name string) (*Prog, error) {
 	})
 	return &p, err
 }
+
+// get returns an invocation.
+func (iv *Invocations) get(id string) (*Invocation, error) {
+	var inv Invocation
+	err := iv.s.View(func(tx *store.Tx) error {
+		found, err := tx.Get(invKey(id), &inv)
+		if err == nil && !found {
+			err = fmt.Errorf("%s: %w", id, ErrNoSuchInvocation)
+		}
+		return err
+	})
+	return &inv, err
+}

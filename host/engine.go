@@ -1,0 +1,313 @@
+// engine.go holds the engine loop: it drives one invocation through the
+// RuntimePort, slice by slice, with its allowance reserved before and charged
+// after each slice, its checkpoint stored after each, and every act recorded
+// in the ledger before it is dispatched and after it settles.
+//
+// Order matters for crashes. After a step the checkpoint is stored first
+// (synced at a suspension), so the act's arguments are pinned before it is
+// proposed; the attempt is synced before the adapter runs; the outcome is
+// synced before the prog consumes it. A restart resumes from the stored
+// checkpoint: an act with a recorded outcome is answered from the record, an
+// act attempted without an outcome is reported Unknown and never re-run.
+
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/guest/compile"
+	"github.com/runehost/runehost/guest/port"
+	"github.com/runehost/runehost/store"
+)
+
+// Adapter performs one kind of act. Its error is the act's outcome (the prog
+// sees it as an error of kind "failed"), not a failure of the engine.
+type Adapter interface {
+	Do(ctx context.Context, tag string, args []byte) (reply any, err error)
+}
+
+// Engine runs invocations durably.
+type Engine struct {
+	Store      *store.Store
+	Runtime    port.RuntimePort
+	Adapters   map[string]Adapter // by act tag
+	Generation uint64             // of this host process, increasing across restarts
+	Clock      func() int64       // unix ms, recorded in each slice's checkpoint
+
+	ledger   *Ledger
+	accounts *Accounts
+	invs     *Invocations
+	boxes    *Mailboxes
+}
+
+// NewEngine returns an engine over a store and a runtime.
+func NewEngine(s *store.Store, rt port.RuntimePort, generation uint64, clock func() int64) *Engine {
+	return &Engine{Store: s, Runtime: rt, Adapters: map[string]Adapter{}, Generation: generation, Clock: clock,
+		ledger: NewLedger(s), accounts: NewAccounts(s), invs: NewInvocations(s), boxes: NewMailboxes(s)}
+}
+
+// RunState is where a Drive left an invocation.
+type RunState struct {
+	Status  Status
+	Result  []byte            // data value, when Completed or Conflict
+	Err     *checkpoint.Error // when Failed
+	Waiting string            // what it waits for, when Waiting
+	Unknown *Operation        // an attempt without an outcome, when there is one
+	Emits   []Emit
+}
+
+// Emit is an event the prog emitted, with the invocation it came from.
+type Emit struct {
+	Kind string
+	Data []byte
+}
+
+// semantics is the machine version whose checkpoints this engine resumes.
+const semantics = compile.Version
+
+func cpKey(inv string) store.Key   { return store.K("cp", inv) }
+func srcKey(hash string) store.Key { return store.K("src", hash) }
+
+// Start admits an invocation of prog with input and a step limit, stores its
+// first checkpoint, and drives it.
+func (e *Engine) Start(ctx context.Context, inv, prog string, source, input []byte, limit uint64, seed uint64) (*RunState, error) {
+	info, err := e.Runtime.Load(ctx, source)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := e.invs.Admit(inv, prog); err != nil {
+		return nil, err
+	}
+	p, err := e.invs.Prog(prog)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := e.accounts.Open(inv, limit); err != nil {
+		return nil, err
+	}
+	cp, err := e.Runtime.Start(ctx, port.Input{Source: source, Input: input, State: p.State, Invocation: inv, Seed: seed, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	err = e.Store.Update(store.Synced, func(tx *store.Tx) error {
+		if err := tx.PutRaw(srcKey(fmt.Sprintf("%x", info.Hash)), source); err != nil {
+			return err
+		}
+		return tx.PutRaw(cpKey(inv), cp)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return e.Drive(ctx, inv)
+}
+
+// Drive runs an invocation from its stored checkpoint until it ends, waits
+// for an event, or meets an act of unknown outcome.
+func (e *Engine) Drive(ctx context.Context, inv string) (*RunState, error) {
+	var emits []Emit
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		cp, err := e.checkpoint(inv)
+		if err != nil {
+			return nil, err
+		}
+		c, err := checkpoint.Decode(cp, checkpoint.Expect{Semantics: semantics})
+		if err != nil {
+			return nil, fmt.Errorf("invocation %s: stored checkpoint: %w", inv, err)
+		}
+		h := &c.Header
+		if err := e.ensureLoaded(ctx, h); err != nil {
+			return nil, err
+		}
+		var reply []byte
+		if h.Pending != nil && c.Machine.Steps == h.Used { // a suspension the machine reported
+			var out *RunState
+			reply, out, err = e.answer(ctx, inv, h)
+			if err != nil || out != nil {
+				if out != nil {
+					out.Emits = emits
+				}
+				return out, err
+			}
+			if i, err := e.invs.get(inv); err == nil && i.Status == Waiting {
+				if _, err := e.invs.Move(inv, Running); err != nil {
+					return nil, err
+				}
+			}
+		}
+		n, err := e.accounts.Reserve(inv, port.DefaultSlice)
+		if err != nil {
+			return nil, err
+		}
+		res, err := e.Runtime.Step(ctx, port.Request{Checkpoint: cp, Reply: reply, Slice: n, Clock: e.Clock()})
+		if err != nil {
+			e.accounts.Forfeit(inv, n)
+			return nil, fmt.Errorf("invocation %s: %w", inv, err)
+		}
+		if _, err := e.accounts.Settle(inv, n, res.Used-h.Used); err != nil {
+			return nil, err
+		}
+		d := store.Buffered
+		if res.Kind != port.Yield {
+			d = store.Synced
+		}
+		if err := e.Store.Update(d, func(tx *store.Tx) error { return tx.PutRaw(cpKey(inv), res.Checkpoint) }); err != nil {
+			return nil, err
+		}
+		for _, em := range res.Emits {
+			emits = append(emits, Emit{Kind: em.Kind, Data: em.Data})
+		}
+		switch res.Kind {
+		case port.Done:
+			i, err := e.invs.Publish(inv, res.Result)
+			if err != nil {
+				return nil, err
+			}
+			return &RunState{Status: i.Status, Result: res.Result, Emits: emits}, nil
+		case port.Error:
+			if _, err := e.invs.Move(inv, Failed); err != nil {
+				return nil, err
+			}
+			return &RunState{Status: Failed, Err: res.Err, Emits: emits}, nil
+		}
+	}
+}
+
+func (e *Engine) checkpoint(inv string) ([]byte, error) {
+	var cp []byte
+	err := e.Store.View(func(tx *store.Tx) error {
+		b, ok, err := tx.GetRaw(cpKey(inv))
+		if err == nil && !ok {
+			err = fmt.Errorf("invocation %s: %w", inv, ErrNoSuchInvocation)
+		}
+		cp = b
+		return err
+	})
+	return cp, err
+}
+
+// ensureLoaded gives the runtime the invocation's source (after a restart
+// it has none).
+func (e *Engine) ensureLoaded(ctx context.Context, h *checkpoint.Header) error {
+	var src []byte
+	err := e.Store.View(func(tx *store.Tx) error {
+		b, ok, err := tx.GetRaw(srcKey(fmt.Sprintf("%x", h.Program)))
+		if err == nil && !ok {
+			err = fmt.Errorf("source %x: %w", h.Program[:8], store.ErrCorrupt)
+		}
+		src = b
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	_, err = e.Runtime.Load(ctx, src)
+	return err
+}
+
+// answer finds or produces the reply to the suspension in h. It returns an
+// Outcome instead when the invocation must stop: waiting for an event, or at
+// an act of unknown outcome.
+func (e *Engine) answer(ctx context.Context, inv string, h *checkpoint.Header) ([]byte, *RunState, error) {
+	p := h.Pending
+	if p.Kind == checkpoint.PendingAwait {
+		return e.awaitReply(inv, p)
+	}
+	id := OpID{inv, p.Seq}
+	op, err := e.ledger.Propose(Operation{Invocation: inv, Ordinal: p.Seq, Tag: p.Tag, Args: p.Args})
+	if err != nil {
+		return nil, nil, err
+	}
+	switch op.Phase {
+	case Proposed:
+		if op, err = e.dispatch(ctx, id, op); err != nil {
+			return nil, nil, err
+		}
+	case Attempted, Unresolved:
+		if op.Phase == Attempted && op.Attempt.Generation == e.Generation {
+			return nil, nil, fmt.Errorf("operation %s: attempted by this process and still open", id)
+		}
+		if i, err := e.invs.get(inv); err == nil && i.Status == Running {
+			e.invs.Move(inv, Waiting)
+		}
+		return nil, &RunState{Status: Waiting, Waiting: "the outcome of act " + p.Tag, Unknown: op}, nil
+	}
+	if op, err = e.ledger.Consume(id); err != nil {
+		return nil, nil, err
+	}
+	return op.Outcome.Reply, nil, nil
+}
+
+// dispatch attempts an act (synced), runs its adapter and records the
+// outcome (synced).
+func (e *Engine) dispatch(ctx context.Context, id OpID, op *Operation) (*Operation, error) {
+	adapter := e.Adapters[op.Tag]
+	grant := "adapter " + op.Tag
+	if adapter == nil {
+		grant = "none"
+	}
+	if _, err := e.ledger.Attempt(id, Attempt{Grant: grant, Executor: op.Tag, Generation: e.Generation, At: e.Clock()}); err != nil {
+		return nil, err
+	}
+	var r checkpoint.Reply
+	if adapter == nil {
+		r.Err = &checkpoint.Error{Kind: "denied", Msg: fmt.Sprintf("no grant for act %s", op.Tag)}
+	} else {
+		v, err := adapter.Do(ctx, op.Tag, op.Args)
+		if err != nil {
+			r.Err = &checkpoint.Error{Kind: "failed", Msg: err.Error()}
+		} else {
+			r.Value = v
+		}
+	}
+	b, err := checkpoint.EncodeReply(r)
+	if err != nil {
+		b, _ = checkpoint.EncodeReply(checkpoint.Reply{Err: &checkpoint.Error{Kind: "failed", Msg: "reply is not data: " + err.Error()}})
+	}
+	return e.ledger.Record(id, Outcome{Reply: b, Source: "adapter", At: e.Clock()})
+}
+
+func (e *Engine) awaitReply(inv string, p *checkpoint.Pending) ([]byte, *RunState, error) {
+	sel, err := checkpoint.DecodeData(p.Args)
+	if err != nil {
+		return nil, nil, err
+	}
+	var tags []string
+	if m, ok := sel.(*checkpoint.Map); ok {
+		if k, ok := m.Get("key"); ok {
+			if s, ok := k.(string); ok {
+				tags = append(tags, s)
+			}
+		}
+		if ks, ok := m.Get("keys"); ok {
+			if l, ok := ks.([]any); ok {
+				for _, k := range l {
+					if s, ok := k.(string); ok {
+						tags = append(tags, s)
+					}
+				}
+			}
+		}
+	}
+	ev, err := e.boxes.Take(inv, tags)
+	if errors.Is(err, ErrNoEvent) {
+		if i, err := e.invs.get(inv); err == nil && i.Status == Running {
+			e.invs.Move(inv, Waiting)
+		}
+		return nil, &RunState{Status: Waiting, Waiting: fmt.Sprintf("an event %v", tags)}, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	payload, err := checkpoint.DecodeData(ev.Payload)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := checkpoint.EncodeReply(checkpoint.Reply{Value: payload})
+	return b, nil, err
+}
