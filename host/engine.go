@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/guest/compile"
@@ -36,6 +37,11 @@ type Engine struct {
 	Adapters   map[string]Adapter // by act tag
 	Generation uint64             // of this host process, increasing across restarts
 	Clock      func() int64       // unix ms, recorded in each slice's checkpoint
+
+	// OnEmit, if set, sees each event a prog emits, as its slice ends.
+	OnEmit func(inv string, e Emit)
+	// OnAct, if set, sees each act once its outcome is recorded.
+	OnAct func(op *Operation)
 
 	ledger   *Ledger
 	accounts *Accounts
@@ -161,6 +167,9 @@ func (e *Engine) Drive(ctx context.Context, inv string) (*RunState, error) {
 		}
 		for _, em := range res.Emits {
 			emits = append(emits, Emit{Kind: em.Kind, Data: em.Data})
+			if e.OnEmit != nil {
+				e.OnEmit(inv, Emit{Kind: em.Kind, Data: em.Data})
+			}
 		}
 		switch res.Kind {
 		case port.Done:
@@ -269,7 +278,11 @@ func (e *Engine) dispatch(ctx context.Context, id OpID, op *Operation) (*Operati
 	if err != nil {
 		b, _ = checkpoint.EncodeReply(checkpoint.Reply{Err: &checkpoint.Error{Kind: "failed", Msg: "reply is not data: " + err.Error()}})
 	}
-	return e.ledger.Record(id, Outcome{Reply: b, Source: "adapter", At: e.Clock()})
+	op, err = e.ledger.Record(id, Outcome{Reply: b, Source: "adapter", At: e.Clock()})
+	if err == nil && e.OnAct != nil {
+		e.OnAct(op)
+	}
+	return op, err
 }
 
 func (e *Engine) awaitReply(inv string, p *checkpoint.Pending) ([]byte, *RunState, error) {
@@ -310,4 +323,96 @@ func (e *Engine) awaitReply(inv string, p *checkpoint.Pending) ([]byte, *RunStat
 	}
 	b, err := checkpoint.EncodeReply(checkpoint.Reply{Value: payload})
 	return b, nil, err
+}
+
+// generation is the store's count of host processes that opened it.
+type generation struct {
+	N uint64 `cbor:"1,keyasint"`
+}
+
+// Open starts an engine on a store as a new generation of host process: it
+// counts the generation, and recovers what the previous ones left: attempts
+// without an outcome become Unresolved (reported Unknown, never re-run).
+func Open(s *store.Store, rt port.RuntimePort, clock func() int64) (*Engine, []*Operation, error) {
+	var gen generation
+	for {
+		err := s.Update(store.Synced, func(tx *store.Tx) error {
+			if _, err := tx.Get(store.K("gen"), &gen); err != nil {
+				return err
+			}
+			gen.N++
+			return tx.Put(store.K("gen"), gen)
+		})
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		break
+	}
+	e := NewEngine(s, rt, gen.N, clock)
+	unknown, err := e.ledger.Recover(gen.N)
+	return e, unknown, err
+}
+
+// NewInvocationID returns a fresh invocation id, r1, r2, ...
+func (e *Engine) NewInvocationID() (string, error) {
+	var c generation
+	for {
+		err := e.Store.Update(store.Synced, func(tx *store.Tx) error {
+			if _, err := tx.Get(store.K("seq"), &c); err != nil {
+				return err
+			}
+			c.N++
+			return tx.Put(store.K("seq"), c)
+		})
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		return fmt.Sprintf("r%d", c.N), err
+	}
+}
+
+// Resume recovers an invocation's held allowance (a lost settlement is
+// charged) and drives it.
+func (e *Engine) Resume(ctx context.Context, inv string) (*RunState, error) {
+	if _, err := e.accounts.Recover(inv); err != nil {
+		return nil, err
+	}
+	return e.Drive(ctx, inv)
+}
+
+// Send delivers an event to an invocation and, if it is waiting, drives it.
+func (e *Engine) Send(ctx context.Context, inv, tag string, payload []byte) (*RunState, error) {
+	if _, err := e.boxes.Deliver(inv, tag, payload); err != nil {
+		return nil, err
+	}
+	i, err := e.invs.get(inv)
+	if err != nil {
+		return nil, err
+	}
+	if i.Status != Waiting {
+		return &RunState{Status: i.Status}, nil
+	}
+	return e.Resume(ctx, inv)
+}
+
+// List returns the invocations, in id order, whose status is in statuses
+// (all when empty).
+func (e *Engine) List(statuses ...Status) ([]*Invocation, error) {
+	var out []*Invocation
+	err := e.Store.View(func(tx *store.Tx) error {
+		return tx.Scan(store.K("inv"), func(_ store.Key, decode func(any) error) (bool, error) {
+			var inv Invocation
+			if err := decode(&inv); err != nil {
+				return false, err
+			}
+			if len(statuses) == 0 || slices.Contains(statuses, inv.Status) {
+				out = append(out, &inv)
+			}
+			return true, nil
+		})
+	})
+	return out, err
 }

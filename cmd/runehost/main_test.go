@@ -4,14 +4,21 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/runehost/runehost/store"
 )
 
 func invoke(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	if os.Getenv("RUNEHOST_STORE") == "" {
+		t.Setenv("RUNEHOST_STORE", filepath.Join(t.TempDir(), "store"))
+	}
+	t.Setenv("RUNEHOST_CACHE_DIR", filepath.Join(os.TempDir(), "runehost-test-wazero-cache"))
 	var out, errb bytes.Buffer
 	code = realMain(append([]string{"runehost"}, args...), &out, &errb)
 	return code, out.String(), errb.String()
@@ -112,6 +119,54 @@ func TestCompileErrorOnRun(t *testing.T) {
 	f := writeProg(t, "let = 3")
 	code, _, errs := invoke(t, "run", f)
 	if code != exitUsage || !strings.Contains(errs, f+":1:5: got =, want identifier") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+}
+
+// A prog's state is the result of its last completed run.
+func TestRunKeepsState(t *testing.T) {
+	t.Setenv("RUNEHOST_STORE", filepath.Join(t.TempDir(), "store"))
+	f := filepath.Join(t.TempDir(), "counter.rune")
+	os.WriteFile(f, []byte("return (state || 0) + 1"), 0o644)
+	for want := 1; want <= 3; want++ {
+		code, out, errs := invoke(t, "run", f)
+		if code != exitOK || out != fmt.Sprintf("%d\n", want) {
+			t.Fatalf("run %d: exit %d, stdout %q, stderr %q", want, code, out, errs)
+		}
+	}
+	code, out, _ := invoke(t, "ps", "--status", "completed")
+	if code != exitOK || strings.Count(out, "counter") != 3 {
+		t.Fatalf("ps: exit %d, %q", code, out)
+	}
+}
+
+func TestRunWaitsThenSend(t *testing.T) {
+	t.Setenv("RUNEHOST_STORE", filepath.Join(t.TempDir(), "store"))
+	f := writeProg(t, "let v = await {key: \"approve\"}\nreturn v.by")
+	code, _, errs := invoke(t, "run", f)
+	if code != exitWaiting || !strings.Contains(errs, "waiting: r1 waits for an event [approve]") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	code, out, errs := invoke(t, "send", "r1", "approve", `{"by": "ada"}`)
+	if code != exitOK || out != "\"ada\"\n" {
+		t.Fatalf("send: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	code, _, errs = invoke(t, "send", "r9", "approve", `{}`)
+	if code != exitUsage || !strings.Contains(errs, "no such invocation") {
+		t.Fatalf("send to nobody: exit %d, stderr %q", code, errs)
+	}
+}
+
+func TestStoreInUse(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	s, err := store.Open(store.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	t.Setenv("RUNEHOST_STORE", dir)
+	code, _, errs := invoke(t, "ps")
+	if code != exitUsage || !strings.Contains(errs, "is in use by pid") {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -22,20 +24,24 @@ func runCommand() *cli.Command {
 		Name:      "run",
 		Usage:     "run a prog and print its events and result",
 		ArgsUsage: "FILE",
-		Description: "Runs FILE in slices of steps inside the WebAssembly sandbox, printing what\n" +
-			"it emits to stderr and its\n" +
-			"result as JSON to stdout. Exit status: 0 done, 1 the prog failed,\n" +
-			"2 bad usage or a compile error, 3 a host failure.\n\n" +
-			"Acts and awaits have no adapters in this build: each is answered with\n" +
-			"an error of kind \"denied\" that the prog may catch.",
+		Description: "Admits FILE as the prog named after it and runs it in slices of steps\n" +
+			"inside the WebAssembly sandbox, durably in the store: its state is the\n" +
+			"result of its last completed run. Prints what it emits and its acts to\n" +
+			"stderr and its result as JSON to stdout. Exit status: 0 done, 1 the prog\n" +
+			"failed (or its result conflicted), 2 bad usage or a compile error, 3 a\n" +
+			"host failure, 4 the run waits (for an event, or an act of unknown outcome).\n\n" +
+			"Acts have no adapters in this build: each is answered with an error of\n" +
+			"kind \"denied\" that the prog may catch. --no-store runs without the store.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "input", Value: "null", Usage: "the prog's input, as JSON"},
-			&cli.StringFlag{Name: "state", Value: "null", Usage: "the prog's state, as JSON"},
+			&cli.StringFlag{Name: "state", Value: "null", Usage: "the prog's state, as JSON (with --no-store; otherwise the stored state)"},
+			&cli.BoolFlag{Name: "no-store", Usage: "run without the store: nothing is kept"},
+			storeFlag(),
 			&cli.Uint64Flag{Name: "limit", Value: 10_000_000, Usage: "step limit of the run"},
 			&cli.Uint64Flag{Name: "slice", Value: port.DefaultSlice, Usage: "steps per slice"},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed of random()", DefaultText: "from the clock"},
-			&cli.BoolFlag{Name: "native", Usage: "run the machine in this process instead of the WebAssembly sandbox (for debugging)"},
-			&cli.StringFlag{Name: "cache-dir", Usage: "the sandbox's compilation cache (\"off\" to disable)", DefaultText: "the user cache directory", EnvVars: []string{"RUNEHOST_CACHE_DIR"}},
+			nativeFlag(),
+			cacheFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -57,6 +63,31 @@ func runCommand() *cli.Command {
 			if !c.IsSet("seed") {
 				seed = uint64(nowMillis())
 			}
+			file := c.Args().First()
+			if !c.Bool("no-store") {
+				if c.IsSet("state") {
+					return exitf(exitUsage, "run: --state goes with --no-store; a stored prog's state is the result of its last run")
+				}
+				e, done, err := openEngine(c, true)
+				if err != nil {
+					return err
+				}
+				defer done()
+				inv, err := e.NewInvocationID()
+				if err != nil {
+					return exitf(exitInternal, "run: %v", err)
+				}
+				fmt.Fprintf(c.App.ErrWriter, "invocation %s\n", inv)
+				rs, err := e.Start(c.Context, inv, progName(file), src, in, c.Uint64("limit"), seed)
+				if err != nil {
+					var se *syntax.Error
+					if errors.As(err, &se) {
+						return exitf(exitUsage, "%s:%v", file, err)
+					}
+					return exitf(exitInternal, "run: %v", err)
+				}
+				return report(c.App.Writer, c.App.ErrWriter, inv, file, rs)
+			}
 			rt, done, err := runtimeFor(c)
 			if err != nil {
 				return err
@@ -66,6 +97,14 @@ func runCommand() *cli.Command {
 			return r.run(c.Context, port.Input{Source: src, Input: in, State: state, Limit: c.Uint64("limit"), Seed: seed}, c.Uint64("slice"))
 		},
 	}
+}
+
+func nativeFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "native", Usage: "run the machine in this process instead of the WebAssembly sandbox (for debugging)"}
+}
+
+func cacheFlag() cli.Flag {
+	return &cli.StringFlag{Name: "cache-dir", Usage: "the sandbox's compilation cache (\"off\" to disable)", DefaultText: "the user cache directory", EnvVars: []string{"RUNEHOST_CACHE_DIR"}}
 }
 
 // runtimeFor picks the sandbox, or the native machine with --native.
@@ -78,6 +117,11 @@ func runtimeFor(c *cli.Context) (port.RuntimePort, func(), error) {
 		return nil, nil, exitf(exitInternal, "run: starting the sandbox: %v", err)
 	}
 	return rt, func() { rt.Close(context.Background()) }, nil
+}
+
+// progName names a prog after its file: testdata/progs/hello.rune is hello.
+func progName(file string) string {
+	return strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 }
 
 func jsonFlag(c *cli.Context, name string) ([]byte, error) {

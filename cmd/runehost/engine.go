@@ -1,0 +1,89 @@
+// engine.go holds what the store-backed commands share: the --store flag,
+// opening the store and the engine, and printing where a run stands.
+
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/guest/port"
+	"github.com/runehost/runehost/host"
+	"github.com/runehost/runehost/store"
+)
+
+// exitWaiting is the exit status of a run that stopped to wait.
+const exitWaiting = 4
+
+func storeFlag() cli.Flag {
+	return &cli.StringFlag{Name: "store", Usage: "the store directory", DefaultText: "runehost/store under the user's data directory", EnvVars: []string{"RUNEHOST_STORE"}}
+}
+
+// openEngine opens the store and starts an engine on it, reporting acts that
+// an earlier process left without an outcome. A command that runs no prog
+// passes runs false and gets the native machine, which costs nothing to start.
+func openEngine(c *cli.Context, runs bool) (*host.Engine, func(), error) {
+	s, err := store.Open(store.Options{Dir: c.String("store")})
+	if err != nil {
+		var le *store.LockedError
+		if errors.As(err, &le) {
+			return nil, nil, exitf(exitUsage, "%v", err)
+		}
+		return nil, nil, exitf(exitInternal, "%v", err)
+	}
+	rt, closeRT, err := port.RuntimePort(port.NewNative()), func() {}, error(nil)
+	if runs {
+		rt, closeRT, err = runtimeFor(c)
+	}
+	if err != nil {
+		s.Close()
+		return nil, nil, err
+	}
+	e, unknown, err := host.Open(s, rt, nowMillis)
+	if err != nil {
+		closeRT()
+		s.Close()
+		return nil, nil, exitf(exitInternal, "%v", err)
+	}
+	for _, op := range unknown {
+		fmt.Fprintf(c.App.ErrWriter, "unknown: act %s of %s was attempted and has no outcome; it will not be re-run (settle it with runehost resolve)\n", op.Tag, op.ID())
+	}
+	w := c.App.ErrWriter
+	e.OnEmit = func(inv string, em host.Emit) { fmt.Fprintf(w, "emit %s %s\n", em.Kind, dataJSON(em.Data)) }
+	e.OnAct = func(op *host.Operation) {
+		r, err := checkpoint.DecodeReply(op.Outcome.Reply)
+		outcome := "ok"
+		switch {
+		case err != nil:
+			outcome = "undecodable outcome"
+		case r.Err != nil:
+			outcome = r.Err.Kind + ": " + r.Err.Msg
+		}
+		fmt.Fprintf(w, "act %s %s: %s\n", op.Tag, dataJSON(op.Args), outcome)
+	}
+	return e, func() { closeRT(); s.Close() }, nil
+}
+
+// report prints where a run stands and returns the command's outcome.
+func report(out, events io.Writer, inv, file string, rs *host.RunState) error {
+	switch rs.Status {
+	case host.Completed:
+		fmt.Fprintln(out, dataJSON(rs.Result))
+		fmt.Fprintf(events, "done: %s completed\n", inv)
+		return nil
+	case host.Conflict:
+		fmt.Fprintln(out, dataJSON(rs.Result))
+		return exitf(exitFailed, "%s: conflict: the prog's state moved on while it ran; its result is kept, not published", inv)
+	case host.Failed:
+		return exitf(exitFailed, "%s:%v", file, rs.Err)
+	case host.Waiting:
+		fmt.Fprintf(events, "waiting: %s waits for %s (runehost send %s TAG JSON, or runehost resume %s)\n", inv, rs.Waiting, inv, inv)
+		return &exitError{code: exitWaiting, err: fmt.Errorf("%s is waiting", inv)}
+	}
+	fmt.Fprintf(events, "%s is %s\n", inv, rs.Status)
+	return nil
+}
