@@ -416,3 +416,45 @@ func (e *Engine) List(statuses ...Status) ([]*Invocation, error) {
 	})
 	return out, err
 }
+
+// Inspection is what `runehost inspect` shows of an invocation.
+type Inspection struct {
+	Invocation *Invocation
+	Prog       *Prog
+	Allowance  Allowance
+	Header     *checkpoint.Header
+	Operations []*Operation
+}
+
+// Inspect gathers an invocation's records.
+func (e *Engine) Inspect(inv string) (*Inspection, error) {
+	i, err := e.invs.get(inv)
+	if err != nil {
+		return nil, err
+	}
+	out := &Inspection{Invocation: i}
+	if out.Prog, err = e.invs.Prog(i.Prog); err != nil {
+		return nil, err
+	}
+	if out.Allowance, err = e.accounts.Get(inv); err != nil {
+		return nil, err
+	}
+	cp, err := e.checkpoint(inv)
+	if err != nil {
+		return nil, err
+	}
+	if out.Header, err = checkpoint.DecodeHeader(cp); err != nil {
+		return nil, fmt.Errorf("invocation %s: stored checkpoint: %w", inv, err)
+	}
+	err = e.Store.View(func(tx *store.Tx) error {
+		return tx.Scan(store.K("op", inv), func(_ store.Key, decode func(any) error) (bool, error) {
+			var op Operation
+			if err := decode(&op); err != nil {
+				return false, err
+			}
+			out.Operations = append(out.Operations, &op)
+			return true, nil
+		})
+	})
+	return out, err
+}

@@ -170,3 +170,18 @@ func TestStoreInUse(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
 }
+
+func TestInspect(t *testing.T) {
+	t.Setenv("RUNEHOST_STORE", filepath.Join(t.TempDir(), "store"))
+	f := writeProg(t, `try { act "fs.read" {path: "x"} } catch e { }`+"\nreturn 1")
+	if code, _, errs := invoke(t, "run", f); code != exitOK {
+		t.Fatalf("run: %d %s", code, errs)
+	}
+	code, out, errs := invoke(t, "inspect", "--json", "r1")
+	if code != exitOK || !strings.Contains(out, `"status":"completed"`) || !strings.Contains(out, `"phase":"consumed"`) || !strings.Contains(out, `"outcome":"denied: no grant for act fs.read"`) {
+		t.Fatalf("exit %d, stdout %s, stderr %s", code, out, errs)
+	}
+	if code, _, _ := invoke(t, "inspect", "r7"); code != exitUsage {
+		t.Fatalf("inspect of nobody: exit %d", code)
+	}
+}

@@ -1,0 +1,71 @@
+// inspect.go holds `runehost inspect`: an invocation's records.
+
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/runehost/runehost/checkpoint"
+)
+
+func inspectCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "inspect",
+		Usage:     "show an invocation: status, prog, allowance, checkpoint header, acts",
+		ArgsUsage: "INVOCATION",
+		Flags:     []cli.Flag{storeFlag(), &cli.BoolFlag{Name: "json", Usage: "as one JSON object"}},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return exitf(exitUsage, "inspect: want one INVOCATION")
+			}
+			e, done, err := openEngine(c, false)
+			if err != nil {
+				return err
+			}
+			defer done()
+			in, err := e.Inspect(c.Args().First())
+			if err != nil {
+				return exitf(exitUsage, "inspect: %v", err)
+			}
+			type act struct {
+				Ordinal uint64 `json:"ordinal"`
+				Tag     string `json:"tag"`
+				Args    any    `json:"args"`
+				Phase   string `json:"phase"`
+				Outcome string `json:"outcome,omitempty"`
+			}
+			var acts []act
+			for _, op := range in.Operations {
+				a := act{Ordinal: op.Ordinal, Tag: op.Tag, Args: json.RawMessage(dataJSON(op.Args)), Phase: op.Phase.String()}
+				if op.Outcome != nil {
+					if r, err := checkpoint.DecodeReply(op.Outcome.Reply); err == nil && r.Err != nil {
+						a.Outcome = r.Err.Kind + ": " + r.Err.Msg
+					} else if err == nil {
+						b, _ := checkpoint.EncodeData(r.Value)
+						a.Outcome = dataJSON(b)
+					}
+				}
+				acts = append(acts, a)
+			}
+			h := in.Header
+			view := map[string]any{
+				"invocation": in.Invocation.ID, "status": in.Invocation.Status.String(),
+				"prog": in.Prog.Name, "admitted_revision": in.Invocation.Revision, "prog_revision": in.Prog.Revision,
+				"allowance":  map[string]uint64{"limit": in.Allowance.Limit, "charged": in.Allowance.Charged, "held": in.Allowance.Held},
+				"checkpoint": map[string]any{"format": h.Format, "semantics": h.Semantics, "program": fmt.Sprintf("%x", h.Program), "used": h.Used, "status": h.Status.String()},
+				"acts":       acts,
+			}
+			if c.Bool("json") {
+				b, _ := json.Marshal(view)
+				fmt.Fprintln(c.App.Writer, string(b))
+				return nil
+			}
+			b, _ := json.MarshalIndent(view, "", "  ")
+			fmt.Fprintln(c.App.Writer, string(b))
+			return nil
+		},
+	}
+}
