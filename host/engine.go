@@ -458,3 +458,22 @@ func (e *Engine) Inspect(inv string) (*Inspection, error) {
 	})
 	return out, err
 }
+
+// Resolve settles an act of unknown outcome as an operator says it ended,
+// then drives the invocation on.
+func (e *Engine) Resolve(ctx context.Context, id OpID, reply []byte) (*RunState, error) {
+	op, err := e.ledger.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	if op.Phase != Unresolved && op.Phase != Attempted {
+		return nil, &LedgerError{Op: id, Phase: op.Phase, Err: errors.New("only an act of unknown outcome can be resolved")}
+	}
+	if op.Phase == Attempted && op.Attempt.Generation == e.Generation {
+		return nil, &LedgerError{Op: id, Phase: op.Phase, Err: errors.New("the act is in flight in this process")}
+	}
+	if _, err := e.ledger.Record(id, Outcome{Reply: reply, Source: "operator", At: e.Clock()}); err != nil {
+		return nil, err
+	}
+	return e.Resume(ctx, id.Invocation)
+}

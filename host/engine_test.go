@@ -247,3 +247,37 @@ return s`)
 		t.Fatalf("got %+v %v, want %s", got, err, porttestJSON(t, want.Result))
 	}
 }
+
+// Resolve settles an Unknown act as an operator says and goes on.
+func TestEngineResolve(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := store.Open(store.Options{Dir: dir})
+	e, _, err := Open(s, port.NewNative(), func() int64 { return 1 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Adapters["calc"] = &recorder{crash: true}
+	func() {
+		defer func() { recover() }()
+		e.Start(context.Background(), "inv", "p", []byte(actsProg), nil, 1_000_000, 7)
+	}()
+	s.Close()
+	s, _ = store.Open(store.Options{Dir: dir})
+	defer s.Close()
+	e, unknown, err := Open(s, port.NewNative(), func() int64 { return 1 })
+	if err != nil || len(unknown) != 1 {
+		t.Fatalf("open: %v %v", unknown, err)
+	}
+	e.Adapters["calc"] = &recorder{}
+	b, _ := checkpoint.EncodeReply(checkpoint.Reply{Value: int64(0)})
+	if _, err := e.Resolve(context.Background(), OpID{"inv", 2}, b); !errors.Is(err, ErrUnknownOp) {
+		t.Fatalf("resolving an act never proposed: %v", err)
+	}
+	out, err := e.Resolve(context.Background(), OpID{"inv", 1}, b)
+	if err != nil || out.Status != Completed {
+		t.Fatalf("got %+v %v", out, err)
+	}
+	if _, err := e.Resolve(context.Background(), OpID{"inv", 1}, b); err == nil {
+		t.Fatal("resolved a settled act")
+	}
+}
