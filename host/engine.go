@@ -25,9 +25,11 @@ import (
 )
 
 // Adapter performs one kind of act. Its error is the act's outcome (the prog
-// sees it as an error of kind "failed"), not a failure of the engine.
+// sees it as an error of kind "failed"), not a failure of the engine. The
+// operation's identity (invocation and ordinal) is the idempotency key an
+// adapter can give the world.
 type Adapter interface {
-	Do(ctx context.Context, tag string, args []byte) (reply any, err error)
+	Do(ctx context.Context, op *Operation) (reply any, err error)
 }
 
 // Engine runs invocations durably.
@@ -84,14 +86,13 @@ func (e *Engine) Start(ctx context.Context, inv, prog string, source, input []by
 	if err != nil {
 		return nil, err
 	}
-	if _, err := e.invs.Admit(inv, prog); err != nil {
-		return nil, err
-	}
+	// The invocation, its allowance, its source and its first checkpoint are
+	// written in one transaction: a crash leaves all of them or none.
 	p, err := e.invs.Prog(prog)
-	if err != nil {
-		return nil, err
+	if errors.Is(err, ErrNoSuchProg) {
+		p, err = &Prog{Name: prog}, nil
 	}
-	if _, err := e.accounts.Open(inv, limit); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	cp, err := e.Runtime.Start(ctx, port.Input{Source: source, Input: input, State: p.State, Invocation: inv, Seed: seed, Limit: limit})
@@ -99,6 +100,33 @@ func (e *Engine) Start(ctx context.Context, inv, prog string, source, input []by
 		return nil, err
 	}
 	err = e.Store.Update(store.Synced, func(tx *store.Tx) error {
+		var now Prog
+		found, err := tx.Get(progKey(prog), &now)
+		if err != nil {
+			return err
+		}
+		if !found {
+			now = Prog{Name: prog}
+			if err := tx.Put(progKey(prog), now); err != nil {
+				return err
+			}
+		}
+		if now.Revision != p.Revision {
+			return fmt.Errorf("prog %s moved to revision %d while %s was admitted: %w", prog, now.Revision, inv, store.ErrConflict)
+		}
+		var old Invocation
+		if ok, err := tx.Get(invKey(inv), &old); err != nil || ok {
+			if err == nil {
+				err = fmt.Errorf("invocation %s exists", inv)
+			}
+			return err
+		}
+		if err := tx.Put(invKey(inv), Invocation{ID: inv, Prog: prog, Revision: now.Revision, Status: Running}); err != nil {
+			return err
+		}
+		if err := tx.Put(allowanceKey(inv), Allowance{Limit: limit}); err != nil {
+			return err
+		}
 		if err := tx.PutRaw(srcKey(fmt.Sprintf("%x", info.Hash)), source); err != nil {
 			return err
 		}
@@ -267,7 +295,7 @@ func (e *Engine) dispatch(ctx context.Context, id OpID, op *Operation) (*Operati
 	if adapter == nil {
 		r.Err = &checkpoint.Error{Kind: "denied", Msg: fmt.Sprintf("no grant for act %s", op.Tag)}
 	} else {
-		v, err := adapter.Do(ctx, op.Tag, op.Args)
+		v, err := adapter.Do(ctx, op)
 		if err != nil {
 			r.Err = &checkpoint.Error{Kind: "failed", Msg: err.Error()}
 		} else {

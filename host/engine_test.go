@@ -26,7 +26,8 @@ type recorder struct {
 
 type crashed struct{}
 
-func (r *recorder) Do(_ context.Context, tag string, args []byte) (any, error) {
+func (r *recorder) Do(_ context.Context, op *Operation) (any, error) {
+	tag, args := op.Tag, op.Args
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.calls == nil {

@@ -52,6 +52,7 @@ func openEngine(c *cli.Context, runs bool) (*host.Engine, func(), error) {
 	for _, op := range unknown {
 		fmt.Fprintf(c.App.ErrWriter, "unknown: act %s of %s was attempted and has no outcome; it will not be re-run (settle it with runehost resolve)\n", op.Tag, op.ID())
 	}
+	testAdapters(e)
 	w := c.App.ErrWriter
 	e.OnEmit = func(inv string, em host.Emit) { fmt.Fprintf(w, "emit %s %s\n", em.Kind, dataJSON(em.Data)) }
 	e.OnAct = func(op *host.Operation) {
