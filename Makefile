@@ -13,7 +13,10 @@ FUZZ_TARGETS := \
 	./guest/port:FuzzWire \
 	./wasmvm/fuel:FuzzInject
 
-.PHONY: all build guest guest-check test vet unit fuzz fuzz-short bench clean
+.PHONY: all build guest guest-check test vet unit fuzz fuzz-short crash crash-short bench clean
+
+CRASH_KILLS ?= 300
+CRASH_SEED  ?= $(shell date +%s)
 
 # The guest is built with this toolchain's wasip1 port, reproducibly
 # (-trimpath, no build id, no symbol tables), then metered (wasmvm/fuel).
@@ -39,7 +42,7 @@ guest-check:
 	else echo "wasmvm/guest.wasm differs from a rebuild: run make guest and commit it"; rm -rf $$tmp; exit 1; fi
 
 ## test: everything CI runs: vet, unit and golden tests, a short fuzz of every target, the bench harness's agreement test.
-test: vet guest-check unit fuzz-short
+test: vet guest-check unit fuzz-short crash-short
 	cd bench && $(GO) test ./...
 
 vet:
@@ -59,6 +62,13 @@ fuzz:
 
 fuzz-short:
 	$(MAKE) fuzz FUZZTIME=20000x
+
+## crash: kill runehost with SIGKILL CRASH_KILLS times while it runs acts, restart, check (seeded: CRASH_SEED).
+crash:
+	$(GO) run ./internal/crashtest -kills $(CRASH_KILLS) -seed $(CRASH_SEED)
+
+crash-short:
+	$(MAKE) crash CRASH_KILLS=25 CRASH_SEED=1
 
 ## bench: Rune native vs starlark-go vs gopher-lua, plus the machine's own benchmarks.
 bench:

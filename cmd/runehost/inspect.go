@@ -58,6 +58,9 @@ func inspectCommand() *cli.Command {
 				"checkpoint": map[string]any{"format": h.Format, "semantics": h.Semantics, "program": fmt.Sprintf("%x", h.Program), "used": h.Used, "status": h.Status.String()},
 				"acts":       acts,
 			}
+			if len(in.Invocation.Result) > 0 {
+				view["result"] = json.RawMessage(dataJSON(in.Invocation.Result))
+			}
 			if c.Bool("json") {
 				b, _ := json.Marshal(view)
 				fmt.Fprintln(c.App.Writer, string(b))

@@ -1,6 +1,7 @@
 // testadapter.go holds the recording test adapter the crash harness uses:
 // with RUNEHOST_TEST_ADAPTER=FILE, the act "test.record" {n: N} appends a
-// line "INVOCATION#ORDINAL N" to FILE, synced, and answers N * 2. The file
+// line "INVOCATION#ORDINAL N" to FILE, synced, and answers N * 2 (waiting
+// RUNEHOST_TEST_ADAPTER_DELAY_MS before and after the effect). The file
 // is the world's record of effects: a line written twice is an act
 // dispatched twice.
 
@@ -10,12 +11,17 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
+	"time"
 
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/host"
 )
 
-type recordAdapter struct{ path string }
+type recordAdapter struct {
+	path  string
+	delay time.Duration // before and after the effect: a window for kills
+}
 
 func (a recordAdapter) Do(_ context.Context, op *host.Operation) (any, error) {
 	d, err := checkpoint.DecodeData(op.Args)
@@ -31,6 +37,8 @@ func (a recordAdapter) Do(_ context.Context, op *host.Operation) (any, error) {
 	if !ok {
 		return nil, fmt.Errorf("test.record wants {n: int}")
 	}
+	time.Sleep(a.delay)
+	defer time.Sleep(a.delay)
 	f, err := os.OpenFile(a.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
@@ -48,6 +56,7 @@ func (a recordAdapter) Do(_ context.Context, op *host.Operation) (any, error) {
 // testAdapters registers the test adapter when the environment asks for it.
 func testAdapters(e *host.Engine) {
 	if path := os.Getenv("RUNEHOST_TEST_ADAPTER"); path != "" {
-		e.Adapters["test.record"] = recordAdapter{path: path}
+		ms, _ := strconv.Atoi(os.Getenv("RUNEHOST_TEST_ADAPTER_DELAY_MS"))
+		e.Adapters["test.record"] = recordAdapter{path: path, delay: time.Duration(ms) * time.Millisecond}
 	}
 }
