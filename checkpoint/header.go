@@ -14,18 +14,8 @@ import (
 	"github.com/runehost/runehost/internal/detcbor"
 )
 
-func count(present ...bool) uint64 {
-	n := uint64(0)
-	for _, p := range present {
-		if p {
-			n++
-		}
-	}
-	return n
-}
-
 func appendHeader(b []byte, h *Header) []byte {
-	b = detcbor.AppendHead(b, detcbor.Map, count(true, true, true, h.Invocation != "", len(h.Context) > 0, true, true, h.Pending != nil, len(h.Result) > 0, h.Error != nil))
+	b = detcbor.AppendHead(b, detcbor.Map, detcbor.Count(true, true, true, h.Invocation != "", len(h.Context) > 0, true, true, h.Pending != nil, len(h.Result) > 0, h.Error != nil))
 	b = detcbor.AppendHead(append(b, 1), detcbor.Uint, h.Format)
 	b = detcbor.AppendHead(append(b, 2), detcbor.Uint, h.Semantics)
 	b = detcbor.AppendBytes(append(b, 3), h.Program)
@@ -38,7 +28,7 @@ func appendHeader(b []byte, h *Header) []byte {
 	b = detcbor.AppendHead(append(b, 6), detcbor.Uint, h.Used)
 	b = detcbor.AppendHead(append(b, 7), detcbor.Uint, uint64(h.Status))
 	if p := h.Pending; p != nil {
-		b = detcbor.AppendHead(append(b, 8), detcbor.Map, count(true, true, p.Tag != "", true))
+		b = detcbor.AppendHead(append(b, 8), detcbor.Map, detcbor.Count(true, true, p.Tag != "", true))
 		b = detcbor.AppendHead(append(b, 1), detcbor.Uint, uint64(p.Kind))
 		b = detcbor.AppendHead(append(b, 2), detcbor.Uint, p.Seq)
 		if p.Tag != "" {
@@ -64,7 +54,7 @@ func rawOrNull(r RawData) []byte {
 
 // AppendError appends an Error as the CBOR map fxamacker writes for it.
 func AppendError(b []byte, e *Error) []byte {
-	b = detcbor.AppendHead(b, detcbor.Map, count(true, true, e.Pos != "", len(e.Trace) > 0, len(e.Data) > 0))
+	b = detcbor.AppendHead(b, detcbor.Map, detcbor.Count(true, true, e.Pos != "", len(e.Trace) > 0, len(e.Data) > 0))
 	b = detcbor.AppendText(append(b, 1), e.Kind)
 	b = detcbor.AppendText(append(b, 2), e.Msg)
 	if e.Pos != "" {
@@ -82,31 +72,14 @@ func AppendError(b []byte, e *Error) []byte {
 	return b
 }
 
-// mapKeys reads a map of small integer keys in ascending order, calling f
-// for each; a key above max is refused.
+// mapKeys reads a map of small integer keys (detcbor.Reader.MapKeys),
+// wording the map's own errors.
 func (r *reader) mapKeys(max uint64, f func(key uint64) error) error {
-	m, n, _, err := r.head()
-	if err != nil {
-		return err
+	err := r.Reader.MapKeys(max, f)
+	if de, ok := err.(*detcbor.Error); ok {
+		return r.wrap(de)
 	}
-	if m != detcbor.Map || n > max {
-		return r.fail("want a map of at most %d keys", max)
-	}
-	last := uint64(0)
-	for i := uint64(0); i < n; i++ {
-		k, err := r.uint()
-		if err != nil {
-			return err
-		}
-		if k <= last || k > max {
-			return r.fail("unknown, repeated or unordered key %d", k)
-		}
-		last = k
-		if err := f(k); err != nil {
-			return err
-		}
-	}
-	return nil
+	return err
 }
 
 func (r *reader) textItem(omitEmpty bool) (string, error) {

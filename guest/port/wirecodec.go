@@ -16,19 +16,8 @@ import (
 	"github.com/runehost/runehost/internal/detcbor"
 )
 
-// fields counts the keys of a map whose values are present.
-func fields(present ...bool) uint64 {
-	n := uint64(0)
-	for _, p := range present {
-		if p {
-			n++
-		}
-	}
-	return n
-}
-
 func encodeRequest(r *wireRequest) []byte {
-	b := detcbor.AppendHead(nil, 5, fields(len(r.Checkpoint) > 0, len(r.Reply) > 0, r.Slice != 0, r.Clock != 0, r.Lazy, r.Invocation != ""))
+	b := detcbor.AppendHead(nil, 5, detcbor.Count(len(r.Checkpoint) > 0, len(r.Reply) > 0, r.Slice != 0, r.Clock != 0, r.Lazy, r.Invocation != ""))
 	if len(r.Checkpoint) > 0 {
 		b = detcbor.AppendBytes(append(b, 1), r.Checkpoint)
 	}
@@ -52,7 +41,7 @@ func encodeRequest(r *wireRequest) []byte {
 
 func encodeWireResult(r *wireResult) []byte {
 	b := detcbor.AppendHead(make([]byte, 0, 64+len(r.Checkpoint)+len(r.Result)+len(r.Args)), 5,
-		fields(true, true, len(r.Checkpoint) > 0, len(r.Result) > 0, r.Tag != "", len(r.Args) > 0, r.Seq != 0, r.Err != nil, len(r.Emits) > 0))
+		detcbor.Count(true, true, len(r.Checkpoint) > 0, len(r.Result) > 0, r.Tag != "", len(r.Args) > 0, r.Seq != 0, r.Err != nil, len(r.Emits) > 0))
 	b = detcbor.AppendHead(append(b, 1), 0, uint64(r.Kind))
 	b = detcbor.AppendHead(append(b, 2), 0, r.Used)
 	if len(r.Checkpoint) > 0 {
@@ -83,7 +72,7 @@ func encodeWireResult(r *wireResult) []byte {
 }
 
 func encodeWireAnswer(a *wireAnswer) []byte {
-	b := detcbor.AppendHead(make([]byte, 0, 16+len(a.Body)+len(a.Msg)), 5, fields(a.Code != 0, a.Msg != "", a.Line != 0, a.Col != 0, len(a.Body) > 0))
+	b := detcbor.AppendHead(make([]byte, 0, 16+len(a.Body)+len(a.Msg)), 5, detcbor.Count(a.Code != 0, a.Msg != "", a.Line != 0, a.Col != 0, len(a.Body) > 0))
 	if a.Code != 0 {
 		b = detcbor.AppendInt(append(b, 1), int64(a.Code))
 	}
@@ -166,28 +155,11 @@ func (r *wreader) text() (string, error) {
 
 // mapKeys reads a map head and calls f for each key in ascending order.
 func (r *wreader) mapKeys(max uint64, f func(key uint64) error) error {
-	m, n, err := r.head()
-	if err != nil {
-		return err
+	err := r.Reader.MapKeys(max, f)
+	if de, ok := err.(*detcbor.Error); ok {
+		return wrapWire(de)
 	}
-	if m != 5 || n > max {
-		return r.fail("want a map")
-	}
-	last := uint64(0)
-	for i := uint64(0); i < n; i++ {
-		k, err := r.uint()
-		if err != nil {
-			return err
-		}
-		if k <= last || k > max {
-			return r.fail("unknown, duplicate or unordered key")
-		}
-		last = k
-		if err := f(k); err != nil {
-			return err
-		}
-	}
-	return nil
+	return err
 }
 
 // nonZero rejects an omitted-when-empty field that is present but empty:
@@ -366,7 +338,7 @@ func decodeWireAnswer(b []byte) (*wireAnswer, error) {
 
 func encodeInput(in *wireInput) []byte {
 	b := detcbor.AppendHead(make([]byte, 0, 32+len(in.Source)+len(in.Input)+len(in.State)), detcbor.Map,
-		fields(len(in.Source) > 0, len(in.Input) > 0, len(in.State) > 0, len(in.Context) > 0, in.Invocation != "", in.Seed != 0, in.Limit != 0))
+		detcbor.Count(len(in.Source) > 0, len(in.Input) > 0, len(in.State) > 0, len(in.Context) > 0, in.Invocation != "", in.Seed != 0, in.Limit != 0))
 	for i, v := range [][]byte{in.Source, in.Input, in.State, in.Context} {
 		if len(v) > 0 {
 			b = detcbor.AppendBytes(append(b, byte(i+1)), v)
@@ -417,7 +389,7 @@ func decodeInput(b []byte) (*wireInput, error) {
 }
 
 func encodeInfo(w *wireInfo) []byte {
-	b := detcbor.AppendHead(nil, detcbor.Map, fields(true, len(w.ActTags) > 0))
+	b := detcbor.AppendHead(nil, detcbor.Map, detcbor.Count(true, len(w.ActTags) > 0))
 	b = detcbor.AppendBytes(append(b, 1), w.Hash)
 	if len(w.ActTags) > 0 {
 		b = detcbor.AppendHead(append(b, 2), detcbor.Array, uint64(len(w.ActTags)))

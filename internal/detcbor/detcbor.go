@@ -168,3 +168,43 @@ func (r *Reader) Raw(major byte) ([]byte, error) {
 	r.Off += l
 	return v, nil
 }
+
+// Count is the number of fields present: the size of a map whose empty
+// fields are omitted.
+func Count(present ...bool) uint64 {
+	n := uint64(0)
+	for _, p := range present {
+		if p {
+			n++
+		}
+	}
+	return n
+}
+
+// MapKeys reads a map whose keys are small unsigned integers in ascending
+// order, at most max, and calls f after each key to read its value. Errors
+// of the map itself are *Error; f's errors are returned as they are.
+func (r *Reader) MapKeys(max uint64, f func(key uint64) error) error {
+	m, n, _, err := r.Head()
+	if err != nil {
+		return err
+	}
+	if m != Map || n > max {
+		return r.Fail("want a map of at most %d keys", max)
+	}
+	last := uint64(0)
+	for i := uint64(0); i < n; i++ {
+		k, err := r.Uint()
+		if err != nil {
+			return err
+		}
+		if k <= last || k > max {
+			return r.Fail("unknown, repeated or unordered key %d", k)
+		}
+		last = k
+		if err := f(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
