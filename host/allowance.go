@@ -40,28 +40,23 @@ func NewAccounts(s *store.Store) *Accounts { return &Accounts{s: s} }
 func allowanceKey(inv string) store.Key { return store.K("alw", inv) }
 
 func (a *Accounts) change(inv string, f func(al *Allowance, found bool) error) (Allowance, error) {
-	for {
-		var out Allowance
-		err := a.s.Update(store.Synced, func(tx *store.Tx) error {
-			var al Allowance
-			found, err := tx.Get(allowanceKey(inv), &al)
-			if err != nil {
-				return err
-			}
-			if err := f(&al, found); err != nil {
-				return err
-			}
-			if al.Charged+al.Held > al.Limit || al.Charged+al.Held < al.Charged {
-				return fmt.Errorf("allowance of %s: charged %d + held %d over limit %d", inv, al.Charged, al.Held, al.Limit)
-			}
-			out = al
-			return tx.Put(allowanceKey(inv), al)
-		})
-		if errors.Is(err, store.ErrConflict) {
-			continue
+	var out Allowance
+	err := a.s.Retry(store.Synced, func(tx *store.Tx) error {
+		var al Allowance
+		found, err := tx.Get(allowanceKey(inv), &al)
+		if err != nil {
+			return err
 		}
-		return out, err
-	}
+		if err := f(&al, found); err != nil {
+			return err
+		}
+		if al.Charged+al.Held > al.Limit || al.Charged+al.Held < al.Charged {
+			return fmt.Errorf("allowance of %s: charged %d + held %d over limit %d", inv, al.Charged, al.Held, al.Limit)
+		}
+		out = al
+		return tx.Put(allowanceKey(inv), al)
+	})
+	return out, err
 }
 
 // Open sets up the allowance of a new invocation.

@@ -363,21 +363,15 @@ type generation struct {
 // without an outcome become Unresolved (reported Unknown, never re-run).
 func Open(s *store.Store, rt port.RuntimePort, clock func() int64) (*Engine, []*Operation, error) {
 	var gen generation
-	for {
-		err := s.Update(store.Synced, func(tx *store.Tx) error {
-			if _, err := tx.Get(store.K("gen"), &gen); err != nil {
-				return err
-			}
-			gen.N++
-			return tx.Put(store.K("gen"), gen)
-		})
-		if errors.Is(err, store.ErrConflict) {
-			continue
+	err := s.Retry(store.Synced, func(tx *store.Tx) error {
+		if _, err := tx.Get(store.K("gen"), &gen); err != nil {
+			return err
 		}
-		if err != nil {
-			return nil, nil, err
-		}
-		break
+		gen.N++
+		return tx.Put(store.K("gen"), gen)
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	e := NewEngine(s, rt, gen.N, clock)
 	unknown, err := e.ledger.Recover(gen.N)
@@ -387,19 +381,14 @@ func Open(s *store.Store, rt port.RuntimePort, clock func() int64) (*Engine, []*
 // NewInvocationID returns a fresh invocation id, r1, r2, ...
 func (e *Engine) NewInvocationID() (string, error) {
 	var c generation
-	for {
-		err := e.Store.Update(store.Synced, func(tx *store.Tx) error {
-			if _, err := tx.Get(store.K("seq"), &c); err != nil {
-				return err
-			}
-			c.N++
-			return tx.Put(store.K("seq"), c)
-		})
-		if errors.Is(err, store.ErrConflict) {
-			continue
+	err := e.Store.Retry(store.Synced, func(tx *store.Tx) error {
+		if _, err := tx.Get(store.K("seq"), &c); err != nil {
+			return err
 		}
-		return fmt.Sprintf("r%d", c.N), err
-	}
+		c.N++
+		return tx.Put(store.K("seq"), c)
+	})
+	return fmt.Sprintf("r%d", c.N), err
 }
 
 // Resume recovers an invocation's held allowance (a lost settlement is

@@ -47,67 +47,57 @@ func (mb *Mailboxes) Deliver(inv, tag string, payload []byte) (*Event, error) {
 		return nil, fmt.Errorf("deliver to %s: an event needs a tag", inv)
 	}
 	var ev *Event
-	for {
-		err := mb.s.Update(store.Synced, func(tx *store.Tx) error {
-			var i Invocation
-			found, err := tx.Get(invKey(inv), &i)
-			if err != nil {
-				return err
-			}
-			if !found {
-				return fmt.Errorf("deliver %q: %w: %s", tag, ErrNoSuchInvocation, inv)
-			}
-			if i.Status.Terminal() {
-				return fmt.Errorf("deliver %q to %s: %w: it is %s", tag, inv, ErrBadTransition, i.Status)
-			}
-			var box mailbox
-			if _, err := tx.Get(store.K("box", inv), &box); err != nil {
-				return err
-			}
-			box.Next++
-			ev = &Event{Invocation: inv, Seq: box.Next, Tag: tag, Payload: payload}
-			if err := tx.Put(store.K("box", inv), box); err != nil {
-				return err
-			}
-			return tx.Put(eventKey(inv, box.Next), ev)
-		})
-		if errors.Is(err, store.ErrConflict) {
-			continue
+	err := mb.s.Retry(store.Synced, func(tx *store.Tx) error {
+		var i Invocation
+		found, err := tx.Get(invKey(inv), &i)
+		if err != nil {
+			return err
 		}
-		return ev, err
-	}
+		if !found {
+			return fmt.Errorf("deliver %q: %w: %s", tag, ErrNoSuchInvocation, inv)
+		}
+		if i.Status.Terminal() {
+			return fmt.Errorf("deliver %q to %s: %w: it is %s", tag, inv, ErrBadTransition, i.Status)
+		}
+		var box mailbox
+		if _, err := tx.Get(store.K("box", inv), &box); err != nil {
+			return err
+		}
+		box.Next++
+		ev = &Event{Invocation: inv, Seq: box.Next, Tag: tag, Payload: payload}
+		if err := tx.Put(store.K("box", inv), box); err != nil {
+			return err
+		}
+		return tx.Put(eventKey(inv, box.Next), ev)
+	})
+	return ev, err
 }
 
 // Take consumes the earliest untaken event of inv under any of tags, or
 // returns ErrNoEvent (the invocation then waits).
 func (mb *Mailboxes) Take(inv string, tags []string) (*Event, error) {
-	for {
-		var got *Event
-		err := mb.s.Update(store.Synced, func(tx *store.Tx) error {
-			got = nil
-			err := tx.Scan(store.K("rcv", inv), func(key store.Key, decode func(any) error) (bool, error) {
-				var ev Event
-				if err := decode(&ev); err != nil {
-					return false, err
-				}
-				if ev.Taken || !slices.Contains(tags, ev.Tag) {
-					return true, nil
-				}
-				got = &ev
-				return false, nil
-			})
-			if err != nil || got == nil {
-				return err
+	var got *Event
+	err := mb.s.Retry(store.Synced, func(tx *store.Tx) error {
+		got = nil
+		err := tx.Scan(store.K("rcv", inv), func(key store.Key, decode func(any) error) (bool, error) {
+			var ev Event
+			if err := decode(&ev); err != nil {
+				return false, err
 			}
-			got.Taken = true
-			return tx.Put(eventKey(inv, got.Seq), got)
+			if ev.Taken || !slices.Contains(tags, ev.Tag) {
+				return true, nil
+			}
+			got = &ev
+			return false, nil
 		})
-		if errors.Is(err, store.ErrConflict) {
-			continue
+		if err != nil || got == nil {
+			return err
 		}
-		if err == nil && got == nil {
-			return nil, fmt.Errorf("%s awaiting %v: %w", inv, tags, ErrNoEvent)
-		}
-		return got, err
+		got.Taken = true
+		return tx.Put(eventKey(inv, got.Seq), got)
+	})
+	if err == nil && got == nil {
+		return nil, fmt.Errorf("%s awaiting %v: %w", inv, tags, ErrNoEvent)
 	}
+	return got, err
 }

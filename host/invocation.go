@@ -89,12 +89,7 @@ func invKey(id string) store.Key    { return store.K("inv", id) }
 
 // update retries a transaction that conflicts.
 func (iv *Invocations) update(d store.Durability, f func(tx *store.Tx) error) error {
-	for {
-		err := iv.s.Update(d, f)
-		if !errors.Is(err, store.ErrConflict) {
-			return err
-		}
-	}
+	return iv.s.Retry(d, f)
 }
 
 // Admit records a new invocation of prog at the prog's current revision,

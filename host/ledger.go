@@ -120,32 +120,22 @@ func NewLedger(s *store.Store) *Ledger { return &Ledger{s: s} }
 
 // update runs a read-modify-write of one operation, retrying conflicts.
 func (l *Ledger) update(id OpID, d store.Durability, f func(op *Operation, found bool) (*Operation, error)) (*Operation, error) {
-	for {
-		var out *Operation
-		err := l.s.Update(d, func(tx *store.Tx) error {
-			var op Operation
-			found, err := tx.Get(id.key(), &op)
-			if err != nil {
-				return err
-			}
-			next, err := f(&op, found)
-			if err != nil {
-				return err
-			}
-			out = next
-			if next == nil {
-				return nil
-			}
-			return tx.Put(id.key(), next)
-		})
-		if errors.Is(err, store.ErrConflict) {
-			continue
-		}
+	var out *Operation
+	err := l.s.Retry(d, func(tx *store.Tx) error {
+		var op Operation
+		found, err := tx.Get(id.key(), &op)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		return out, nil
+		if out, err = f(&op, found); err != nil || out == nil {
+			return err
+		}
+		return tx.Put(id.key(), out)
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
 }
 
 // Propose records an operation in phase Proposed. Proposing the same
@@ -156,6 +146,7 @@ func (l *Ledger) Propose(op Operation) (*Operation, error) {
 	id := op.ID()
 	var existing *Operation
 	out, err := l.update(id, store.Buffered, func(cur *Operation, found bool) (*Operation, error) {
+		existing = nil // f runs again after a conflict
 		if !found {
 			op.Phase, op.Attempt, op.Outcome = Proposed, nil, nil
 			return &op, nil
@@ -196,6 +187,7 @@ func (l *Ledger) Attempt(id OpID, a Attempt) (*Operation, error) {
 func (l *Ledger) Record(id OpID, o Outcome) (*Operation, error) {
 	var receipt *Operation
 	op, err := l.update(id, store.Synced, func(cur *Operation, found bool) (*Operation, error) {
+		receipt = nil // f runs again after a conflict
 		switch {
 		case !found:
 			return nil, &LedgerError{Op: id, Err: ErrUnknownOp}
@@ -222,6 +214,7 @@ func (l *Ledger) Record(id OpID, o Outcome) (*Operation, error) {
 func (l *Ledger) Consume(id OpID) (*Operation, error) {
 	var receipt *Operation
 	op, err := l.update(id, store.Buffered, func(cur *Operation, found bool) (*Operation, error) {
+		receipt = nil // f runs again after a conflict
 		switch {
 		case !found:
 			return nil, &LedgerError{Op: id, Err: ErrUnknownOp}

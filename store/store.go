@@ -204,6 +204,17 @@ func (s *Store) Update(d Durability, fn func(tx *Tx) error) error {
 	return nil
 }
 
+// Retry is Update, run again from the start after a conflict until it
+// commits: fn must depend only on what it reads in its transaction.
+func (s *Store) Retry(d Durability, fn func(tx *Tx) error) error {
+	for {
+		err := s.Update(d, fn)
+		if !errors.Is(err, ErrConflict) {
+			return err
+		}
+	}
+}
+
 // View runs fn in a read-only transaction.
 func (s *Store) View(fn func(tx *Tx) error) error {
 	return s.db.View(func(t *badger.Txn) error { return fn(&Tx{t: t, readOnly: true}) })
