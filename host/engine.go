@@ -141,6 +141,13 @@ func (e *Engine) Start(ctx context.Context, inv, prog string, source, input []by
 // Drive runs an invocation from its stored checkpoint until it ends, waits
 // for an event, or meets an act of unknown outcome.
 func (e *Engine) Drive(ctx context.Context, inv string) (*RunState, error) {
+	i, err := e.invs.get(inv)
+	if err != nil {
+		return nil, err
+	}
+	if i.Status.Terminal() {
+		return &RunState{Status: i.Status, Result: i.Result}, nil
+	}
 	var emits []Emit
 	for {
 		if err := ctx.Err(); err != nil {
@@ -493,4 +500,15 @@ func (e *Engine) Resolve(ctx context.Context, id OpID, reply []byte) (*RunState,
 		return nil, err
 	}
 	return e.Resume(ctx, id.Invocation)
+}
+
+// Cancel stops an invocation that has not ended. Its records stay: an act of
+// unknown outcome stays unresolved and inspectable, and its allowance held by
+// a lost slice is charged.
+func (e *Engine) Cancel(inv string) error {
+	if _, err := e.accounts.Recover(inv); err != nil {
+		return err
+	}
+	_, err := e.invs.Move(inv, Cancelled)
+	return err
 }

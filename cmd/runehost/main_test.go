@@ -185,3 +185,23 @@ func TestInspect(t *testing.T) {
 		t.Fatalf("inspect of nobody: exit %d", code)
 	}
 }
+
+func TestCancel(t *testing.T) {
+	t.Setenv("RUNEHOST_STORE", filepath.Join(t.TempDir(), "store"))
+	f := writeProg(t, "return await {key: \"go\"}")
+	if code, _, _ := invoke(t, "run", f); code != exitWaiting {
+		t.Fatalf("run: exit %d", code)
+	}
+	if code, _, errs := invoke(t, "cancel", "r1"); code != exitOK {
+		t.Fatalf("cancel: exit %d, %s", code, errs)
+	}
+	if code, _, errs := invoke(t, "send", "r1", "go", "1"); code != exitUsage || !strings.Contains(errs, "cancelled") {
+		t.Fatalf("send to a cancelled invocation: exit %d, %s", code, errs)
+	}
+	if code, _, errs := invoke(t, "cancel", "r1"); code != exitUsage || !strings.Contains(errs, "not allowed") {
+		t.Fatalf("cancel twice: exit %d, %s", code, errs)
+	}
+	if code, out, _ := invoke(t, "ps", "--status", "cancelled"); code != exitOK || !strings.Contains(out, "r1") {
+		t.Fatalf("ps: exit %d, %q", code, out)
+	}
+}
