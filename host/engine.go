@@ -148,25 +148,28 @@ func (e *Engine) Drive(ctx context.Context, inv string) (*RunState, error) {
 	if i.Status.Terminal() {
 		return &RunState{Status: i.Status, Result: i.Result}, nil
 	}
+	// The stored checkpoint is read and decoded once; after that each step's
+	// result says where the machine stands.
+	cp, err := e.checkpoint(inv)
+	if err != nil {
+		return nil, err
+	}
+	c, err := checkpoint.Decode(cp, checkpoint.Expect{Semantics: semantics})
+	if err != nil {
+		return nil, fmt.Errorf("invocation %s: stored checkpoint: %w", inv, err)
+	}
+	h := &c.Header
+	if err := e.ensureLoaded(ctx, h); err != nil {
+		return nil, err
+	}
+	reported := h.Pending != nil && c.Machine.Steps == h.Used // a suspension the machine reported
 	var emits []Emit
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		cp, err := e.checkpoint(inv)
-		if err != nil {
-			return nil, err
-		}
-		c, err := checkpoint.Decode(cp, checkpoint.Expect{Semantics: semantics})
-		if err != nil {
-			return nil, fmt.Errorf("invocation %s: stored checkpoint: %w", inv, err)
-		}
-		h := &c.Header
-		if err := e.ensureLoaded(ctx, h); err != nil {
-			return nil, err
-		}
 		var reply []byte
-		if h.Pending != nil && c.Machine.Steps == h.Used { // a suspension the machine reported
+		if reported {
 			var out *RunState
 			reply, out, err = e.answer(ctx, inv, h)
 			if err != nil || out != nil {
@@ -218,7 +221,15 @@ func (e *Engine) Drive(ctx context.Context, inv string) (*RunState, error) {
 				return nil, err
 			}
 			return &RunState{Status: Failed, Err: res.Err, Emits: emits}, nil
+		case port.Act, port.Event:
+			if h, err = checkpoint.DecodeHeader(res.Checkpoint); err != nil {
+				return nil, err
+			}
+			reported = true
+		default:
+			h.Used, reported = res.Used, false
 		}
+		cp = res.Checkpoint
 	}
 }
 
