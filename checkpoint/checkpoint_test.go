@@ -304,12 +304,8 @@ func TestBodyMatchesReference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var w struct {
-			_      struct{} `cbor:",toarray"`
-			Header cbor.RawMessage
-			Body   []byte
-		}
-		if err := cbor.Unmarshal(b, &w); err != nil {
+		w, err := splitRef(b)
+		if err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(ref, w.Body) {
@@ -369,12 +365,8 @@ func encodeBodyRef(t *testing.T, m *checkpoint.Machine) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var w struct {
-		_      struct{} `cbor:",toarray"`
-		Header cbor.RawMessage
-		Body   []byte
-	}
-	if err := cbor.Unmarshal(b, &w); err != nil {
+	w, err := splitRef(b)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return w.Body
@@ -382,12 +374,8 @@ func encodeBodyRef(t *testing.T, m *checkpoint.Machine) []byte {
 
 // referenceHeader decodes a header with fxamacker/cbor.
 func referenceHeader(b []byte) (*checkpoint.Header, error) {
-	var w struct {
-		_      struct{} `cbor:",toarray"`
-		Header cbor.RawMessage
-		Body   []byte
-	}
-	if err := cbor.Unmarshal(b, &w); err != nil {
+	w, err := splitRef(b)
+	if err != nil {
 		return nil, err
 	}
 	var h checkpoint.Header
@@ -395,4 +383,19 @@ func referenceHeader(b []byte) (*checkpoint.Header, error) {
 		return nil, err
 	}
 	return &h, nil
+}
+
+// outerRef is the outer array of a checkpoint, as fxamacker/cbor reads it.
+type outerRef struct {
+	_      struct{} `cbor:",toarray"`
+	Header cbor.RawMessage
+	Body   []byte
+}
+
+func splitRef(b []byte) (*outerRef, error) {
+	var w outerRef
+	if err := cbor.Unmarshal(b, &w); err != nil {
+		return nil, err
+	}
+	return &w, nil
 }

@@ -3,6 +3,7 @@
 package compile
 
 import (
+	"github.com/runehost/runehost/guest/port/porttest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,12 +11,7 @@ import (
 )
 
 func FuzzCompile(f *testing.F) {
-	files, _ := filepath.Glob("../../testdata/progs/*.rune")
-	for _, file := range files {
-		if b, err := os.ReadFile(file); err == nil {
-			f.Add(b)
-		}
-	}
+	porttest.AddProgSeeds(f, "../..")
 	f.Fuzz(func(t *testing.T, src []byte) {
 		p, err := Compile(src)
 		if err != nil {

@@ -185,11 +185,4 @@ func TestSlicing(t *testing.T) {
 	}
 }
 
-func addSeeds(f *testing.F) {
-	files, _ := filepath.Glob("../../testdata/progs/*.rune")
-	for _, file := range files {
-		if b, err := os.ReadFile(file); err == nil {
-			f.Add(b)
-		}
-	}
-}
+func addSeeds(f *testing.F) { porttest.AddProgSeeds(f, "../..") }

@@ -3,19 +3,13 @@
 package syntax
 
 import (
-	"os"
-	"path/filepath"
+	"github.com/runehost/runehost/guest/port/porttest"
 	"strings"
 	"testing"
 )
 
 func addProgSeeds(f *testing.F) {
-	files, _ := filepath.Glob("../../testdata/progs/*.rune")
-	for _, file := range files {
-		if b, err := os.ReadFile(file); err == nil {
-			f.Add(b)
-		}
-	}
+	porttest.AddProgSeeds(f, "../..")
 	f.Add([]byte(strings.Repeat("[", 500)))
 	f.Add([]byte("let s = \"\\u{110000}\""))
 	f.Add([]byte("x = `raw"))

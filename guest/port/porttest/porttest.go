@@ -4,6 +4,7 @@
 package porttest
 
 import (
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -157,4 +158,13 @@ func ProgFiles(t testing.TB, root string) []string {
 		t.Fatalf("no testdata progs: %v", err)
 	}
 	return files
+}
+
+// AddProgSeeds adds every testdata prog to a fuzz target's seed corpus.
+func AddProgSeeds(f *testing.F, root string) {
+	for _, file := range ProgFiles(f, root) {
+		if b, err := os.ReadFile(file); err == nil {
+			f.Add(b)
+		}
+	}
 }
