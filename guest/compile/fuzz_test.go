@@ -3,11 +3,12 @@
 package compile
 
 import (
-	"github.com/runehost/runehost/guest/port/porttest"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/runehost/runehost/guest/port/porttest"
 )
 
 func FuzzCompile(f *testing.F) {

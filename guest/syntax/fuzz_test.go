@@ -3,9 +3,10 @@
 package syntax
 
 import (
-	"github.com/runehost/runehost/guest/port/porttest"
 	"strings"
 	"testing"
+
+	"github.com/runehost/runehost/guest/port/porttest"
 )
 
 func addProgSeeds(f *testing.F) {
