@@ -59,12 +59,13 @@ func NewEngine(s *store.Store, rt port.RuntimePort, generation uint64, clock fun
 
 // RunState is where a Drive left an invocation.
 type RunState struct {
-	Status  Status
-	Result  []byte            // data value, when Completed or Conflict
-	Err     *checkpoint.Error // when Failed
-	Waiting string            // what it waits for, when Waiting
-	Unknown *Operation        // an attempt without an outcome, when there is one
-	Emits   []Emit
+	Status   Status
+	Result   []byte            // data value, when Completed or Conflict
+	Err      *checkpoint.Error // when Failed
+	Waiting  string            // what it waits for, when Waiting
+	Deadline int64             // unix ms when its await times out, or 0
+	Unknown  *Operation        // an attempt without an outcome, when there is one
+	Emits    []Emit
 }
 
 // Emit is an event the prog emitted, with the invocation it came from.
@@ -332,43 +333,82 @@ func (e *Engine) dispatch(ctx context.Context, id OpID, op *Operation) (*Operati
 }
 
 func (e *Engine) awaitReply(inv string, p *checkpoint.Pending) ([]byte, *RunState, error) {
-	sel, err := checkpoint.DecodeData(p.Args)
-	if err != nil {
-		return nil, nil, err
+	aw, bad := parseAwait(p)
+	if bad != "" {
+		b, err := checkpoint.EncodeReply(checkpoint.Reply{Err: &checkpoint.Error{Kind: "value", Msg: bad}})
+		return b, nil, err
 	}
-	var tags []string
-	if m, ok := sel.(*checkpoint.Map); ok {
-		if k, ok := m.Get("key"); ok {
-			if s, ok := k.(string); ok {
-				tags = append(tags, s)
-			}
-		}
-		if ks, ok := m.Get("keys"); ok {
-			if l, ok := ks.([]any); ok {
-				for _, k := range l {
-					if s, ok := k.(string); ok {
-						tags = append(tags, s)
-					}
-				}
-			}
-		}
-	}
-	ev, err := e.boxes.Take(inv, tags)
+	ev, err := e.boxes.Take(inv, aw, e.Clock())
 	if errors.Is(err, ErrNoEvent) {
 		if i, err := e.invs.get(inv); err == nil && i.Status == Running {
 			e.invs.Move(inv, Waiting)
 		}
-		return nil, &RunState{Status: Waiting, Waiting: fmt.Sprintf("an event %v", tags)}, nil
+		out := &RunState{Status: Waiting, Waiting: fmt.Sprintf("an event %v", aw.Tags)}
+		if out.Deadline, err = e.boxes.Deadline(inv); err != nil {
+			return nil, nil, err
+		}
+		return nil, out, nil
 	}
 	if err != nil {
 		return nil, nil, err
+	}
+	if ev.Timeout {
+		b, err := checkpoint.EncodeReply(checkpoint.Reply{Err: &checkpoint.Error{Kind: "timeout", Msg: fmt.Sprintf("no event %v within %d ms", aw.Tags, aw.Timeout)}})
+		return b, nil, err
 	}
 	payload, err := checkpoint.DecodeData(ev.Payload)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("event %s#%d: %w", inv, ev.Seq, err)
 	}
 	b, err := checkpoint.EncodeReply(checkpoint.Reply{Value: payload})
 	return b, nil, err
+}
+
+// parseAwait reads an await's selector: a map whose "key" (a string) or
+// "keys" (a list of strings) name the tags it takes and whose optional
+// "timeout" is in milliseconds. What is wrong with it is returned as a
+// message the prog sees as an error of kind "value".
+func parseAwait(p *checkpoint.Pending) (Await, string) {
+	aw := Await{Seq: p.Seq}
+	sel, err := checkpoint.DecodeData(p.Args)
+	if err != nil {
+		return aw, "await selector: " + err.Error()
+	}
+	m, ok := sel.(*checkpoint.Map)
+	if !ok {
+		return aw, "await selector must be a map with a key or keys"
+	}
+	if k, ok := m.Get("key"); ok {
+		s, ok := k.(string)
+		if !ok {
+			return aw, "await selector: key must be a string"
+		}
+		aw.Tags = append(aw.Tags, s)
+	}
+	if ks, ok := m.Get("keys"); ok {
+		l, ok := ks.([]any)
+		if !ok {
+			return aw, "await selector: keys must be a list of strings"
+		}
+		for _, k := range l {
+			s, ok := k.(string)
+			if !ok {
+				return aw, "await selector: keys must be a list of strings"
+			}
+			aw.Tags = append(aw.Tags, s)
+		}
+	}
+	if len(aw.Tags) == 0 {
+		return aw, "await selector must name a key or keys"
+	}
+	if t, ok := m.Get("timeout"); ok {
+		n, ok := t.(int64)
+		if !ok || n <= 0 {
+			return aw, "await selector: timeout must be a positive int of milliseconds"
+		}
+		aw.Timeout = n
+	}
+	return aw, ""
 }
 
 // generation is the store's count of host processes that opened it.

@@ -282,3 +282,37 @@ func TestEngineResolve(t *testing.T) {
 		t.Fatal("resolved a settled act")
 	}
 }
+
+// An await with a timeout raises a catchable "timeout" error once the clock
+// passes its deadline, counted from when it first waited.
+func TestEngineAwaitTimeout(t *testing.T) {
+	s := memStore(t)
+	e := engine(t, s, 1)
+	now := int64(10_000)
+	e.Clock = func() int64 { return now }
+	src := []byte(`try { return await {key: "go", timeout: 500} } catch err { return err.kind }`)
+	out, err := e.Start(context.Background(), "inv", "p", src, nil, 100_000, 1)
+	if err != nil || out.Status != Waiting || out.Deadline != 10_500 {
+		t.Fatalf("got %+v %v", out, err)
+	}
+	now = 10_499
+	if out, err = e.Resume(context.Background(), "inv"); err != nil || out.Status != Waiting {
+		t.Fatalf("before the deadline: %+v %v", out, err)
+	}
+	now = 10_500
+	out, err = e.Resume(context.Background(), "inv")
+	if err != nil || out.Status != Completed || porttestJSON(t, out.Result) != `"timeout"` {
+		t.Fatalf("after the deadline: %+v %v", out, err)
+	}
+}
+
+// A selector the engine cannot wait on is the prog's error, not a hang.
+func TestEngineAwaitBadSelector(t *testing.T) {
+	for _, sel := range []string{`1`, `{}`, `{key: 1}`, `{keys: [1]}`, `{key: "a", timeout: -1}`, `{key: "a", timeout: 1.5}`} {
+		e := engine(t, memStore(t), 1)
+		out, err := e.Start(context.Background(), "inv", "p", []byte(`try { return await `+sel+` } catch err { return err.kind }`), nil, 100_000, 1)
+		if err != nil || out.Status != Completed || porttestJSON(t, out.Result) != `"value"` {
+			t.Errorf("%s: got %+v %v", sel, out, err)
+		}
+	}
+}

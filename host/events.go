@@ -15,18 +15,33 @@ import (
 	"github.com/runehost/runehost/store"
 )
 
-// Event is one delivered event.
+// Event is one delivered event, or the timeout of an await recorded as one.
 type Event struct {
 	Invocation string `cbor:"1,keyasint"`
 	Seq        uint64 `cbor:"2,keyasint"` // order of delivery within the invocation, from 1
 	Tag        string `cbor:"3,keyasint"`
 	Payload    []byte `cbor:"4,keyasint,omitempty"` // data value
-	Taken      bool   `cbor:"5,keyasint,omitempty"` // consumed by an await
+	TakenBy    uint64 `cbor:"5,keyasint,omitempty"` // the suspension (Seq) of the await that took it
+	Timeout    bool   `cbor:"6,keyasint,omitempty"` // not delivered: the await's deadline passed
+}
+
+// Await is an await an invocation is suspended at.
+type Await struct {
+	Seq     uint64   // the machine's suspension counter at the await
+	Tags    []string // the tags it takes, first delivered first
+	Timeout int64    // milliseconds from the first time it waited; 0 for none
 }
 
 // mailbox is the per-invocation counter of deliveries.
 type mailbox struct {
 	Next uint64 `cbor:"1,keyasint"`
+}
+
+// wait records the await an invocation is parked at, with its deadline, so
+// that a timeout counts from the first time it waited, across restarts.
+type wait struct {
+	Seq      uint64 `cbor:"1,keyasint"`
+	Deadline int64  `cbor:"2,keyasint,omitempty"` // unix ms; 0 for none
 }
 
 // Errors of the mailbox.
@@ -39,6 +54,7 @@ type Mailboxes struct{ s *store.Store }
 func NewMailboxes(s *store.Store) *Mailboxes { return &Mailboxes{s: s} }
 
 func eventKey(inv string, seq uint64) store.Key { return store.K("rcv", inv, seq) }
+func waitKey(inv string) store.Key              { return store.K("wait", inv) }
 
 // Deliver records an event for an invocation, which must exist. It is synced:
 // a delivered event is never lost.
@@ -59,45 +75,94 @@ func (mb *Mailboxes) Deliver(inv, tag string, payload []byte) (*Event, error) {
 		if i.Status.Terminal() {
 			return fmt.Errorf("deliver %q to %s: %w: it is %s", tag, inv, ErrBadTransition, i.Status)
 		}
-		var box mailbox
-		if _, err := tx.Get(store.K("box", inv), &box); err != nil {
-			return err
-		}
-		box.Next++
-		ev = &Event{Invocation: inv, Seq: box.Next, Tag: tag, Payload: payload}
-		if err := tx.Put(store.K("box", inv), box); err != nil {
-			return err
-		}
-		return tx.Put(eventKey(inv, box.Next), ev)
+		ev, err = appendEvent(tx, Event{Invocation: inv, Tag: tag, Payload: payload})
+		return err
 	})
 	return ev, err
 }
 
-// Take consumes the earliest untaken event of inv under any of tags, or
-// returns ErrNoEvent (the invocation then waits).
-func (mb *Mailboxes) Take(inv string, tags []string) (*Event, error) {
+// appendEvent numbers ev as the invocation's next delivery and stores it.
+func appendEvent(tx *store.Tx, ev Event) (*Event, error) {
+	var box mailbox
+	if _, err := tx.Get(store.K("box", ev.Invocation), &box); err != nil {
+		return nil, err
+	}
+	box.Next++
+	ev.Seq = box.Next
+	if err := tx.Put(store.K("box", ev.Invocation), box); err != nil {
+		return nil, err
+	}
+	return &ev, tx.Put(eventKey(ev.Invocation, ev.Seq), ev)
+}
+
+// Take answers an await at now (unix ms). It returns the event the await
+// already took, if it took one (a crash came between taking it and storing
+// the machine that consumed it); else it takes the earliest untaken event
+// under any of the await's tags; else, past the await's deadline, it records
+// and returns a Timeout event; else it returns ErrNoEvent and the invocation
+// waits. Taking is synced: an event is consumed by exactly one await.
+func (mb *Mailboxes) Take(inv string, a Await, now int64) (*Event, error) {
 	var got *Event
 	err := mb.s.Retry(store.Synced, func(tx *store.Tx) error {
 		got = nil
+		var first *Event
 		err := tx.Scan(store.K("rcv", inv), func(key store.Key, decode func(any) error) (bool, error) {
 			var ev Event
 			if err := decode(&ev); err != nil {
 				return false, err
 			}
-			if ev.Taken || !slices.Contains(tags, ev.Tag) {
-				return true, nil
+			if ev.TakenBy == a.Seq {
+				got = &ev
+				return false, nil
 			}
-			got = &ev
-			return false, nil
+			if first == nil && ev.TakenBy == 0 && slices.Contains(a.Tags, ev.Tag) {
+				first = &ev
+			}
+			return true, nil
 		})
-		if err != nil || got == nil {
+		if err != nil || got != nil {
 			return err
 		}
-		got.Taken = true
-		return tx.Put(eventKey(inv, got.Seq), got)
+		if first != nil {
+			got = first
+			got.TakenBy = a.Seq
+			if err := tx.Delete(waitKey(inv)); err != nil {
+				return err
+			}
+			return tx.Put(eventKey(inv, got.Seq), got)
+		}
+		var w wait
+		found, err := tx.Get(waitKey(inv), &w)
+		if err != nil {
+			return err
+		}
+		if !found || w.Seq != a.Seq {
+			w = wait{Seq: a.Seq}
+			if a.Timeout > 0 {
+				w.Deadline = now + a.Timeout
+			}
+			return tx.Put(waitKey(inv), w)
+		}
+		if w.Deadline == 0 || now < w.Deadline {
+			return nil
+		}
+		if got, err = appendEvent(tx, Event{Invocation: inv, TakenBy: a.Seq, Timeout: true}); err != nil {
+			return err
+		}
+		return tx.Delete(waitKey(inv))
 	})
 	if err == nil && got == nil {
-		return nil, fmt.Errorf("%s awaiting %v: %w", inv, tags, ErrNoEvent)
+		return nil, fmt.Errorf("%s awaiting %v: %w", inv, a.Tags, ErrNoEvent)
 	}
 	return got, err
+}
+
+// Deadline returns the deadline (unix ms) of the await inv is parked at, or 0.
+func (mb *Mailboxes) Deadline(inv string) (int64, error) {
+	var w wait
+	err := mb.s.View(func(tx *store.Tx) error {
+		_, err := tx.Get(waitKey(inv), &w)
+		return err
+	})
+	return w.Deadline, err
 }

@@ -16,30 +16,68 @@ func TestMailbox(t *testing.T) {
 	mb.Deliver("i", "approve", []byte{0xf5})
 	mb.Deliver("i", "cancel", []byte{0xf6})
 	mb.Deliver("i", "approve", []byte{0xf4})
-	if _, err := mb.Take("i", []string{"other"}); !errors.Is(err, ErrNoEvent) {
+	if _, err := mb.Take("i", Await{Seq: 1, Tags: []string{"other"}}, 0); !errors.Is(err, ErrNoEvent) {
 		t.Fatalf("got %v, want ErrNoEvent", err)
 	}
 	// Several tags: the earliest delivered of any of them.
-	ev, err := mb.Take("i", []string{"cancel", "approve"})
+	ev, err := mb.Take("i", Await{Seq: 2, Tags: []string{"cancel", "approve"}}, 0)
 	if err != nil || ev.Tag != "approve" || ev.Seq != 1 {
 		t.Fatalf("got %+v, %v", ev, err)
 	}
-	ev, _ = mb.Take("i", []string{"cancel", "approve"})
+	ev, _ = mb.Take("i", Await{Seq: 3, Tags: []string{"cancel", "approve"}}, 0)
 	if ev.Tag != "cancel" {
 		t.Fatalf("second take: %+v", ev)
 	}
-	ev, _ = mb.Take("i", []string{"approve"})
+	ev, _ = mb.Take("i", Await{Seq: 4, Tags: []string{"approve"}}, 0)
 	if ev.Seq != 3 || ev.Payload[0] != 0xf4 {
 		t.Fatalf("third take: %+v", ev)
 	}
-	if _, err := mb.Take("i", []string{"approve", "cancel"}); !errors.Is(err, ErrNoEvent) {
+	if _, err := mb.Take("i", Await{Seq: 5, Tags: []string{"approve", "cancel"}}, 0); !errors.Is(err, ErrNoEvent) {
 		t.Fatalf("every event taken once: %v", err)
 	}
 	if _, err := mb.Deliver("nobody", "x", nil); !errors.Is(err, ErrNoSuchInvocation) {
 		t.Fatalf("event for an unknown invocation: %v", err)
 	}
+	// The await at 3 took "cancel"; asked again (a crash came before the
+	// machine that consumed it was stored), it gets the same event back.
+	if ev, err := mb.Take("i", Await{Seq: 3, Tags: []string{"cancel", "approve"}}, 0); err != nil || ev.Tag != "cancel" || ev.Seq != 2 {
+		t.Fatalf("replayed take: %+v %v", ev, err)
+	}
 	iv.Move("i", Cancelled)
 	if _, err := mb.Deliver("i", "x", nil); !errors.Is(err, ErrBadTransition) {
 		t.Fatalf("event for a finished invocation: %v", err)
+	}
+}
+
+func TestAwaitTimeout(t *testing.T) {
+	s := memStore(t)
+	iv, mb := NewInvocations(s), NewMailboxes(s)
+	iv.Admit("i", "p")
+	a := Await{Seq: 1, Tags: []string{"go"}, Timeout: 100}
+	if _, err := mb.Take("i", a, 1000); !errors.Is(err, ErrNoEvent) {
+		t.Fatalf("first wait: %v", err)
+	}
+	// The deadline counts from the first wait, not from each look.
+	if _, err := mb.Take("i", a, 1099); !errors.Is(err, ErrNoEvent) {
+		t.Fatalf("before the deadline: %v", err)
+	}
+	if d, _ := mb.Deadline("i"); d != 1100 {
+		t.Fatalf("deadline %d, want 1100", d)
+	}
+	ev, err := mb.Take("i", a, 1100)
+	if err != nil || !ev.Timeout {
+		t.Fatalf("at the deadline: %+v %v", ev, err)
+	}
+	// The timeout is recorded: a later event does not undo it.
+	mb.Deliver("i", "go", nil)
+	if ev2, err := mb.Take("i", a, 2000); err != nil || !ev2.Timeout || ev2.Seq != ev.Seq {
+		t.Fatalf("replayed timeout: %+v %v", ev2, err)
+	}
+	// The next await takes the late event at once.
+	if ev, err := mb.Take("i", Await{Seq: 2, Tags: []string{"go"}, Timeout: 5}, 5000); err != nil || ev.Timeout {
+		t.Fatalf("next await: %+v %v", ev, err)
+	}
+	if d, _ := mb.Deadline("i"); d != 0 {
+		t.Fatalf("deadline left behind: %d", d)
 	}
 }
