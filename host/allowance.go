@@ -1,6 +1,7 @@
 // allowance.go holds step allowance accounting: reservations before a slice
-// runs, charges after, and the invariant charged + held <= limit, which holds
-// across restarts because every change is one synced transaction.
+// runs, charges after, steps lent to children, and the invariant
+// charged + held + lent <= limit, which holds across restarts because every
+// change is one synced transaction.
 
 package host
 
@@ -17,12 +18,21 @@ const MaxSlice = 1000
 // Allowance is the step budget of an invocation.
 type Allowance struct {
 	Limit   uint64 `cbor:"1,keyasint"`
-	Charged uint64 `cbor:"2,keyasint"` // steps spent, or lost and counted as spent
-	Held    uint64 `cbor:"3,keyasint"` // reserved by a slice that has not settled
+	Charged uint64 `cbor:"2,keyasint"`           // steps spent, or lost and counted as spent
+	Held    uint64 `cbor:"3,keyasint"`           // reserved by a slice that has not settled
+	Lent    uint64 `cbor:"4,keyasint,omitempty"` // given to children that have not settled
 }
 
-// Available is what can still be reserved.
-func (a Allowance) Available() uint64 { return a.Limit - a.Charged - a.Held }
+// Available is what can still be reserved or lent.
+func (a Allowance) Available() uint64 { return a.Limit - a.Charged - a.Held - a.Lent }
+
+// check is the invariant, written to catch overflow as well.
+func (a Allowance) check(inv string) error {
+	if sum := a.Charged + a.Held + a.Lent; sum > a.Limit || sum < a.Charged || a.Charged+a.Held < a.Charged {
+		return fmt.Errorf("allowance of %s: charged %d + held %d + lent %d over limit %d", inv, a.Charged, a.Held, a.Lent, a.Limit)
+	}
+	return nil
+}
 
 // Errors of accounting.
 var (
@@ -42,21 +52,28 @@ func allowanceKey(inv string) store.Key { return store.K("alw", inv) }
 func (a *Accounts) change(inv string, f func(al *Allowance, found bool) error) (Allowance, error) {
 	var out Allowance
 	err := a.s.Retry(store.Synced, func(tx *store.Tx) error {
-		var al Allowance
-		found, err := tx.Get(allowanceKey(inv), &al)
-		if err != nil {
-			return err
-		}
-		if err := f(&al, found); err != nil {
-			return err
-		}
-		if al.Charged+al.Held > al.Limit || al.Charged+al.Held < al.Charged {
-			return fmt.Errorf("allowance of %s: charged %d + held %d over limit %d", inv, al.Charged, al.Held, al.Limit)
-		}
-		out = al
-		return tx.Put(allowanceKey(inv), al)
+		var err error
+		out, err = changeAllowance(tx, inv, f)
+		return err
 	})
 	return out, err
+}
+
+// changeAllowance applies f to an allowance within tx and checks the
+// invariant before writing it back.
+func changeAllowance(tx *store.Tx, inv string, f func(al *Allowance, found bool) error) (Allowance, error) {
+	var al Allowance
+	found, err := tx.Get(allowanceKey(inv), &al)
+	if err != nil {
+		return al, err
+	}
+	if err := f(&al, found); err != nil {
+		return al, err
+	}
+	if err := al.check(inv); err != nil {
+		return al, err
+	}
+	return al, tx.Put(allowanceKey(inv), al)
 }
 
 // Open sets up the allowance of a new invocation.

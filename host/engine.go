@@ -44,6 +44,9 @@ type Engine struct {
 	OnEmit func(inv string, e Emit)
 	// OnAct, if set, sees each act once its outcome is recorded.
 	OnAct func(op *Operation)
+	// Quantum, if not 0, is how many slices one Drive runs before it returns
+	// the invocation Running, so that a scheduler can be fair.
+	Quantum int
 
 	ledger   *Ledger
 	accounts *Accounts
@@ -53,8 +56,11 @@ type Engine struct {
 
 // NewEngine returns an engine over a store and a runtime.
 func NewEngine(s *store.Store, rt port.RuntimePort, generation uint64, clock func() int64) *Engine {
-	return &Engine{Store: s, Runtime: rt, Adapters: map[string]Adapter{}, Generation: generation, Clock: clock,
+	e := &Engine{Store: s, Runtime: rt, Adapters: map[string]Adapter{}, Generation: generation, Clock: clock,
 		ledger: NewLedger(s), accounts: NewAccounts(s), invs: NewInvocations(s), boxes: NewMailboxes(s)}
+	e.invs.clock = clock
+	e.Adapters[SpawnTag] = spawner{e}
+	return e
 }
 
 // RunState is where a Drive left an invocation.
@@ -100,35 +106,19 @@ func (e *Engine) Start(ctx context.Context, inv, prog string, source, input []by
 	if err != nil {
 		return nil, err
 	}
+	hash := fmt.Sprintf("%x", info.Hash)
 	err = e.Store.Update(store.Synced, func(tx *store.Tx) error {
-		var now Prog
-		found, err := tx.Get(progKey(prog), &now)
+		i, err := e.invs.admit(tx, inv, prog, hash)
 		if err != nil {
 			return err
 		}
-		if !found {
-			now = Prog{Name: prog}
-			if err := tx.Put(progKey(prog), now); err != nil {
-				return err
-			}
-		}
-		if now.Revision != p.Revision {
-			return fmt.Errorf("prog %s moved to revision %d while %s was admitted: %w", prog, now.Revision, inv, store.ErrConflict)
-		}
-		var old Invocation
-		if ok, err := tx.Get(invKey(inv), &old); err != nil || ok {
-			if err == nil {
-				err = fmt.Errorf("invocation %s exists", inv)
-			}
-			return err
-		}
-		if err := tx.Put(invKey(inv), Invocation{ID: inv, Prog: prog, Revision: now.Revision, Status: Running}); err != nil {
-			return err
+		if i.Revision != p.Revision {
+			return fmt.Errorf("prog %s moved to revision %d while %s was admitted: %w", prog, i.Revision, inv, store.ErrConflict)
 		}
 		if err := tx.Put(allowanceKey(inv), Allowance{Limit: limit}); err != nil {
 			return err
 		}
-		if err := tx.PutRaw(srcKey(fmt.Sprintf("%x", info.Hash)), source); err != nil {
+		if err := tx.PutRaw(srcKey(hash), source); err != nil {
 			return err
 		}
 		return tx.PutRaw(cpKey(inv), cp)
@@ -146,8 +136,8 @@ func (e *Engine) Drive(ctx context.Context, inv string) (*RunState, error) {
 	if err != nil {
 		return nil, err
 	}
-	if i.Status.Terminal() {
-		return &RunState{Status: i.Status, Result: i.Result}, nil
+	if i.Status.Terminal() || i.Status == Joining {
+		return &RunState{Status: i.Status, Result: i.Result, Err: i.Err}, nil
 	}
 	// The stored checkpoint is read and decoded once; after that each step's
 	// result says where the machine stands.
@@ -165,9 +155,12 @@ func (e *Engine) Drive(ctx context.Context, inv string) (*RunState, error) {
 	}
 	reported := h.Pending != nil && c.Machine.Steps == h.Used // a suspension the machine reported
 	var emits []Emit
-	for {
+	for slices := 0; ; slices++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
+		}
+		if e.Quantum > 0 && slices == e.Quantum && !reported {
+			return &RunState{Status: Running, Emits: emits}, nil // its turn is over
 		}
 		var reply []byte
 		if reported {
@@ -216,9 +209,13 @@ func (e *Engine) Drive(ctx context.Context, inv string) (*RunState, error) {
 			if err != nil {
 				return nil, err
 			}
-			return &RunState{Status: i.Status, Result: res.Result, Emits: emits}, nil
+			out := &RunState{Status: i.Status, Result: res.Result, Emits: emits}
+			if i.Status == Joining {
+				out.Waiting = fmt.Sprintf("%d children", i.Live)
+			}
+			return out, nil
 		case port.Error:
-			if _, err := e.invs.Move(inv, Failed); err != nil {
+			if _, err := e.invs.MoveFailed(inv, Failed, res.Err); err != nil {
 				return nil, err
 			}
 			return &RunState{Status: Failed, Err: res.Err, Emits: emits}, nil
@@ -250,20 +247,26 @@ func (e *Engine) checkpoint(inv string) ([]byte, error) {
 // ensureLoaded gives the runtime the invocation's source (after a restart
 // it has none).
 func (e *Engine) ensureLoaded(ctx context.Context, h *checkpoint.Header) error {
-	var src []byte
-	err := e.Store.View(func(tx *store.Tx) error {
-		b, ok, err := tx.GetRaw(srcKey(fmt.Sprintf("%x", h.Program)))
-		if err == nil && !ok {
-			err = fmt.Errorf("source %x: %w", h.Program[:8], store.ErrCorrupt)
-		}
-		src = b
-		return err
-	})
+	src, err := e.source(fmt.Sprintf("%x", h.Program))
 	if err != nil {
 		return err
 	}
 	_, err = e.Runtime.Load(ctx, src)
 	return err
+}
+
+// source returns a stored source by its hash.
+func (e *Engine) source(hash string) ([]byte, error) {
+	var src []byte
+	err := e.Store.View(func(tx *store.Tx) error {
+		b, ok, err := tx.GetRaw(srcKey(hash))
+		if err == nil && !ok {
+			err = fmt.Errorf("source %.16s: %w", hash, store.ErrCorrupt)
+		}
+		src = b
+		return err
+	})
+	return src, err
 }
 
 // answer finds or produces the reply to the suspension in h. It returns an
@@ -288,6 +291,14 @@ func (e *Engine) answer(ctx context.Context, inv string, h *checkpoint.Header) (
 		if op.Phase == Attempted && op.Attempt.Generation == e.Generation {
 			return nil, nil, fmt.Errorf("operation %s: attempted by this process and still open", id)
 		}
+		if rec, ok := e.Adapters[op.Tag].(Reconciler); ok && op.Phase == Unresolved {
+			if op, err = e.reconcile(ctx, rec, op); err != nil {
+				return nil, nil, err
+			}
+			if op.Phase == Recorded || op.Phase == Consumed {
+				break
+			}
+		}
 		if i, err := e.invs.get(inv); err == nil && i.Status == Running {
 			e.invs.Move(inv, Waiting)
 		}
@@ -297,6 +308,37 @@ func (e *Engine) answer(ctx context.Context, inv string, h *checkpoint.Header) (
 		return nil, nil, err
 	}
 	return op.Outcome.Reply, nil, nil
+}
+
+// Reconciler is an adapter that can look an attempt up by its idempotency key
+// (the operation's id) after a crash. Its answer is authoritative: found, the
+// effect happened with that reply; not found, it never happened and will not.
+// An adapter without this contract leaves an unresolved attempt Unknown until
+// an operator resolves it.
+type Reconciler interface {
+	Adapter
+	Lookup(ctx context.Context, op *Operation) (reply any, found bool, err error)
+}
+
+// reconcile settles an unresolved attempt through its adapter's lookup: a
+// found effect is recorded as the outcome; one that never happened is
+// reopened and dispatched again.
+func (e *Engine) reconcile(ctx context.Context, rec Reconciler, op *Operation) (*Operation, error) {
+	v, found, err := rec.Lookup(ctx, op)
+	if err != nil {
+		return op, nil // the lookup failed: still Unknown
+	}
+	if !found {
+		if op, err = e.ledger.Reopen(op.ID()); err != nil {
+			return nil, err
+		}
+		return e.dispatch(ctx, op.ID(), op)
+	}
+	b, err := checkpoint.EncodeReply(checkpoint.Reply{Value: v})
+	if err != nil {
+		return nil, err
+	}
+	return e.ledger.Record(op.ID(), Outcome{Reply: b, Source: "reconciled", At: e.Clock()})
 }
 
 // dispatch attempts an act (synced), runs its adapter and records the
@@ -315,7 +357,10 @@ func (e *Engine) dispatch(ctx context.Context, id OpID, op *Operation) (*Operati
 		r.Err = &checkpoint.Error{Kind: "denied", Msg: fmt.Sprintf("no grant for act %s", op.Tag)}
 	} else {
 		v, err := adapter.Do(ctx, op)
-		if err != nil {
+		var ce *checkpoint.Error
+		if errors.As(err, &ce) {
+			r.Err = ce
+		} else if err != nil {
 			r.Err = &checkpoint.Error{Kind: "failed", Msg: err.Error()}
 		} else {
 			r.Value = v
@@ -432,6 +477,7 @@ func Open(s *store.Store, rt port.RuntimePort, clock func() int64) (*Engine, []*
 		return nil, nil, err
 	}
 	e := NewEngine(s, rt, gen.N, clock)
+	e.invs.clock = clock
 	unknown, err := e.ledger.Recover(gen.N)
 	return e, unknown, err
 }
@@ -467,7 +513,7 @@ func (e *Engine) Send(ctx context.Context, inv, tag string, payload []byte) (*Ru
 	if err != nil {
 		return nil, err
 	}
-	if i.Status != Waiting {
+	if i.Status != Running {
 		return &RunState{Status: i.Status}, nil
 	}
 	return e.Resume(ctx, inv)

@@ -56,8 +56,9 @@ func NewMailboxes(s *store.Store) *Mailboxes { return &Mailboxes{s: s} }
 func eventKey(inv string, seq uint64) store.Key { return store.K("rcv", inv, seq) }
 func waitKey(inv string) store.Key              { return store.K("wait", inv) }
 
-// Deliver records an event for an invocation, which must exist. It is synced:
-// a delivered event is never lost.
+// Deliver records an event for an invocation, which must exist and not have
+// ended, and makes a waiting invocation runnable. It is synced: a delivered
+// event is never lost.
 func (mb *Mailboxes) Deliver(inv, tag string, payload []byte) (*Event, error) {
 	if tag == "" {
 		return nil, fmt.Errorf("deliver to %s: an event needs a tag", inv)
@@ -75,8 +76,14 @@ func (mb *Mailboxes) Deliver(inv, tag string, payload []byte) (*Event, error) {
 		if i.Status.Terminal() {
 			return fmt.Errorf("deliver %q to %s: %w: it is %s", tag, inv, ErrBadTransition, i.Status)
 		}
-		ev, err = appendEvent(tx, Event{Invocation: inv, Tag: tag, Payload: payload})
-		return err
+		if ev, err = appendEvent(tx, Event{Invocation: inv, Tag: tag, Payload: payload}); err != nil {
+			return err
+		}
+		if i.Status == Waiting { // it may be awaiting this: runnable again
+			i.Status = Running
+			return putInv(tx, &i)
+		}
+		return nil
 	})
 	return ev, err
 }

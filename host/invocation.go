@@ -6,7 +6,10 @@ package host
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
+	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/store"
 )
 
@@ -60,15 +63,25 @@ type Prog struct {
 	Name     string `cbor:"1,keyasint"`
 	Revision uint64 `cbor:"2,keyasint"`
 	State    []byte `cbor:"3,keyasint,omitempty"` // data value
+	Source   string `cbor:"4,keyasint,omitempty"` // hash of its latest admitted source (key of src)
 }
 
-// Invocation is one run of a prog, admitted at a revision of it.
+// Invocation is one run of a prog, admitted at a revision of it. A child
+// (spawned by another invocation) is named after its parent: r3.2 is the
+// child that r3's act 2 spawned; r3 is the root of its tree.
 type Invocation struct {
-	ID       string `cbor:"1,keyasint"`
-	Prog     string `cbor:"2,keyasint"`
-	Revision uint64 `cbor:"3,keyasint"` // of the prog when admitted
-	Status   Status `cbor:"4,keyasint"`
-	Result   []byte `cbor:"5,keyasint,omitempty"` // data value, once Completed or Conflict
+	ID       string            `cbor:"1,keyasint"`
+	Prog     string            `cbor:"2,keyasint"`
+	Revision uint64            `cbor:"3,keyasint"` // of the prog when admitted
+	Status   Status            `cbor:"4,keyasint"`
+	Result   []byte            `cbor:"5,keyasint,omitempty"` // data value, once Completed or Conflict, or held while Joining
+	Err      *checkpoint.Error `cbor:"6,keyasint,omitempty"` // once Failed
+	Parent   string            `cbor:"7,keyasint,omitempty"`
+	Depth    uint64            `cbor:"8,keyasint,omitempty"`  // 0 for a root
+	Live     uint64            `cbor:"9,keyasint,omitempty"`  // children not yet settled
+	Tree     uint64            `cbor:"10,keyasint,omitempty"` // on a root: descendants not yet settled
+	Admitted int64             `cbor:"11,keyasint,omitempty"` // unix ms
+	Ended    int64             `cbor:"12,keyasint,omitempty"` // unix ms, once terminal
 }
 
 // Errors of invocations.
@@ -78,14 +91,54 @@ var (
 	ErrBadTransition    = errors.New("status transition not allowed")
 )
 
-// Invocations keeps progs and invocations in a store.
-type Invocations struct{ s *store.Store }
+// Invocations keeps invocations and progs in a store.
+type Invocations struct {
+	s     *store.Store
+	clock func() int64
+}
 
 // NewInvocations returns the invocations of a store.
-func NewInvocations(s *store.Store) *Invocations { return &Invocations{s: s} }
+func NewInvocations(s *store.Store) *Invocations {
+	return &Invocations{s: s, clock: func() int64 { return time.Now().UnixMilli() }}
+}
 
 func progKey(name string) store.Key { return store.K("prog", name) }
 func invKey(id string) store.Key    { return store.K("inv", id) }
+
+// runKey indexes the runnable (Running) invocations by the root of their
+// tree, so that a scheduler finds them without reading parked ones.
+func runKey(id string) store.Key { return store.K("run", rootOf(id), id) }
+
+// kidKey indexes a parent's children that have not settled.
+func kidKey(parent, child string) store.Key { return store.K("kid", parent, child) }
+
+// rootOf is the root of an invocation's tree: r3 for r3.2.1.
+func rootOf(id string) string {
+	if i := strings.IndexByte(id, '.'); i >= 0 {
+		return id[:i]
+	}
+	return id
+}
+
+// putInv writes an invocation and keeps the runnable index in step.
+func putInv(tx *store.Tx, inv *Invocation) error {
+	if err := tx.Put(invKey(inv.ID), inv); err != nil {
+		return err
+	}
+	if inv.Status == Running {
+		return tx.Put(runKey(inv.ID), true)
+	}
+	return tx.Delete(runKey(inv.ID))
+}
+
+func getInv(tx *store.Tx, id string) (*Invocation, error) {
+	var inv Invocation
+	found, err := tx.Get(invKey(id), &inv)
+	if err == nil && !found {
+		err = fmt.Errorf("%s: %w", id, ErrNoSuchInvocation)
+	}
+	return &inv, err
+}
 
 // update retries a transaction that conflicts.
 func (iv *Invocations) update(d store.Durability, f func(tx *store.Tx) error) error {
@@ -97,40 +150,55 @@ func (iv *Invocations) update(d store.Durability, f func(tx *store.Tx) error) er
 func (iv *Invocations) Admit(id, prog string) (*Invocation, error) {
 	var inv *Invocation
 	err := iv.update(store.Synced, func(tx *store.Tx) error {
-		var p Prog
-		found, err := tx.Get(progKey(prog), &p)
-		if err != nil {
-			return err
-		}
-		if !found {
-			p = Prog{Name: prog}
-			if err := tx.Put(progKey(prog), p); err != nil {
-				return err
-			}
-		}
-		var old Invocation
-		if ok, err := tx.Get(invKey(id), &old); err != nil || ok {
-			if err == nil {
-				err = fmt.Errorf("invocation %s exists", id)
-			}
-			return err
-		}
-		inv = &Invocation{ID: id, Prog: prog, Revision: p.Revision, Status: Running}
-		return tx.Put(invKey(id), inv)
+		var err error
+		inv, err = iv.admit(tx, id, prog, "")
+		return err
 	})
 	return inv, err
 }
 
-// Move changes an invocation's status, if the transition is allowed.
-func (iv *Invocations) Move(id string, to Status) (*Invocation, error) {
-	var inv Invocation
-	err := iv.update(store.Buffered, func(tx *store.Tx) error {
-		found, err := tx.Get(invKey(id), &inv)
-		if err != nil {
-			return err
-		}
+// admit is Admit within a transaction; source, if set, becomes the prog's.
+func (iv *Invocations) admit(tx *store.Tx, id, prog, source string) (*Invocation, error) {
+	var p Prog
+	found, err := tx.Get(progKey(prog), &p)
+	if err != nil {
+		return nil, err
+	}
+	if !found || (source != "" && p.Source != source) {
 		if !found {
-			return fmt.Errorf("%s: %w", id, ErrNoSuchInvocation)
+			p = Prog{Name: prog}
+		}
+		if source != "" {
+			p.Source = source
+		}
+		if err := tx.Put(progKey(prog), p); err != nil {
+			return nil, err
+		}
+	}
+	var old Invocation
+	if ok, err := tx.Get(invKey(id), &old); err != nil || ok {
+		if err == nil {
+			err = fmt.Errorf("invocation %s exists", id)
+		}
+		return nil, err
+	}
+	inv := &Invocation{ID: id, Prog: prog, Revision: p.Revision, Status: Running, Admitted: iv.clock()}
+	return inv, putInv(tx, inv)
+}
+
+// Move changes an invocation's status, if the transition is allowed. A move
+// to Failed or Cancelled ends the invocation (see end).
+func (iv *Invocations) Move(id string, to Status) (*Invocation, error) {
+	return iv.MoveFailed(id, to, nil)
+}
+
+// MoveFailed is Move that records why an invocation failed.
+func (iv *Invocations) MoveFailed(id string, to Status, failure *checkpoint.Error) (*Invocation, error) {
+	var inv *Invocation
+	err := iv.update(store.Synced, func(tx *store.Tx) error {
+		var err error
+		if inv, err = getInv(tx, id); err != nil {
+			return err
 		}
 		if to == Completed || to == Conflict {
 			return fmt.Errorf("%s: %w: a result is published with Publish", id, ErrBadTransition)
@@ -138,29 +206,49 @@ func (iv *Invocations) Move(id string, to Status) (*Invocation, error) {
 		if !CanMove(inv.Status, to) {
 			return fmt.Errorf("%s: %w: %s to %s", id, ErrBadTransition, inv.Status, to)
 		}
+		if to.Terminal() {
+			inv.Err = failure
+			return iv.end(tx, inv, to)
+		}
 		inv.Status = to
-		return tx.Put(invKey(id), inv)
+		return putInv(tx, inv)
 	})
-	return &inv, err
+	return inv, err
 }
 
-// Publish makes a finished invocation's result the prog's new state, by one
-// compare-and-swap against the revision it was admitted at: if the prog has
-// moved on since, the invocation becomes Conflict and its result is kept,
-// not published. It returns the invocation as it ends.
+// Publish ends a finished invocation with its result. A root's result
+// becomes the prog's new state by one compare-and-swap against the revision
+// it was admitted at: if the prog has moved on since, the invocation becomes
+// Conflict and its result is kept, not published. A child's result goes to
+// its parent, not to the prog. An invocation with children not yet settled
+// is Joining, its result held, until the last of them settles. It returns
+// the invocation as it stands.
 func (iv *Invocations) Publish(id string, result []byte) (*Invocation, error) {
-	var inv Invocation
+	var inv *Invocation
 	err := iv.update(store.Synced, func(tx *store.Tx) error {
-		found, err := tx.Get(invKey(id), &inv)
-		if err != nil {
+		var err error
+		if inv, err = getInv(tx, id); err != nil {
 			return err
-		}
-		if !found {
-			return fmt.Errorf("%s: %w", id, ErrNoSuchInvocation)
 		}
 		if inv.Status != Running {
 			return fmt.Errorf("%s: %w: publish from %s", id, ErrBadTransition, inv.Status)
 		}
+		inv.Result = result
+		if inv.Live > 0 {
+			inv.Status = Joining
+			return putInv(tx, inv)
+		}
+		return iv.end(tx, inv, Completed)
+	})
+	return inv, err
+}
+
+// end makes inv terminal within tx: a completed root publishes by
+// compare-and-swap; an ending parent cancels its children first (it is
+// written as ended before, so they do not report back to it); an ending child
+// settles with its parent.
+func (iv *Invocations) end(tx *store.Tx, inv *Invocation, to Status) error {
+	if to == Completed && inv.Parent == "" {
 		var p Prog
 		if found, err := tx.Get(progKey(inv.Prog), &p); err != nil || !found {
 			if err == nil {
@@ -168,20 +256,52 @@ func (iv *Invocations) Publish(id string, result []byte) (*Invocation, error) {
 			}
 			return err
 		}
-		inv.Result = result
 		if p.Revision != inv.Revision {
-			inv.Status = Conflict
-			return tx.Put(invKey(id), inv)
+			to = Conflict
+		} else {
+			p.Revision++
+			p.State = inv.Result
+			if err := tx.Put(progKey(inv.Prog), p); err != nil {
+				return err
+			}
 		}
-		p.Revision++
-		p.State = result
-		inv.Status = Completed
-		if err := tx.Put(progKey(inv.Prog), p); err != nil {
+	}
+	inv.Status, inv.Ended = to, iv.clock()
+	if err := putInv(tx, inv); err != nil {
+		return err
+	}
+	if tx.Delete(waitKey(inv.ID)) != nil {
+		return fmt.Errorf("%s: clearing its wait", inv.ID)
+	}
+	if inv.Live > 0 {
+		var kids []string
+		err := tx.Scan(store.K("kid", inv.ID), func(k store.Key, _ func(any) error) (bool, error) {
+			parts := k.Parts()
+			kids = append(kids, parts[len(parts)-1])
+			return true, nil
+		})
+		if err != nil {
 			return err
 		}
-		return tx.Put(invKey(id), inv)
-	})
-	return &inv, err
+		for _, k := range kids {
+			kid, err := getInv(tx, k)
+			if err != nil {
+				return err
+			}
+			if !kid.Status.Terminal() {
+				if _, err := changeAllowance(tx, k, recoverHeld); err != nil {
+					return err
+				}
+				if err := iv.end(tx, kid, Cancelled); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if inv.Parent != "" {
+		return iv.settleChild(tx, inv)
+	}
+	return nil
 }
 
 // Prog returns a prog.
@@ -199,13 +319,11 @@ func (iv *Invocations) Prog(name string) (*Prog, error) {
 
 // get returns an invocation.
 func (iv *Invocations) get(id string) (*Invocation, error) {
-	var inv Invocation
+	var inv *Invocation
 	err := iv.s.View(func(tx *store.Tx) error {
-		found, err := tx.Get(invKey(id), &inv)
-		if err == nil && !found {
-			err = fmt.Errorf("%s: %w", id, ErrNoSuchInvocation)
-		}
+		var err error
+		inv, err = getInv(tx, id)
 		return err
 	})
-	return &inv, err
+	return inv, err
 }

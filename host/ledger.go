@@ -21,6 +21,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/runehost/runehost/store"
 )
@@ -56,6 +57,10 @@ func (id OpID) String() string { return fmt.Sprintf("%s#%d", id.Invocation, id.O
 
 func (id OpID) key() store.Key { return store.K("op", id.Invocation, id.Ordinal) }
 
+// openKey indexes the attempts without an outcome, so that recovery reads
+// them alone, not the whole ledger.
+func (id OpID) openKey() store.Key { return store.K("open", id.Invocation, id.Ordinal) }
+
 // Operation is one act of an invocation, as the ledger keeps it.
 type Operation struct {
 	Invocation string   `cbor:"1,keyasint"`
@@ -66,6 +71,7 @@ type Operation struct {
 	Phase      Phase    `cbor:"6,keyasint"`
 	Attempt    *Attempt `cbor:"7,keyasint,omitempty"`
 	Outcome    *Outcome `cbor:"8,keyasint,omitempty"`
+	Reopened   uint64   `cbor:"9,keyasint,omitempty"` // times reconciliation found an attempt never happened
 }
 
 // ID returns the operation's identity.
@@ -128,6 +134,13 @@ func (l *Ledger) update(id OpID, d store.Durability, f func(op *Operation, found
 			return err
 		}
 		if out, err = f(&op, found); err != nil || out == nil {
+			return err
+		}
+		if out.Phase == Attempted || out.Phase == Unresolved {
+			if err := tx.Put(id.openKey(), true); err != nil {
+				return err
+			}
+		} else if err := tx.Delete(id.openKey()); err != nil {
 			return err
 		}
 		return tx.Put(id.key(), out)
@@ -240,9 +253,20 @@ func (l *Ledger) Consume(id OpID) (*Operation, error) {
 func (l *Ledger) Recover(generation uint64) ([]*Operation, error) {
 	var ids []OpID
 	err := l.s.View(func(tx *store.Tx) error {
-		return tx.Scan(store.K("op"), func(_ store.Key, decode func(any) error) (bool, error) {
+		return tx.Scan(store.K("open"), func(k store.Key, _ func(any) error) (bool, error) {
+			parts := k.Parts()
+			if len(parts) != 3 {
+				return false, fmt.Errorf("index key %s: %w", k, store.ErrCorrupt)
+			}
+			n, err := strconv.ParseUint(parts[2], 16, 64)
+			if err != nil {
+				return false, fmt.Errorf("index key %s: %w", k, store.ErrCorrupt)
+			}
 			var op Operation
-			if err := decode(&op); err != nil {
+			if found, err := tx.Get(OpID{parts[1], n}.key(), &op); err != nil || !found {
+				if err == nil {
+					err = fmt.Errorf("index key %s names no operation: %w", k, store.ErrCorrupt)
+				}
 				return false, err
 			}
 			if (op.Phase == Attempted && op.Attempt.Generation < generation) || op.Phase == Unresolved {
@@ -271,6 +295,23 @@ func (l *Ledger) Recover(generation uint64) ([]*Operation, error) {
 		}
 	}
 	return out, nil
+}
+
+// Reopen returns an unresolved operation to Proposed, once an adapter's
+// reconciliation found that its attempt never took effect: it may then be
+// attempted again. Nothing else may reopen an attempt.
+func (l *Ledger) Reopen(id OpID) (*Operation, error) {
+	return l.update(id, store.Synced, func(cur *Operation, found bool) (*Operation, error) {
+		if !found {
+			return nil, &LedgerError{Op: id, Err: ErrUnknownOp}
+		}
+		if cur.Phase != Unresolved {
+			return nil, &LedgerError{Op: id, Phase: cur.Phase, Err: errors.New("only an unresolved attempt can be reopened")}
+		}
+		cur.Phase, cur.Attempt = Proposed, nil
+		cur.Reopened++
+		return cur, nil
+	})
 }
 
 // Get returns an operation.

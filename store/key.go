@@ -44,3 +44,8 @@ func appendNum(k Key, n uint64) Key {
 func (k Key) String() string {
 	return strings.ReplaceAll(strings.TrimSuffix(string(k), "\x00"), "\x00", "/")
 }
+
+// Parts returns a key's kind and parts as strings (numbers in their hex form).
+func (k Key) Parts() []string {
+	return strings.Split(strings.TrimSuffix(string(k), "\x00"), "\x00")
+}

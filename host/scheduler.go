@@ -1,0 +1,155 @@
+// scheduler.go holds the scheduler: fair turns over runnable invocations,
+// round robin from a persisted cursor, waking awaits whose deadline passed.
+
+package host
+
+import (
+	"context"
+
+	"github.com/runehost/runehost/store"
+)
+
+// DefaultQuantum is how many slices one turn runs.
+const DefaultQuantum = 8
+
+// Scheduler gives runnable invocations turns. Only Running invocations are
+// read (through the run index); parked ones cost nothing and hold no machine.
+// The cursor (the last invocation served) is kept in the store, so a
+// restarted host goes on where the last one stopped instead of starting over
+// at the first id.
+type Scheduler struct {
+	E       *Engine
+	Scope   string // a root invocation: only its tree; "" for every invocation
+	Quantum int    // slices per turn; DefaultQuantum when 0
+}
+
+// Turn is one invocation's turn.
+type Turn struct {
+	Invocation string
+	State      *RunState
+	Err        error // the engine failed on it; the others go on
+}
+
+func (s *Scheduler) cursorKey() store.Key { return store.K("sched", s.Scope) }
+
+type cursor struct {
+	Last string `cbor:"1,keyasint"`
+}
+
+// Next returns the runnable invocation after the cursor (wrapping round),
+// or "" when none is runnable.
+func (s *Scheduler) Next() (string, error) {
+	prefix := store.K("run")
+	if s.Scope != "" {
+		prefix = store.K("run", s.Scope)
+	}
+	var c cursor
+	var first, next string
+	err := s.E.Store.View(func(tx *store.Tx) error {
+		if _, err := tx.Get(s.cursorKey(), &c); err != nil {
+			return err
+		}
+		return tx.Scan(prefix, func(k store.Key, _ func(any) error) (bool, error) {
+			parts := k.Parts()
+			id := parts[len(parts)-1]
+			if first == "" {
+				first = id
+			}
+			if c.Last == "" || string(k) > string(runKey(c.Last)) { // the index's own order
+				next = id
+				return false, nil
+			}
+			return true, nil
+		})
+	})
+	if next == "" {
+		next = first
+	}
+	return next, err
+}
+
+// Step gives the next runnable invocation one turn and moves the cursor
+// past it. It returns false when nothing is runnable.
+func (s *Scheduler) Step(ctx context.Context) (Turn, bool, error) {
+	id, err := s.Next()
+	if err != nil || id == "" {
+		return Turn{}, false, err
+	}
+	if err := s.E.Store.Update(store.Buffered, func(tx *store.Tx) error {
+		return tx.Put(s.cursorKey(), cursor{Last: id})
+	}); err != nil {
+		return Turn{}, false, err
+	}
+	q := s.Quantum
+	if q == 0 {
+		q = DefaultQuantum
+	}
+	e := *s.E // a copy, to set the quantum without touching the caller's
+	e.Quantum = q
+	st, err := e.Resume(ctx, id)
+	if err != nil && ctx.Err() != nil {
+		return Turn{}, false, ctx.Err()
+	}
+	return Turn{Invocation: id, State: st, Err: err}, true, nil
+}
+
+// Wake makes runnable every waiting invocation in scope whose await's
+// deadline has passed, and returns how many it woke.
+func (s *Scheduler) Wake() (int, error) {
+	now := s.E.Clock()
+	var due []string
+	err := s.E.Store.View(func(tx *store.Tx) error {
+		return tx.Scan(store.K("wait"), func(k store.Key, decode func(any) error) (bool, error) {
+			var w wait
+			if err := decode(&w); err != nil {
+				return false, err
+			}
+			parts := k.Parts()
+			id := parts[len(parts)-1]
+			if w.Deadline != 0 && w.Deadline <= now && (s.Scope == "" || rootOf(id) == s.Scope) {
+				due = append(due, id)
+			}
+			return true, nil
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	woke := 0
+	for _, id := range due {
+		err := s.E.Store.Retry(store.Synced, func(tx *store.Tx) error {
+			inv, err := getInv(tx, id)
+			if err != nil || inv.Status != Waiting {
+				return err
+			}
+			inv.Status = Running
+			woke++
+			return putInv(tx, inv)
+		})
+		if err != nil {
+			return woke, err
+		}
+	}
+	return woke, nil
+}
+
+// Run gives turns until nothing in scope is runnable, calling each (if not
+// nil) after every turn; each may stop the run by returning false.
+func (s *Scheduler) Run(ctx context.Context, each func(Turn) bool) error {
+	for {
+		t, ok, err := s.Step(ctx)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			n, err := s.Wake()
+			if err != nil || n == 0 {
+				return err
+			}
+			continue
+		}
+		if each != nil && !each(t) {
+			return nil
+		}
+	}
+}
