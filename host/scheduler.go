@@ -5,6 +5,9 @@ package host
 
 import (
 	"context"
+	"fmt"
+
+	"github.com/runehost/runehost/checkpoint"
 
 	"github.com/runehost/runehost/store"
 )
@@ -152,4 +155,63 @@ func (s *Scheduler) Run(ctx context.Context, each func(Turn) bool) error {
 			return nil
 		}
 	}
+}
+
+// RunTree drives a root invocation and then gives turns to its tree until
+// nothing in it is runnable, and returns where the root stands. A child's
+// failure of the engine is returned as an error after the others ran.
+func (e *Engine) RunTree(ctx context.Context, root string) (*RunState, error) {
+	var failed error
+	err := (&Scheduler{E: e, Scope: rootOf(root)}).Run(ctx, func(t Turn) bool {
+		if t.Err != nil && failed == nil {
+			failed = fmt.Errorf("invocation %s: %w", t.Invocation, t.Err)
+		}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	st, err := e.State(root)
+	if err != nil {
+		return nil, err
+	}
+	return st, failed
+}
+
+// State says where an invocation stands, from its records.
+func (e *Engine) State(inv string) (*RunState, error) {
+	i, err := e.invs.get(inv)
+	if err != nil {
+		return nil, err
+	}
+	st := &RunState{Status: i.Status, Result: i.Result, Err: i.Err}
+	switch i.Status {
+	case Joining:
+		st.Waiting = fmt.Sprintf("%d children", i.Live)
+	case Waiting:
+		cp, err := e.checkpoint(inv)
+		if err != nil {
+			return nil, err
+		}
+		h, err := checkpoint.DecodeHeader(cp)
+		if err != nil {
+			return nil, fmt.Errorf("invocation %s: stored checkpoint: %w", inv, err)
+		}
+		if h.Pending == nil {
+			st.Waiting = "its turn"
+			break
+		}
+		if h.Pending.Kind == checkpoint.PendingAwait {
+			aw, _ := parseAwait(h.Pending)
+			st.Waiting = fmt.Sprintf("an event %v", aw.Tags)
+			st.Deadline, err = e.boxes.Deadline(inv)
+			return st, err
+		}
+		st.Waiting = "the outcome of act " + h.Pending.Tag
+		op, err := e.ledger.Get(OpID{inv, h.Pending.Seq})
+		if err == nil && (op.Phase == Unresolved || op.Phase == Attempted) {
+			st.Unknown = op
+		}
+	}
+	return st, nil
 }

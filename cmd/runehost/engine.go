@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -82,8 +83,15 @@ func report(out, events io.Writer, inv, file string, rs *host.RunState) error {
 	case host.Failed:
 		return exitf(exitFailed, "%s:%v", file, rs.Err)
 	case host.Waiting:
-		fmt.Fprintf(events, "waiting: %s waits for %s (runehost send %s TAG JSON, or runehost resume %s)\n", inv, rs.Waiting, inv, inv)
+		until := ""
+		if rs.Deadline != 0 {
+			until = ", until " + time.UnixMilli(rs.Deadline).UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(events, "waiting: %s waits for %s%s (runehost send %s TAG JSON, or runehost resume %s)\n", inv, rs.Waiting, until, inv, inv)
 		return &exitError{code: exitWaiting, err: fmt.Errorf("%s is waiting", inv)}
+	case host.Joining:
+		fmt.Fprintf(events, "joining: %s has returned and waits for %s to settle (runehost ps, runehost resume %s)\n", inv, rs.Waiting, inv)
+		return &exitError{code: exitWaiting, err: fmt.Errorf("%s is joining", inv)}
 	}
 	fmt.Fprintf(events, "%s is %s\n", inv, rs.Status)
 	return nil

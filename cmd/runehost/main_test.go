@@ -205,3 +205,18 @@ func TestCancel(t *testing.T) {
 		t.Fatalf("ps: exit %d, %q", code, out)
 	}
 }
+
+// A prog that spawns children runs its whole tree in the sandbox.
+func TestRunSpawns(t *testing.T) {
+	t.Setenv("RUNEHOST_STORE", filepath.Join(t.TempDir(), "store"))
+	f := writeProg(t, `if input != nil { return input * input }
+var kids = []
+for i in range(1, 4) { kids = append(kids, act "spawn" {steps: 20000, input: i}) }
+var sum = 0
+for k in kids { sum += (await {key: k.id}).result }
+return sum`)
+	code, out, errs := invoke(t, "run", f)
+	if code != exitOK || out != "14\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}

@@ -63,6 +63,9 @@ func resolveCommand() *cli.Command {
 			defer done()
 			inv := c.Args().First()
 			rs, err := e.Resolve(c.Context, host.OpID{Invocation: inv, Ordinal: ord}, reply)
+			if err == nil {
+				rs, err = e.RunTree(c.Context, inv)
+			}
 			if err != nil {
 				return exitf(exitUsage, "resolve: %v", err)
 			}

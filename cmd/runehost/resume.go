@@ -23,6 +23,9 @@ func resumeCommand() *cli.Command {
 			defer done()
 			inv := c.Args().First()
 			rs, err := e.Resume(c.Context, inv)
+			if err == nil {
+				rs, err = e.RunTree(c.Context, inv)
+			}
 			if err != nil {
 				return exitf(exitUsage, "resume: %v", err)
 			}

@@ -79,6 +79,9 @@ func runCommand() *cli.Command {
 				}
 				fmt.Fprintf(c.App.ErrWriter, "invocation %s\n", inv)
 				rs, err := e.Start(c.Context, inv, progName(file), src, in, c.Uint64("limit"), seed)
+				if err == nil {
+					rs, err = e.RunTree(c.Context, inv)
+				}
 				if err != nil {
 					var se *syntax.Error
 					if errors.As(err, &se) {

@@ -35,6 +35,9 @@ func sendCommand() *cli.Command {
 			}
 			defer done()
 			rs, err := e.Send(c.Context, inv, tag, payload)
+			if err == nil {
+				rs, err = e.RunTree(c.Context, inv)
+			}
 			if err != nil {
 				return exitf(exitUsage, "send: %v", err)
 			}
