@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/guest/compile"
@@ -48,6 +49,7 @@ type Engine struct {
 	// the invocation Running, so that a scheduler can be fair.
 	Quantum int
 
+	ward     *Ward
 	ledger   *Ledger
 	accounts *Accounts
 	invs     *Invocations
@@ -57,11 +59,14 @@ type Engine struct {
 // NewEngine returns an engine over a store and a runtime.
 func NewEngine(s *store.Store, rt port.RuntimePort, generation uint64, clock func() int64) *Engine {
 	e := &Engine{Store: s, Runtime: rt, Adapters: map[string]Adapter{}, Generation: generation, Clock: clock,
-		ledger: NewLedger(s), accounts: NewAccounts(s), invs: NewInvocations(s), boxes: NewMailboxes(s)}
+		ward: NewWard(s, clock), ledger: NewLedger(s), accounts: NewAccounts(s), invs: NewInvocations(s), boxes: NewMailboxes(s)}
 	e.invs.clock = clock
 	e.Adapters[SpawnTag] = spawner{e}
 	return e
 }
+
+// Ward returns the engine's ward: the grants its acts are checked against.
+func (e *Engine) Ward() *Ward { return e.ward }
 
 // RunState is where a Drive left an invocation.
 type RunState struct {
@@ -345,16 +350,24 @@ func (e *Engine) reconcile(ctx context.Context, rec Reconciler, op *Operation) (
 // outcome (synced).
 func (e *Engine) dispatch(ctx context.Context, id OpID, op *Operation) (*Operation, error) {
 	adapter := e.Adapters[op.Tag]
-	grant := "adapter " + op.Tag
-	if adapter == nil {
-		grant = "none"
+	i, err := e.invs.get(id.Invocation)
+	if err != nil {
+		return nil, err
 	}
-	if _, err := e.ledger.Attempt(id, Attempt{Grant: grant, Executor: op.Tag, Generation: e.Generation, At: e.Clock()}); err != nil {
+	statement, denied := e.ward.authorize(ctx, i.Prog, op, adapter)
+	if denied != nil && !errors.Is(denied, ErrDenied) {
+		return nil, denied
+	}
+	executor := op.Tag
+	if denied != nil {
+		executor = "ward" // nothing is dispatched
+	}
+	if _, err := e.ledger.Attempt(id, Attempt{Grant: statement, Executor: executor, Generation: e.Generation, At: e.Clock()}); err != nil {
 		return nil, err
 	}
 	var r checkpoint.Reply
-	if adapter == nil {
-		r.Err = &checkpoint.Error{Kind: "denied", Msg: fmt.Sprintf("no grant for act %s", op.Tag)}
+	if denied != nil {
+		r.Err = &checkpoint.Error{Kind: "denied", Msg: strings.TrimPrefix(denied.Error(), "denied: ")}
 	} else {
 		v, err := adapter.Do(ctx, op)
 		var ce *checkpoint.Error

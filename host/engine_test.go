@@ -47,6 +47,9 @@ func (r *recorder) Do(_ context.Context, op *Operation) (any, error) {
 func engine(t *testing.T, s *store.Store, gen uint64) *Engine {
 	clock := int64(1_700_000_000_000)
 	e := NewEngine(s, port.NewNative(), gen, func() int64 { clock++; return clock })
+	if _, err := e.Ward().Grant(AnyProg, "calc"); err != nil {
+		t.Fatal(err)
+	}
 	return e
 }
 
@@ -258,6 +261,7 @@ func TestEngineResolve(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Adapters["calc"] = &recorder{crash: true}
+	e.Ward().Grant(AnyProg, "calc")
 	func() {
 		defer func() { recover() }()
 		e.Start(context.Background(), "inv", "p", []byte(actsProg), nil, 1_000_000, 7)

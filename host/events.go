@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/store"
 )
 
@@ -62,6 +63,11 @@ func waitKey(inv string) store.Key              { return store.K("wait", inv) }
 func (mb *Mailboxes) Deliver(inv, tag string, payload []byte) (*Event, error) {
 	if tag == "" {
 		return nil, fmt.Errorf("deliver to %s: an event needs a tag", inv)
+	}
+	if payload == nil {
+		payload = []byte{0xf6} // nil
+	} else if _, err := checkpoint.DecodeData(payload); err != nil {
+		return nil, fmt.Errorf("deliver %q to %s: the payload is not data: %w", tag, inv, err)
 	}
 	var ev *Event
 	err := mb.s.Retry(store.Synced, func(tx *store.Tx) error {

@@ -31,15 +31,19 @@ func inspectCommand() *cli.Command {
 				return exitf(exitUsage, "inspect: %v", err)
 			}
 			type act struct {
-				Ordinal uint64 `json:"ordinal"`
-				Tag     string `json:"tag"`
-				Args    any    `json:"args"`
-				Phase   string `json:"phase"`
-				Outcome string `json:"outcome,omitempty"`
+				Ordinal uint64  `json:"ordinal"`
+				Tag     string  `json:"tag"`
+				Args    any     `json:"args"`
+				Phase   string  `json:"phase"`
+				Grant   *string `json:"grant,omitempty"` // the statement that allowed it; "" when denied
+				Outcome string  `json:"outcome,omitempty"`
 			}
 			var acts []act
 			for _, op := range in.Operations {
 				a := act{Ordinal: op.Ordinal, Tag: op.Tag, Args: json.RawMessage(dataJSON(op.Args)), Phase: op.Phase.String()}
+				if op.Attempt != nil {
+					a.Grant = &op.Attempt.Grant
+				}
 				if op.Outcome != nil {
 					if r, err := checkpoint.DecodeReply(op.Outcome.Reply); err == nil && r.Err != nil {
 						a.Outcome = r.Err.Kind + ": " + r.Err.Msg
@@ -54,9 +58,15 @@ func inspectCommand() *cli.Command {
 			view := map[string]any{
 				"invocation": in.Invocation.ID, "status": in.Invocation.Status.String(),
 				"prog": in.Prog.Name, "admitted_revision": in.Invocation.Revision, "prog_revision": in.Prog.Revision,
-				"allowance":  map[string]uint64{"limit": in.Allowance.Limit, "charged": in.Allowance.Charged, "held": in.Allowance.Held},
+				"allowance":  map[string]uint64{"limit": in.Allowance.Limit, "charged": in.Allowance.Charged, "held": in.Allowance.Held, "lent": in.Allowance.Lent},
 				"checkpoint": map[string]any{"format": h.Format, "semantics": h.Semantics, "program": fmt.Sprintf("%x", h.Program), "used": h.Used, "status": h.Status.String()},
 				"acts":       acts,
+			}
+			if i := in.Invocation; i.Parent != "" || i.Live > 0 {
+				view["parent"], view["depth"], view["children_unsettled"] = i.Parent, i.Depth, i.Live
+			}
+			if in.Invocation.Err != nil {
+				view["error"] = map[string]string{"kind": in.Invocation.Err.Kind, "msg": in.Invocation.Err.Msg}
 			}
 			if len(in.Invocation.Result) > 0 {
 				view["result"] = json.RawMessage(dataJSON(in.Invocation.Result))

@@ -18,7 +18,7 @@ func psCommand() *cli.Command {
 		Flags: []cli.Flag{
 			storeFlag(),
 			&cli.StringSliceFlag{Name: "status", Usage: "only these statuses (running, waiting, joining, completed, failed, cancelled, conflict)"},
-			&cli.BoolFlag{Name: "json", Usage: "one JSON object per line"},
+			jsonOutFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			var statuses []host.Status

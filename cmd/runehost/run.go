@@ -16,6 +16,7 @@ import (
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/guest/port"
 	"github.com/runehost/runehost/guest/syntax"
+	"github.com/runehost/runehost/host"
 	"github.com/runehost/runehost/wasmvm"
 )
 
@@ -30,12 +31,16 @@ func runCommand() *cli.Command {
 			"stderr and its result as JSON to stdout. Exit status: 0 done, 1 the prog\n" +
 			"failed (or its result conflicted), 2 bad usage or a compile error, 3 a\n" +
 			"host failure, 4 the run waits (for an event, or an act of unknown outcome).\n\n" +
-			"Acts have no adapters in this build: each is answered with an error of\n" +
-			"kind \"denied\" that the prog may catch. --no-store runs without the store.",
+			"Acts are denied unless granted (runehost grant); a denial is an error of\n" +
+			"kind \"denied\" that the prog may catch. Before it runs, the prog's act tags\n" +
+			"are checked against the grants and each one missing is reported;\n" +
+			"--strict-grants refuses to run it then. --no-store runs without the store\n" +
+			"and denies every act.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "input", Value: "null", Usage: "the prog's input, as JSON"},
 			&cli.StringFlag{Name: "state", Value: "null", Usage: "the prog's state, as JSON (with --no-store; otherwise the stored state)"},
 			&cli.BoolFlag{Name: "no-store", Usage: "run without the store: nothing is kept"},
+			&cli.BoolFlag{Name: "strict-grants", Usage: "refuse to run a prog whose acts are not all granted"},
 			storeFlag(),
 			&cli.Uint64Flag{Name: "limit", Value: 10_000_000, Usage: "step limit of the run"},
 			&cli.Uint64Flag{Name: "slice", Value: port.DefaultSlice, Usage: "steps per slice"},
@@ -73,6 +78,9 @@ func runCommand() *cli.Command {
 					return err
 				}
 				defer done()
+				if err := preflight(c, e, progName(file), file, src); err != nil {
+					return err
+				}
 				inv, err := e.NewInvocationID()
 				if err != nil {
 					return exitf(exitInternal, "run: %v", err)
@@ -100,6 +108,30 @@ func runCommand() *cli.Command {
 			return r.run(c.Context, port.Input{Source: src, Input: in, State: state, Limit: c.Uint64("limit"), Seed: seed}, c.Uint64("slice"))
 		},
 	}
+}
+
+// preflight reports the prog's act tags that no grant covers, and with
+// --strict-grants refuses to run it.
+func preflight(c *cli.Context, e *host.Engine, prog, file string, src []byte) error {
+	info, err := e.Runtime.Load(c.Context, src)
+	if err != nil {
+		var se *syntax.Error
+		if errors.As(err, &se) {
+			return exitf(exitUsage, "%s:%v", file, err)
+		}
+		return exitf(exitInternal, "run: %v", err)
+	}
+	missing, err := e.Ward().Missing(prog, info.ActTags)
+	if err != nil {
+		return exitf(exitInternal, "run: %v", err)
+	}
+	for _, tag := range missing {
+		fmt.Fprintf(c.App.ErrWriter, "grants: %s has no grant for act %s; it will be denied (runehost grant --prog %s %s)\n", prog, tag, prog, tag)
+	}
+	if len(missing) > 0 && c.Bool("strict-grants") {
+		return exitf(exitUsage, "run: refused by --strict-grants: %s has no grant for %s", prog, strings.Join(missing, ", "))
+	}
+	return nil
 }
 
 func nativeFlag() cli.Flag {

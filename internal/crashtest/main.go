@@ -25,12 +25,21 @@ import (
 	"time"
 )
 
-const prog = `var total = 0
-for i in range(24) {
+// prog spawns two children that act on their own, acts itself, and adds up
+// what everyone's acts answered.
+const prog = `if input != nil {
+  var t = 0
+  for i in range(4) { t += act "test.record" {n: input + i} }
+  return t
+}
+let kids = [act "spawn" {steps: 100000, input: 100}, act "spawn" {steps: 100000, input: 200}]
+var total = 0
+for i in range(20) {
   total += act "test.record" {n: i}
   var j = 0
   while j < 400 { j += 1 }
 }
+for k in kids { total += (await {key: k.id}).result }
 return total`
 
 type harness struct {
@@ -48,10 +57,11 @@ type act struct {
 }
 
 type inspection struct {
-	Status    string            `json:"status"`
-	Allowance map[string]uint64 `json:"allowance"`
-	Acts      []act             `json:"acts"`
-	Result    json.RawMessage   `json:"result"`
+	Invocation string            `json:"invocation"`
+	Status     string            `json:"status"`
+	Allowance  map[string]uint64 `json:"allowance"`
+	Acts       []act             `json:"acts"`
+	Result     json.RawMessage   `json:"result"`
 }
 
 func main() {
@@ -71,6 +81,7 @@ func main() {
 
 	// The uninterrupted run.
 	refStore, refLog := filepath.Join(tmp, "ref"), filepath.Join(tmp, "ref.log")
+	h.grant(refStore, refLog)
 	out, code := h.cmd(refStore, refLog, 0, "run", progFile)
 	if code != 0 {
 		fmt.Println("crash: the uninterrupted run failed:", out)
@@ -89,14 +100,23 @@ func main() {
 	}
 }
 
-// round runs one invocation to its end through kills and restarts.
+// grant lets the prog use the test adapter on a fresh store.
+func (h *harness) grant(store, log string) {
+	if out, code := h.cmd(store, log, 0, "grant", "test.record"); code != 0 {
+		fmt.Println("crash: grant failed:", out)
+		os.Exit(1)
+	}
+}
+
+// round runs one invocation tree to its end through kills and restarts.
 func (h *harness) round(store, log, progFile, want string, budget int) {
-	inv := ""                 // found with ps once a run was admitted
-	seen := map[uint64]bool{} // acts seen with a recorded outcome
+	h.grant(store, log)
+	root := ""                // found with ps once a run was admitted
+	seen := map[string]bool{} // acts (inv#ord) seen with a recorded outcome
 	for i := 0; ; i++ {
 		args := []string{"run", progFile}
-		if inv != "" {
-			args = []string{"resume", inv}
+		if root != "" {
+			args = []string{"resume", root}
 		}
 		kill := 0
 		if h.kills < budget && i < 40 {
@@ -110,43 +130,63 @@ func (h *harness) round(store, log, progFile, want string, budget int) {
 		if code > 0 && code != 4 && os.Getenv("CRASH_VERBOSE") != "" {
 			fmt.Printf("crash: %v exited %d: %s\n", args, code, out)
 		}
-		if inv == "" {
-			if inv = h.admitted(store, log); inv == "" {
-				continue // killed before the invocation was admitted: run again
-			}
+		invs := h.admitted(store, log)
+		if len(invs) == 0 {
+			continue // killed before the invocation was admitted: run again
 		}
-		in, ok := h.inspect(store, log, inv)
-		if !ok {
+		root = invs[0]
+		var tree []*inspection
+		for _, id := range invs {
+			in, ok := h.inspect(store, log, id)
+			if !ok {
+				tree = nil
+				break
+			}
+			h.checks(in, log, seen)
+			tree = append(tree, in)
+		}
+		if tree == nil {
 			continue
 		}
-		h.checks(in, log, seen)
-		switch in.Status {
+		switch tree[0].Status {
 		case "completed":
-			if got := strings.TrimSpace(string(in.Result)); got != want {
+			if got := strings.TrimSpace(string(tree[0].Result)); got != want {
 				h.violate("result %s, the uninterrupted run gave %s", got, want)
 			}
 			return
 		case "failed", "cancelled", "conflict":
-			h.violate("the invocation ended %s", in.Status)
+			h.violate("the invocation ended %s", tree[0].Status)
 			return
 		}
-		var unknown []act
-		for _, a := range in.Acts {
-			if a.Phase == "unresolved" {
-				unknown = append(unknown, a)
+		type unknownAct struct {
+			inv string
+			a   act
+		}
+		var unknown []unknownAct
+		for _, in := range tree {
+			for _, a := range in.Acts {
+				if a.Phase == "unresolved" && a.Tag == "test.record" {
+					unknown = append(unknown, unknownAct{in.Invocation, a})
+				}
 			}
 		}
 		if len(unknown) > 0 {
-			// Resuming must stop at the unknown act without running it again.
-			before := len(readLines(log))
-			if _, code := h.cmd(store, log, 0, "resume", inv); code != 4 {
-				h.violate("resume with an unknown act exited %d, want 4 (waiting)", code)
+			// Resuming must leave each unknown act unknown: never run again.
+			h.cmd(store, log, 0, "resume", root)
+			for _, u := range unknown {
+				in, ok := h.inspect(store, log, u.inv)
+				if !ok {
+					continue
+				}
+				h.checks(in, log, seen)
+				for _, a := range in.Acts {
+					if a.Ordinal == u.a.Ordinal && a.Phase != "unresolved" {
+						h.violate("unknown act %s#%d became %s without an operator", u.inv, a.Ordinal, a.Phase)
+					}
+				}
 			}
-			if after := len(readLines(log)); after != before {
-				h.violate("resume with an unknown act dispatched %d acts", after-before)
-			}
-			for _, a := range unknown {
-				h.settle(store, log, inv, a)
+			for _, u := range unknown {
+				h.settle(store, log, u.inv, u.a)
 			}
 		}
 	}
@@ -166,7 +206,7 @@ func (h *harness) settle(store, log, inv string, a act) {
 	h.cmd(store, log, 0, "resolve", inv, strconv.FormatUint(a.Ordinal, 10), "--outcome", strconv.Itoa(2*a.Args["n"]))
 }
 
-func (h *harness) checks(in *inspection, log string, seen map[uint64]bool) {
+func (h *harness) checks(in *inspection, log string, seen map[string]bool) {
 	lines := readLines(log)
 	count := map[string]int{}
 	for _, l := range lines {
@@ -175,44 +215,52 @@ func (h *harness) checks(in *inspection, log string, seen map[uint64]bool) {
 		}
 	}
 	al := in.Allowance
-	if al["charged"]+al["held"] > al["limit"] {
-		h.violate("charged %d + held %d > limit %d", al["charged"], al["held"], al["limit"])
+	if al["charged"]+al["held"]+al["lent"] > al["limit"] {
+		h.violate("%s: charged %d + held %d + lent %d > limit %d", in.Invocation, al["charged"], al["held"], al["lent"], al["limit"])
 	}
-	phase := map[uint64]string{}
+	phase := map[string]string{}
 	for _, a := range in.Acts {
-		phase[a.Ordinal] = a.Phase
+		id := fmt.Sprintf("%s#%d", in.Invocation, a.Ordinal)
+		phase[id] = a.Phase
 		switch a.Phase {
 		case "attempted":
-			h.violate("act %d attempted by a dead process and not reported unknown", a.Ordinal)
+			h.violate("act %s attempted by a dead process and not reported unknown", id)
 		case "recorded", "consumed":
-			seen[a.Ordinal] = true
+			seen[id] = true
 		}
 	}
-	for ord := range seen {
-		if p := phase[ord]; p != "recorded" && p != "consumed" {
-			h.violate("act %d had a recorded outcome and now is %q", ord, p)
+	for id := range seen {
+		if p, ok := phase[id]; ok && p != "recorded" && p != "consumed" {
+			h.violate("act %s had a recorded outcome and now is %q", id, p)
 		}
 	}
 }
 
-// admitted returns the invocation a run admitted in store, if any.
-func (h *harness) admitted(store, log string) string {
+// admitted returns the invocations a run admitted in store, the root first.
+func (h *harness) admitted(store, log string) []string {
 	out, code := h.cmd(store, log, 0, "ps", "--json")
 	if code != 0 {
-		return ""
+		return nil
 	}
-	lines := strings.Fields(out)
-	if len(lines) > 1 {
-		h.violate("%d invocations admitted for one run", len(lines))
+	var ids []string
+	for _, line := range strings.Fields(out) {
+		var row struct {
+			Invocation string `json:"invocation"`
+		}
+		json.Unmarshal([]byte(line), &row)
+		if !strings.Contains(row.Invocation, ".") {
+			if len(ids) > 0 && !strings.Contains(ids[0], ".") {
+				h.violate("two roots admitted for one run: %s and %s", ids[0], row.Invocation)
+			}
+			ids = append([]string{row.Invocation}, ids...)
+			continue
+		}
+		ids = append(ids, row.Invocation)
 	}
-	if len(lines) == 0 {
-		return ""
+	if len(ids) > 0 && strings.Contains(ids[0], ".") {
+		h.violate("children without a root: %v", ids)
 	}
-	var row struct {
-		Invocation string `json:"invocation"`
-	}
-	json.Unmarshal([]byte(lines[0]), &row)
-	return row.Invocation
+	return ids
 }
 
 func (h *harness) inspect(store, log, inv string) (*inspection, bool) {
@@ -234,7 +282,7 @@ func (h *harness) inspect(store, log, inv string) (*inspection, bool) {
 // cmd runs runehost; with kill > 0 it sends SIGKILL after that many ms.
 func (h *harness) cmd(store, log string, kill int, args ...string) (string, int) {
 	args = append(args, "--store", store)
-	if args[0] != "inspect" && args[0] != "ps" {
+	if args[0] != "inspect" && args[0] != "ps" && args[0] != "grant" {
 		args = append(args, "--cache-dir", h.cache)
 	}
 	c := exec.Command(h.bin, args...)

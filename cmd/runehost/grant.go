@@ -1,0 +1,114 @@
+// grant.go holds `runehost grant`, `revoke` and `grants`: the ward's grants.
+
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/runehost/runehost/host"
+)
+
+func progFlag() cli.Flag {
+	return &cli.StringFlag{Name: "prog", Value: host.AnyProg, Usage: "the prog the grant is for (named after its file: hello.rune is hello); * for every prog"}
+}
+
+func grantCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "grant",
+		Usage:     "let a prog perform an act",
+		ArgsUsage: "STATEMENT...",
+		Description: "A statement is an act tag (test.record), allowing it on any target, or a\n" +
+			"tag and a target (fs.read:./data) that the act's adapter checks after\n" +
+			"resolving the concrete target. Acts are denied unless granted; grants are\n" +
+			"read at each attempt, so a revoke denies the next act of a running prog.",
+		Flags: []cli.Flag{storeFlag(), progFlag()},
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return exitf(exitUsage, "grant: want at least one STATEMENT (usage: runehost grant [--prog NAME] fs.read:./data)")
+			}
+			e, done, err := openEngine(c, false)
+			if err != nil {
+				return err
+			}
+			defer done()
+			for _, st := range c.Args().Slice() {
+				if _, err := e.Ward().Grant(c.String("prog"), st); err != nil {
+					return exitf(exitUsage, "grant: %v", err)
+				}
+				fmt.Fprintf(c.App.ErrWriter, "granted: %s to %s\n", st, c.String("prog"))
+			}
+			return nil
+		},
+	}
+}
+
+func revokeCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "revoke",
+		Usage:     "take a grant back (the next act it would allow is denied)",
+		ArgsUsage: "STATEMENT...",
+		Flags:     []cli.Flag{storeFlag(), progFlag()},
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return exitf(exitUsage, "revoke: want at least one STATEMENT")
+			}
+			e, done, err := openEngine(c, false)
+			if err != nil {
+				return err
+			}
+			defer done()
+			for _, st := range c.Args().Slice() {
+				ok, err := e.Ward().Revoke(c.String("prog"), st)
+				if err != nil {
+					return exitf(exitInternal, "revoke: %v", err)
+				}
+				if !ok {
+					return exitf(exitUsage, "revoke: %s has no grant %q (runehost grants lists them)", c.String("prog"), st)
+				}
+				fmt.Fprintf(c.App.ErrWriter, "revoked: %s from %s\n", st, c.String("prog"))
+			}
+			return nil
+		},
+	}
+}
+
+func grantsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "grants",
+		Usage: "list grants",
+		Flags: []cli.Flag{
+			storeFlag(),
+			&cli.StringFlag{Name: "prog", Usage: "only this prog's grants (* for those of every prog)"},
+			jsonOutFlag(),
+		},
+		Action: func(c *cli.Context) error {
+			e, done, err := openEngine(c, false)
+			if err != nil {
+				return err
+			}
+			defer done()
+			gs, err := e.Ward().List(c.String("prog"))
+			if err != nil {
+				return exitf(exitInternal, "grants: %v", err)
+			}
+			for _, g := range gs {
+				at := time.UnixMilli(g.At).UTC().Format(time.RFC3339)
+				if c.Bool("json") {
+					b, _ := json.Marshal(map[string]any{"prog": g.Subject, "statement": g.Statement, "tag": g.Tag(), "target": g.Target(), "granted": at})
+					fmt.Fprintln(c.App.Writer, string(b))
+					continue
+				}
+				fmt.Fprintf(c.App.Writer, "%-20s %-40s %s\n", g.Subject, g.Statement, at)
+			}
+			return nil
+		},
+	}
+}
+
+func jsonOutFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "json", Usage: "one JSON object per line"}
+}

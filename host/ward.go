@@ -1,0 +1,190 @@
+// ward.go holds the ward: grants, the host's authority for acts, kept apart
+// from prog data (never in a checkpoint, a prog's state or an event), read
+// at the moment of each attempt, so a revoked grant denies the next act.
+
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/runehost/runehost/store"
+)
+
+// AnyProg is the subject of a grant that holds for every prog.
+const AnyProg = "*"
+
+// Grant lets a prog (or every prog) perform an act. Its statement is the act
+// tag, alone ("test.record": any target) or with a target the act's adapter
+// checks after resolving it ("fs.read:./data").
+type Grant struct {
+	Subject   string `cbor:"1,keyasint"` // a prog name, or AnyProg
+	Statement string `cbor:"2,keyasint"`
+	At        int64  `cbor:"3,keyasint"` // unix ms
+}
+
+// Tag is the act tag a grant's statement names.
+func (g Grant) Tag() string { tag, _, _ := strings.Cut(g.Statement, ":"); return tag }
+
+// Target is the statement's target, "" when the grant holds for any.
+func (g Grant) Target() string { _, t, _ := strings.Cut(g.Statement, ":"); return t }
+
+// Errors of the ward.
+var (
+	ErrDenied       = errors.New("denied")
+	ErrBadStatement = errors.New("bad grant statement")
+)
+
+// Authorizer is an adapter that checks its act's concrete target against
+// the grants for its tag, and names the statement that allows it. An adapter
+// that is not one is allowed only by a grant without a target.
+type Authorizer interface {
+	Authorize(ctx context.Context, op *Operation, grants []Grant) (statement string, err error)
+}
+
+// Ward keeps grants in a store.
+type Ward struct {
+	s     *store.Store
+	clock func() int64
+}
+
+// NewWard returns the ward of a store.
+func NewWard(s *store.Store, clock func() int64) *Ward { return &Ward{s: s, clock: clock} }
+
+func grantKey(subject, statement string) store.Key { return store.K("grant", subject, statement) }
+
+// checkStatement refuses statements that cannot be grants.
+func checkStatement(subject, statement string) error {
+	tag, _, _ := strings.Cut(statement, ":")
+	switch {
+	case subject == "" || strings.ContainsRune(subject, 0):
+		return fmt.Errorf("%w: the prog is empty or has a zero byte", ErrBadStatement)
+	case tag == "" || strings.ContainsAny(tag, " \t\r\n\x00") || strings.ContainsAny(statement, "\r\n\x00"):
+		return fmt.Errorf("%w: %q: want TAG or TAG:TARGET", ErrBadStatement, statement)
+	case tag == SpawnTag:
+		return fmt.Errorf("%w: %q: spawn needs no grant; the allowance bounds it", ErrBadStatement, statement)
+	}
+	return nil
+}
+
+// Grant records a grant (synced). Granting it again changes nothing.
+func (w *Ward) Grant(subject, statement string) (*Grant, error) {
+	if err := checkStatement(subject, statement); err != nil {
+		return nil, err
+	}
+	g := &Grant{Subject: subject, Statement: statement, At: w.clock()}
+	err := w.s.Retry(store.Synced, func(tx *store.Tx) error {
+		var old Grant
+		if found, err := tx.Get(grantKey(subject, statement), &old); err != nil || found {
+			*g = old
+			return err
+		}
+		return tx.Put(grantKey(subject, statement), g)
+	})
+	return g, err
+}
+
+// Revoke removes a grant (synced) and reports whether there was one.
+func (w *Ward) Revoke(subject, statement string) (bool, error) {
+	var found bool
+	err := w.s.Retry(store.Synced, func(tx *store.Tx) error {
+		var g Grant
+		var err error
+		if found, err = tx.Get(grantKey(subject, statement), &g); err != nil || !found {
+			return err
+		}
+		return tx.Delete(grantKey(subject, statement))
+	})
+	return found, err
+}
+
+// List returns the grants of a subject, or of all when subject is "".
+func (w *Ward) List(subject string) ([]Grant, error) {
+	prefix := store.K("grant")
+	if subject != "" {
+		prefix = store.K("grant", subject)
+	}
+	var out []Grant
+	err := w.s.View(func(tx *store.Tx) error {
+		return tx.Scan(prefix, func(_ store.Key, decode func(any) error) (bool, error) {
+			var g Grant
+			if err := decode(&g); err != nil {
+				return false, err
+			}
+			out = append(out, g)
+			return true, nil
+		})
+	})
+	return out, err
+}
+
+// For returns the grants that can allow prog's act tag: its own and those
+// for every prog.
+func (w *Ward) For(prog, tag string) ([]Grant, error) {
+	var out []Grant
+	for _, subject := range []string{prog, AnyProg} {
+		gs, err := w.List(subject)
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range gs {
+			if g.Tag() == tag {
+				out = append(out, g)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Missing returns the tags (of a prog's static act tags) that no grant
+// covers: the preflight report before a prog runs.
+func (w *Ward) Missing(prog string, tags []string) ([]string, error) {
+	var out []string
+	for _, tag := range tags {
+		if tag == SpawnTag || slices.Contains(out, tag) {
+			continue
+		}
+		gs, err := w.For(prog, tag)
+		if err != nil {
+			return nil, err
+		}
+		if len(gs) == 0 {
+			out = append(out, tag)
+		}
+	}
+	return out, nil
+}
+
+// authorize decides, at the moment of an attempt, which grant statement
+// allows an act, or why none does.
+func (w *Ward) authorize(ctx context.Context, prog string, op *Operation, adapter Adapter) (string, error) {
+	if op.Tag == SpawnTag {
+		return SpawnTag, nil
+	}
+	gs, err := w.For(prog, op.Tag)
+	if err != nil {
+		return "", err
+	}
+	if len(gs) == 0 {
+		return "", fmt.Errorf("%w: no grant for act %s", ErrDenied, op.Tag)
+	}
+	if adapter == nil {
+		return "", fmt.Errorf("%w: act %s is granted but this host has no adapter for it", ErrDenied, op.Tag)
+	}
+	if a, ok := adapter.(Authorizer); ok {
+		st, err := a.Authorize(ctx, op, gs)
+		if err != nil && !errors.Is(err, ErrDenied) {
+			err = fmt.Errorf("%w: %v", ErrDenied, err)
+		}
+		return st, err
+	}
+	for _, g := range gs {
+		if g.Target() == "" {
+			return g.Statement, nil
+		}
+	}
+	return "", fmt.Errorf("%w: act %s is granted only for targets, which its adapter cannot check", ErrDenied, op.Tag)
+}
