@@ -220,3 +220,39 @@ return sum`)
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 }
+
+func TestGrantsAndPreflight(t *testing.T) {
+	t.Setenv("RUNEHOST_STORE", filepath.Join(t.TempDir(), "store"))
+	f := writeProg(t, `try { return act "fs.read" {path: "x"} } catch e { return e.kind }`)
+	code, out, errs := invoke(t, "run", f)
+	if code != exitOK || out != "\"denied\"\n" || !strings.Contains(errs, "grants: p has no grant for act fs.read; it will be denied (runehost grant --prog p fs.read)") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	code, _, errs = invoke(t, "run", "--strict-grants", f)
+	if code != exitUsage || !strings.Contains(errs, "refused by --strict-grants: p has no grant for fs.read") {
+		t.Fatalf("strict: exit %d, stderr %q", code, errs)
+	}
+	if code, _, errs := invoke(t, "ps"); code != exitOK || strings.Contains(errs, "r2") {
+		t.Fatalf("a refused run was admitted: %s", errs)
+	}
+	if code, _, errs := invoke(t, "grant", "--prog", "p", "fs.read:./data", "fs.read"); code != exitOK {
+		t.Fatalf("grant: %d %s", code, errs)
+	}
+	if code, _, errs := invoke(t, "grant", "bad tag"); code != exitUsage || !strings.Contains(errs, "want TAG or TAG:TARGET") {
+		t.Fatalf("bad grant: %d %s", code, errs)
+	}
+	code, out, _ = invoke(t, "grants", "--json")
+	if code != exitOK || strings.Count(out, "\n") != 2 || !strings.Contains(out, `"statement":"fs.read:./data","tag":"fs.read","target":"./data"`) {
+		t.Fatalf("grants: %d %s", code, out)
+	}
+	code, _, errs = invoke(t, "run", "--strict-grants", f)
+	if code != exitOK || strings.Contains(errs, "grants:") {
+		t.Fatalf("granted: exit %d, stderr %q", code, errs)
+	}
+	if code, _, errs := invoke(t, "revoke", "--prog", "p", "fs.read"); code != exitOK {
+		t.Fatalf("revoke: %d %s", code, errs)
+	}
+	if code, _, errs := invoke(t, "revoke", "--prog", "p", "fs.read"); code != exitUsage || !strings.Contains(errs, "has no grant") {
+		t.Fatalf("revoke again: %d %s", code, errs)
+	}
+}
