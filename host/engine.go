@@ -135,7 +135,8 @@ func (e *Engine) Start(ctx context.Context, inv, prog string, source, input []by
 }
 
 // Drive runs an invocation from its stored checkpoint until it ends, waits
-// for an event, or meets an act of unknown outcome.
+// for an event, or meets an act of unknown outcome. A change of status is
+// logged.
 func (e *Engine) Drive(ctx context.Context, inv string) (*RunState, error) {
 	i, err := e.invs.get(inv)
 	if err != nil {
@@ -144,6 +145,22 @@ func (e *Engine) Drive(ctx context.Context, inv string) (*RunState, error) {
 	if i.Status.Terminal() || i.Status == Joining {
 		return &RunState{Status: i.Status, Result: i.Result, Err: i.Err}, nil
 	}
+	out, err := e.drive(ctx, inv)
+	if err == nil && out.Status != i.Status {
+		note := out.Waiting
+		if out.Err != nil {
+			note = out.Err.Kind + ": " + out.Err.Msg
+		}
+		var data []byte
+		if note != "" {
+			data, _ = checkpoint.EncodeData(note)
+		}
+		err = e.log(inv, RunEvent{At: e.Clock(), Kind: EventStatus, Name: out.Status.String(), Data: data})
+	}
+	return out, err
+}
+
+func (e *Engine) drive(ctx context.Context, inv string) (*RunState, error) {
 	// The stored checkpoint is read and decoded once; after that each step's
 	// result says where the machine stands.
 	cp, err := e.checkpoint(inv)
@@ -187,7 +204,8 @@ func (e *Engine) Drive(ctx context.Context, inv string) (*RunState, error) {
 		if err != nil {
 			return nil, err
 		}
-		res, err := e.Runtime.Step(ctx, port.Request{Checkpoint: cp, Reply: reply, Slice: n, Clock: e.Clock()})
+		now := e.Clock()
+		res, err := e.Runtime.Step(ctx, port.Request{Checkpoint: cp, Reply: reply, Slice: n, Clock: now})
 		if err != nil {
 			e.accounts.Forfeit(inv, n)
 			return nil, fmt.Errorf("invocation %s: %w", inv, err)
@@ -199,7 +217,16 @@ func (e *Engine) Drive(ctx context.Context, inv string) (*RunState, error) {
 		if res.Kind != port.Yield {
 			d = store.Synced
 		}
-		if err := e.Store.Update(d, func(tx *store.Tx) error { return tx.PutRaw(cpKey(inv), res.Checkpoint) }); err != nil {
+		var logged []RunEvent
+		for _, em := range res.Emits {
+			logged = append(logged, RunEvent{At: now, Kind: EventEmit, Name: em.Kind, Data: em.Data})
+		}
+		if err := e.Store.Update(d, func(tx *store.Tx) error {
+			if err := appendLog(tx, inv, logged); err != nil {
+				return err
+			}
+			return tx.PutRaw(cpKey(inv), res.Checkpoint)
+		}); err != nil {
 			return nil, err
 		}
 		for _, em := range res.Emits {
@@ -343,7 +370,7 @@ func (e *Engine) reconcile(ctx context.Context, rec Reconciler, op *Operation) (
 	if err != nil {
 		return nil, err
 	}
-	return e.ledger.Record(op.ID(), Outcome{Reply: b, Source: "reconciled", At: e.Clock()})
+	return e.record(op.ID(), op.Tag, Outcome{Reply: b, Source: "reconciled", At: e.Clock()})
 }
 
 // dispatch attempts an act (synced), runs its adapter and records the
@@ -365,6 +392,9 @@ func (e *Engine) dispatch(ctx context.Context, id OpID, op *Operation) (*Operati
 	if _, err := e.ledger.Attempt(id, Attempt{Grant: statement, Executor: executor, Generation: e.Generation, At: e.Clock()}); err != nil {
 		return nil, err
 	}
+	if err := e.log(id.Invocation, RunEvent{At: e.Clock(), Kind: EventAct, Name: op.Tag, Data: op.Args, Ordinal: id.Ordinal}); err != nil {
+		return nil, err
+	}
 	var r checkpoint.Reply
 	if denied != nil {
 		r.Err = &checkpoint.Error{Kind: "denied", Msg: strings.TrimPrefix(denied.Error(), "denied: ")}
@@ -383,11 +413,22 @@ func (e *Engine) dispatch(ctx context.Context, id OpID, op *Operation) (*Operati
 	if err != nil {
 		b, _ = checkpoint.EncodeReply(checkpoint.Reply{Err: &checkpoint.Error{Kind: "failed", Msg: "reply is not data: " + err.Error()}})
 	}
-	op, err = e.ledger.Record(id, Outcome{Reply: b, Source: "adapter", At: e.Clock()})
-	if err == nil && e.OnAct != nil {
+	return e.record(id, op.Tag, Outcome{Reply: b, Source: "adapter", At: e.Clock()})
+}
+
+// record settles an operation in the ledger and then logs its outcome.
+func (e *Engine) record(id OpID, tag string, o Outcome) (*Operation, error) {
+	op, err := e.ledger.Record(id, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.log(id.Invocation, RunEvent{At: o.At, Kind: EventOutcome, Name: tag, Data: o.Reply, Ordinal: id.Ordinal}); err != nil {
+		return nil, err
+	}
+	if e.OnAct != nil {
 		e.OnAct(op)
 	}
-	return op, err
+	return op, nil
 }
 
 func (e *Engine) awaitReply(inv string, p *checkpoint.Pending) ([]byte, *RunState, error) {
@@ -606,7 +647,7 @@ func (e *Engine) Resolve(ctx context.Context, id OpID, reply []byte) (*RunState,
 	if op.Phase == Attempted && op.Attempt.Generation == e.Generation {
 		return nil, &LedgerError{Op: id, Phase: op.Phase, Err: errors.New("the act is in flight in this process")}
 	}
-	if _, err := e.ledger.Record(id, Outcome{Reply: reply, Source: "operator", At: e.Clock()}); err != nil {
+	if _, err := e.record(id, op.Tag, Outcome{Reply: reply, Source: "operator", At: e.Clock()}); err != nil {
 		return nil, err
 	}
 	return e.Resume(ctx, id.Invocation)

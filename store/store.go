@@ -316,9 +316,14 @@ func (tx *Tx) Delete(key Key) error { return tx.t.Delete(bytes.Clone(key)) }
 // Scan calls fn for every record whose key starts with prefix, in key order,
 // until fn returns false or an error. decode reads the record into a value.
 func (tx *Tx) Scan(prefix Key, fn func(key Key, decode func(v any) error) (bool, error)) error {
+	return tx.ScanFrom(prefix, prefix, fn)
+}
+
+// ScanFrom is Scan starting at the first key at or after start.
+func (tx *Tx) ScanFrom(prefix, start Key, fn func(key Key, decode func(v any) error) (bool, error)) error {
 	it := tx.t.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: false})
 	defer it.Close()
-	for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
+	for it.Seek(start); it.ValidForPrefix(prefix); it.Next() {
 		item := it.Item()
 		key := Key(item.KeyCopy(nil))
 		decode := func(v any) error {

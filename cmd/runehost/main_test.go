@@ -256,3 +256,40 @@ func TestGrantsAndPreflight(t *testing.T) {
 		t.Fatalf("revoke again: %d %s", code, errs)
 	}
 }
+
+func TestEvents(t *testing.T) {
+	t.Setenv("RUNEHOST_STORE", filepath.Join(t.TempDir(), "store"))
+	f := writeProg(t, `emit("step", {n: 1})
+try { act "fs.read" {path: "x"} } catch e { }
+let v = await {key: "go"}
+emit("step", {n: 2})
+return v`)
+	if code, _, errs := invoke(t, "run", f); code != exitWaiting {
+		t.Fatalf("run: %d %s", code, errs)
+	}
+	if code, _, errs := invoke(t, "send", "r1", "go", `"yes"`); code != exitOK {
+		t.Fatalf("send: %d %s", code, errs)
+	}
+	code, out, errs := invoke(t, "events", "r1")
+	want := []string{`emit    step {"n":1}`, `act     fs.read #1 {"path":"x"}`, `outcome fs.read #1 error denied: no grant for act fs.read`,
+		`status  waiting "an event [go]"`, `emit    step {"n":2}`, `status  completed`}
+	if code != exitOK || strings.Count(out, "\n") != len(want) {
+		t.Fatalf("exit %d, stdout %s, stderr %s", code, out, errs)
+	}
+	for i, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if !strings.Contains(line, want[i]) || !strings.HasPrefix(strings.TrimSpace(line), fmt.Sprint(i+1)) {
+			t.Errorf("line %d: %q, want %q", i+1, line, want[i])
+		}
+	}
+	code, out, _ = invoke(t, "events", "r1", "--from", "5", "--json")
+	if code != exitOK || strings.Count(out, "\n") != 2 || !strings.Contains(out, `"seq":5}`) || !strings.Contains(out, `"data":{"n":2}`) {
+		t.Fatalf("from 5: %d %s", code, out)
+	}
+	// --follow on an ended invocation prints and returns.
+	if code, out, _ = invoke(t, "events", "r1", "--follow", "--from", "6"); code != exitOK || !strings.Contains(out, "completed") {
+		t.Fatalf("follow: %d %s", code, out)
+	}
+	if code, _, errs = invoke(t, "events", "r9"); code != exitUsage || !strings.Contains(errs, "no such invocation") {
+		t.Fatalf("unknown: %d %s", code, errs)
+	}
+}

@@ -1,0 +1,125 @@
+// events.go holds `runehost events`: an invocation's run log.
+
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/host"
+	"github.com/runehost/runehost/store"
+)
+
+func eventsCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "events",
+		Usage:     "print an invocation's run log",
+		ArgsUsage: "INVOCATION",
+		Description: "Prints the events of an invocation, from --from SEQ (1 is the first). With\n" +
+			"--follow it keeps printing new ones until the invocation ends. The store\n" +
+			"has one user at a time: while another runehost holds it, --follow waits and\n" +
+			"catches up when it is released.",
+		Flags: []cli.Flag{
+			storeFlag(),
+			&cli.Uint64Flag{Name: "from", Value: 1, Usage: "the first seq to print"},
+			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing until the invocation ends"},
+			&cli.DurationFlag{Name: "poll", Value: 300 * time.Millisecond, Usage: "how often --follow looks"},
+			jsonOutFlag(),
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return exitf(exitUsage, "events: want one INVOCATION")
+			}
+			inv, next := c.Args().First(), max(c.Uint64("from"), 1)
+			for {
+				evs, status, err := readEvents(c, inv, next)
+				var le *store.LockedError
+				switch {
+				case c.Bool("follow") && errors.As(err, &le):
+				case err != nil:
+					return err
+				default:
+					for _, ev := range evs {
+						printEvent(c.App.Writer, ev, c.Bool("json"))
+						next = ev.Seq + 1
+					}
+					if !c.Bool("follow") || status.Terminal() {
+						return nil
+					}
+				}
+				select {
+				case <-c.Context.Done():
+					return nil
+				case <-time.After(c.Duration("poll")):
+				}
+			}
+		},
+	}
+}
+
+// readEvents opens the store just long enough to read the new events.
+func readEvents(c *cli.Context, inv string, from uint64) ([]host.RunEvent, host.Status, error) {
+	s, err := store.Open(store.Options{Dir: c.String("store")})
+	if err != nil {
+		var le *store.LockedError
+		if errors.As(err, &le) {
+			return nil, 0, le
+		}
+		return nil, 0, exitf(exitInternal, "%v", err)
+	}
+	defer s.Close()
+	e := host.NewEngine(s, nil, 0, nowMillis) // reads only: no generation, no recovery
+	evs, err := e.Events(inv, from, 0)
+	if err != nil {
+		return nil, 0, exitf(exitUsage, "events: %v", err)
+	}
+	st, err := e.State(inv)
+	if err != nil {
+		return nil, 0, exitf(exitUsage, "events: %v", err)
+	}
+	return evs, st.Status, nil
+}
+
+func printEvent(w io.Writer, ev host.RunEvent, asJSON bool) {
+	at := time.UnixMilli(ev.At).UTC().Format("2006-01-02T15:04:05.000Z")
+	detail := ""
+	switch {
+	case ev.Kind == host.EventOutcome:
+		if r, err := checkpoint.DecodeReply(ev.Data); err != nil {
+			detail = fmt.Sprintf("<%v>", err)
+		} else if r.Err != nil {
+			detail = "error " + r.Err.Kind + ": " + r.Err.Msg
+		} else if b, err := checkpoint.EncodeData(r.Value); err == nil {
+			detail = dataJSON(b)
+		}
+	case len(ev.Data) > 0:
+		detail = dataJSON(ev.Data)
+	}
+	if asJSON {
+		m := map[string]any{"invocation": ev.Invocation, "seq": ev.Seq, "at": at, "kind": ev.Kind, "name": ev.Name}
+		if detail != "" {
+			if json.Valid([]byte(detail)) {
+				m["data"] = json.RawMessage(detail)
+			} else {
+				m["data"] = detail
+			}
+		}
+		if ev.Ordinal != 0 {
+			m["act"] = ev.Ordinal
+		}
+		b, _ := json.Marshal(m)
+		fmt.Fprintln(w, string(b))
+		return
+	}
+	name := ev.Name
+	if ev.Ordinal != 0 {
+		name = fmt.Sprintf("%s #%d", name, ev.Ordinal)
+	}
+	fmt.Fprintf(w, "%4d %s %-7s %s %s\n", ev.Seq, at, ev.Kind, name, detail)
+}
