@@ -171,6 +171,9 @@ func (e *Engine) drive(ctx context.Context, inv string) (*RunState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invocation %s: stored checkpoint: %w", inv, err)
 	}
+	if want := fmt.Sprintf("%x", c.Header.Program); c.Header.Invocation != "" && c.Header.Invocation != inv {
+		return nil, fmt.Errorf("invocation %s: stored checkpoint is of invocation %s (program %.16s): %w", inv, c.Header.Invocation, want, store.ErrCorrupt)
+	}
 	h := &c.Header
 	if err := e.ensureLoaded(ctx, h); err != nil {
 		return nil, err
@@ -550,12 +553,30 @@ func (e *Engine) NewInvocationID() (string, error) {
 }
 
 // Resume recovers an invocation's held allowance (a lost settlement is
-// charged) and drives it.
+// charged), lifts a pause, and drives it. If driving fails for a reason that
+// is not the context's, the invocation is paused with that reason: it stays
+// as it was, inspectable, out of the scheduler's turns, until an operator
+// resumes (or migrates) it.
 func (e *Engine) Resume(ctx context.Context, inv string) (*RunState, error) {
 	if _, err := e.accounts.Recover(inv); err != nil {
 		return nil, err
 	}
-	return e.Drive(ctx, inv)
+	if _, err := e.invs.Pause(inv, ""); err != nil {
+		return nil, err
+	}
+	out, err := e.Drive(ctx, inv)
+	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrNoSuchInvocation) {
+		if _, perr := e.invs.Pause(inv, err.Error()); perr != nil {
+			return nil, errors.Join(err, perr)
+		}
+		e.log(inv, RunEvent{At: e.Clock(), Kind: EventStatus, Name: "paused", Data: mustText(err.Error())})
+	}
+	return out, err
+}
+
+func mustText(s string) []byte {
+	b, _ := checkpoint.EncodeData(s)
+	return b
 }
 
 // Send delivers an event to an invocation and, if it is waiting, drives it.
@@ -598,6 +619,7 @@ type Inspection struct {
 	Prog       *Prog
 	Allowance  Allowance
 	Header     *checkpoint.Header
+	Checkpoint []byte // as stored
 	Operations []*Operation
 }
 
@@ -618,6 +640,7 @@ func (e *Engine) Inspect(inv string) (*Inspection, error) {
 	if err != nil {
 		return nil, err
 	}
+	out.Checkpoint = cp
 	if out.Header, err = checkpoint.DecodeHeader(cp); err != nil {
 		return nil, fmt.Errorf("invocation %s: stored checkpoint: %w", inv, err)
 	}

@@ -82,7 +82,11 @@ type Invocation struct {
 	Tree     uint64            `cbor:"10,keyasint,omitempty"` // on a root: descendants not yet settled
 	Admitted int64             `cbor:"11,keyasint,omitempty"` // unix ms
 	Ended    int64             `cbor:"12,keyasint,omitempty"` // unix ms, once terminal
+	Paused   string            `cbor:"13,keyasint,omitempty"` // why the engine cannot run it, until an operator resumes or migrates it
 }
+
+// Runnable reports whether a scheduler may give it a turn.
+func (inv *Invocation) Runnable() bool { return inv.Status == Running && inv.Paused == "" }
 
 // Errors of invocations.
 var (
@@ -125,7 +129,7 @@ func putInv(tx *store.Tx, inv *Invocation) error {
 	if err := tx.Put(invKey(inv.ID), inv); err != nil {
 		return err
 	}
-	if inv.Status == Running {
+	if inv.Runnable() {
 		return tx.Put(runKey(inv.ID), true)
 	}
 	return tx.Delete(runKey(inv.ID))
@@ -302,6 +306,24 @@ func (iv *Invocations) end(tx *store.Tx, inv *Invocation, to Status) error {
 		return iv.settleChild(tx, inv)
 	}
 	return nil
+}
+
+// Pause takes an invocation out of the scheduler's turns, with the reason,
+// or (with reason "") puts it back. Its status and records do not change.
+func (iv *Invocations) Pause(id, reason string) (*Invocation, error) {
+	var inv *Invocation
+	err := iv.update(store.Synced, func(tx *store.Tx) error {
+		var err error
+		if inv, err = getInv(tx, id); err != nil {
+			return err
+		}
+		if inv.Status.Terminal() || inv.Paused == reason {
+			return nil
+		}
+		inv.Paused = reason
+		return putInv(tx, inv)
+	})
+	return inv, err
 }
 
 // Prog returns a prog.

@@ -93,6 +93,17 @@ func (s *Scheduler) Step(ctx context.Context) (Turn, bool, error) {
 	if err != nil && ctx.Err() != nil {
 		return Turn{}, false, ctx.Err()
 	}
+	if err != nil {
+		// Resume paused it; if even that failed (its record is unreadable,
+		// say), drop it from the index so that turns do not spin on it.
+		// The index is derived: a resume by hand puts it back.
+		s.E.Store.Retry(store.Synced, func(tx *store.Tx) error {
+			if inv, gerr := getInv(tx, id); gerr == nil && !inv.Runnable() {
+				return nil
+			}
+			return tx.Delete(runKey(id))
+		})
+	}
 	return Turn{Invocation: id, State: st, Err: err}, true, nil
 }
 

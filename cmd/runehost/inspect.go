@@ -5,6 +5,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 
 	"github.com/urfave/cli/v2"
 
@@ -16,7 +17,8 @@ func inspectCommand() *cli.Command {
 		Name:      "inspect",
 		Usage:     "show an invocation: status, prog, allowance, checkpoint header, acts",
 		ArgsUsage: "INVOCATION",
-		Flags:     []cli.Flag{storeFlag(), &cli.BoolFlag{Name: "json", Usage: "as one JSON object"}},
+		Flags: []cli.Flag{storeFlag(), &cli.BoolFlag{Name: "json", Usage: "as one JSON object"},
+			&cli.StringFlag{Name: "save-checkpoint", Usage: "also write the stored checkpoint to this file (for runehost migrate)"}},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return exitf(exitUsage, "inspect: want one INVOCATION")
@@ -29,6 +31,11 @@ func inspectCommand() *cli.Command {
 			in, err := e.Inspect(c.Args().First())
 			if err != nil {
 				return exitf(exitUsage, "inspect: %v", err)
+			}
+			if f := c.String("save-checkpoint"); f != "" {
+				if err := os.WriteFile(f, in.Checkpoint, 0o600); err != nil {
+					return exitf(exitUsage, "inspect: %v", err)
+				}
 			}
 			type act struct {
 				Ordinal uint64  `json:"ordinal"`
@@ -64,6 +71,9 @@ func inspectCommand() *cli.Command {
 			}
 			if i := in.Invocation; i.Parent != "" || i.Live > 0 {
 				view["parent"], view["depth"], view["children_unsettled"] = i.Parent, i.Depth, i.Live
+			}
+			if in.Invocation.Paused != "" {
+				view["paused"] = in.Invocation.Paused
 			}
 			if in.Invocation.Err != nil {
 				view["error"] = map[string]string{"kind": in.Invocation.Err.Kind, "msg": in.Invocation.Err.Msg}

@@ -293,3 +293,31 @@ return v`)
 		t.Fatalf("unknown: %d %s", code, errs)
 	}
 }
+
+// A checkpoint the host cannot run pauses its invocation; inspect saves it,
+// migrate refuses garbage and takes a valid replacement.
+func TestMigrate(t *testing.T) {
+	t.Setenv("RUNEHOST_STORE", filepath.Join(t.TempDir(), "store"))
+	f := writeProg(t, "return await {key: \"go\"}")
+	if code, _, errs := invoke(t, "run", f); code != exitWaiting {
+		t.Fatalf("run: %d %s", code, errs)
+	}
+	saved := filepath.Join(t.TempDir(), "cp")
+	if code, _, errs := invoke(t, "inspect", "r1", "--save-checkpoint", saved); code != exitOK {
+		t.Fatalf("inspect: %d %s", code, errs)
+	}
+	bad := filepath.Join(t.TempDir(), "bad")
+	os.WriteFile(bad, []byte("garbage"), 0o644)
+	if code, _, errs := invoke(t, "migrate", "r1", bad); code != exitFailed || !strings.Contains(errs, "replacement checkpoint refused") {
+		t.Fatalf("migrate garbage: %d %s", code, errs)
+	}
+	if code, _, errs := invoke(t, "migrate", "r1", saved, "--dry-run"); code != exitOK || !strings.Contains(errs, "valid (dry run") {
+		t.Fatalf("dry run: %d %s", code, errs)
+	}
+	if code, _, errs := invoke(t, "migrate", "r1", saved); code != exitOK || !strings.Contains(errs, "migrated: r1") {
+		t.Fatalf("migrate: %d %s", code, errs)
+	}
+	if code, out, errs := invoke(t, "send", "r1", "go", "7"); code != exitOK || out != "7\n" {
+		t.Fatalf("send: %d %s %s", code, out, errs)
+	}
+}

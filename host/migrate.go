@@ -1,0 +1,81 @@
+// migrate.go holds Migrate: an operator replaces the checkpoint of an
+// invocation the engine cannot run (for one, a checkpoint of older
+// semantics), after the replacement is validated in full.
+
+package host
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/guest/compile"
+	"github.com/runehost/runehost/guest/machine"
+	"github.com/runehost/runehost/store"
+)
+
+// ErrBadReplacement is a replacement checkpoint Migrate refused.
+var ErrBadReplacement = errors.New("replacement checkpoint refused")
+
+// Migrate validates cp as the new checkpoint of inv, and unless dryRun
+// stores it and lifts the invocation's pause. The replacement must be of
+// this engine's semantics and of inv, its program the stored source it names
+// or source (then stored too), and the machine must restore from it. The
+// invocation's ledger, allowance and events stay as they are: a replacement
+// suspended at an act must be at the same act as the ledger's, or the next
+// drive refuses it as a divergence.
+func (e *Engine) Migrate(inv string, cp, source []byte, dryRun bool) (*checkpoint.Header, error) {
+	i, err := e.invs.get(inv)
+	if err != nil {
+		return nil, err
+	}
+	if i.Status.Terminal() {
+		return nil, fmt.Errorf("migrate %s: %w: it is %s", inv, ErrBadTransition, i.Status)
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("migrate %s: %w: %s", inv, ErrBadReplacement, fmt.Sprintf(format, args...))
+	}
+	c, err := checkpoint.Decode(cp, checkpoint.Expect{Semantics: semantics})
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	if c.Header.Invocation != inv {
+		return nil, bad("it is a checkpoint of invocation %q", c.Header.Invocation)
+	}
+	hash := fmt.Sprintf("%x", c.Header.Program)
+	if source == nil {
+		if source, err = e.source(hash); err != nil {
+			return nil, bad("no source %.16s is stored; give it", hash)
+		}
+	} else if h := compile.HashSource(source); fmt.Sprintf("%x", h) != hash {
+		return nil, bad("the source given is %.16x, the checkpoint's program %.16s", h, hash)
+	}
+	prog, err := compile.Compile(source)
+	if err != nil {
+		return nil, bad("its source does not compile: %v", err)
+	}
+	if _, err := machine.Restore(prog, c); err != nil {
+		return nil, bad("the machine does not restore from it: %v", err)
+	}
+	if dryRun {
+		return &c.Header, nil
+	}
+	err = e.Store.Retry(store.Synced, func(tx *store.Tx) error {
+		if err := tx.PutRaw(srcKey(hash), source); err != nil {
+			return err
+		}
+		if err := tx.PutRaw(cpKey(inv), cp); err != nil {
+			return err
+		}
+		i, err := getInv(tx, inv)
+		if err != nil {
+			return err
+		}
+		i.Paused = ""
+		if err := putInv(tx, i); err != nil {
+			return err
+		}
+		return appendLog(tx, inv, []RunEvent{{At: e.Clock(), Kind: EventStatus, Name: "migrated", Data: mustText("checkpoint replaced, program " + hash[:16])}})
+	})
+	return &c.Header, err
+}
