@@ -45,6 +45,10 @@ type Engine struct {
 	OnEmit func(inv string, e Emit)
 	// OnAct, if set, sees each act once its outcome is recorded.
 	OnAct func(op *Operation)
+	// OnWarn, if set, sees each warning that a cap is nearly reached.
+	OnWarn func(inv, msg string)
+	// Bounds are the engine's caps.
+	Bounds Bounds
 	// Quantum, if not 0, is how many slices one Drive runs before it returns
 	// the invocation Running, so that a scheduler can be fair.
 	Quantum int
@@ -58,7 +62,7 @@ type Engine struct {
 
 // NewEngine returns an engine over a store and a runtime.
 func NewEngine(s *store.Store, rt port.RuntimePort, generation uint64, clock func() int64) *Engine {
-	e := &Engine{Store: s, Runtime: rt, Adapters: map[string]Adapter{}, Generation: generation, Clock: clock,
+	e := &Engine{Store: s, Runtime: rt, Adapters: map[string]Adapter{}, Generation: generation, Clock: clock, Bounds: DefaultBounds,
 		ward: NewWard(s, clock), ledger: NewLedger(s), accounts: NewAccounts(s), invs: NewInvocations(s), boxes: NewMailboxes(s)}
 	e.invs.clock = clock
 	e.Adapters[SpawnTag] = spawner{e}
@@ -220,6 +224,16 @@ func (e *Engine) drive(ctx context.Context, inv string) (*RunState, error) {
 		if res.Kind != port.Yield {
 			d = store.Synced
 		}
+		if len(res.Checkpoint) > e.Bounds.Checkpoint {
+			ce := &checkpoint.Error{Kind: "limit", Msg: fmt.Sprintf("checkpoint of %d bytes is over the cap of %d", len(res.Checkpoint), e.Bounds.Checkpoint)}
+			if _, err := e.invs.MoveFailed(inv, Failed, ce); err != nil {
+				return nil, err
+			}
+			return &RunState{Status: Failed, Err: ce, Emits: emits}, nil
+		}
+		if nearly(uint64(len(cp)), uint64(len(res.Checkpoint)), uint64(e.Bounds.Checkpoint)) {
+			e.warn(inv, "checkpoint", fmt.Sprintf("checkpoint of %d bytes is near the cap of %d", len(res.Checkpoint), e.Bounds.Checkpoint))
+		}
 		var logged []RunEvent
 		for _, em := range res.Emits {
 			logged = append(logged, RunEvent{At: now, Kind: EventEmit, Name: em.Kind, Data: em.Data})
@@ -309,7 +323,13 @@ func (e *Engine) source(hash string) ([]byte, error) {
 // an act of unknown outcome.
 func (e *Engine) answer(ctx context.Context, inv string, h *checkpoint.Header) ([]byte, *RunState, error) {
 	p := h.Pending
+	if nearly(p.Seq-1, p.Seq, e.Bounds.Journal) {
+		e.warn(inv, "journal", fmt.Sprintf("%d acts and awaits, near the cap of %d", p.Seq, e.Bounds.Journal))
+	}
 	if p.Kind == checkpoint.PendingAwait {
+		if p.Seq > e.Bounds.Journal {
+			return limitReply("the journal is full: %d acts and awaits (cap %d)", p.Seq, e.Bounds.Journal), nil, nil
+		}
 		return e.awaitReply(inv, p)
 	}
 	id := OpID{inv, p.Seq}
@@ -342,7 +362,8 @@ func (e *Engine) answer(ctx context.Context, inv string, h *checkpoint.Header) (
 	if op, err = e.ledger.Consume(id); err != nil {
 		return nil, nil, err
 	}
-	return op.Outcome.Reply, nil, nil
+	b, err := e.reply(op.Outcome)
+	return b, nil, err
 }
 
 // Reconciler is an adapter that can look an attempt up by its idempotency key
@@ -384,19 +405,35 @@ func (e *Engine) dispatch(ctx context.Context, id OpID, op *Operation) (*Operati
 	if err != nil {
 		return nil, err
 	}
-	statement, denied := e.ward.authorize(ctx, i.Prog, op, adapter)
-	if denied != nil && !errors.Is(denied, ErrDenied) {
-		return nil, denied
-	}
-	executor := op.Tag
-	if denied != nil {
-		executor = "ward" // nothing is dispatched
+	var statement, executor string
+	var denied error
+	var refused []byte
+	switch {
+	case id.Ordinal > e.Bounds.Journal:
+		refused, executor = limitReply("the journal is full: %d acts and awaits (cap %d)", id.Ordinal, e.Bounds.Journal), "bounds"
+	case len(op.Args) > e.Bounds.ActArgs:
+		refused, executor = limitReply("act %s: arguments of %d bytes are over the cap of %d", op.Tag, len(op.Args), e.Bounds.ActArgs), "bounds"
+	default:
+		if nearly(0, uint64(len(op.Args)), uint64(e.Bounds.ActArgs)) {
+			e.warn(id.Invocation, "act-args", fmt.Sprintf("act %s: arguments of %d bytes, near the cap of %d", op.Tag, len(op.Args), e.Bounds.ActArgs))
+		}
+		statement, denied = e.ward.authorize(ctx, i.Prog, op, adapter)
+		if denied != nil && !errors.Is(denied, ErrDenied) {
+			return nil, denied
+		}
+		executor = op.Tag
+		if denied != nil {
+			executor = "ward" // nothing is dispatched
+		}
 	}
 	if _, err := e.ledger.Attempt(id, Attempt{Grant: statement, Executor: executor, Generation: e.Generation, At: e.Clock()}); err != nil {
 		return nil, err
 	}
 	if err := e.log(id.Invocation, RunEvent{At: e.Clock(), Kind: EventAct, Name: op.Tag, Data: op.Args, Ordinal: id.Ordinal}); err != nil {
 		return nil, err
+	}
+	if refused != nil {
+		return e.record(id, op.Tag, Outcome{Reply: refused, Source: "bounds", At: e.Clock()})
 	}
 	var r checkpoint.Reply
 	if denied != nil {
@@ -413,19 +450,28 @@ func (e *Engine) dispatch(ctx context.Context, id OpID, op *Operation) (*Operati
 		}
 	}
 	b, err := checkpoint.EncodeReply(r)
-	if err != nil {
+	switch {
+	case err != nil:
 		b, _ = checkpoint.EncodeReply(checkpoint.Reply{Err: &checkpoint.Error{Kind: "failed", Msg: "reply is not data: " + err.Error()}})
+	case len(b) > e.Bounds.ActReply:
+		b = limitReply("act %s: reply of %d bytes is over the cap of %d", op.Tag, len(b), e.Bounds.ActReply)
+	case nearly(0, uint64(len(b)), uint64(e.Bounds.ActReply)):
+		e.warn(id.Invocation, "act-reply", fmt.Sprintf("act %s: reply of %d bytes, near the cap of %d", op.Tag, len(b), e.Bounds.ActReply))
 	}
 	return e.record(id, op.Tag, Outcome{Reply: b, Source: "adapter", At: e.Clock()})
 }
 
 // record settles an operation in the ledger and then logs its outcome.
 func (e *Engine) record(id OpID, tag string, o Outcome) (*Operation, error) {
+	o, err := e.byRef(o)
+	if err != nil {
+		return nil, err
+	}
 	op, err := e.ledger.Record(id, o)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.log(id.Invocation, RunEvent{At: o.At, Kind: EventOutcome, Name: tag, Data: o.Reply, Ordinal: id.Ordinal}); err != nil {
+	if err := e.log(id.Invocation, RunEvent{At: o.At, Kind: EventOutcome, Name: tag, Data: o.Reply, Ref: o.Ref, Ordinal: id.Ordinal}); err != nil {
 		return nil, err
 	}
 	if e.OnAct != nil {

@@ -87,9 +87,11 @@ type Attempt struct {
 
 // Outcome is the settled result of an operation.
 type Outcome struct {
-	Reply  []byte `cbor:"1,keyasint"`           // checkpoint.EncodeReply
+	Reply  []byte `cbor:"1,keyasint,omitempty"` // checkpoint.EncodeReply
 	Source string `cbor:"2,keyasint,omitempty"` // "adapter", "reconciled" or "operator"
 	At     int64  `cbor:"3,keyasint"`
+	Ref    string `cbor:"4,keyasint,omitempty"` // a large reply is stored once as blob/Ref, and Reply is empty
+	Size   int    `cbor:"5,keyasint,omitempty"` // of the reply stored by reference
 }
 
 // Errors of the ledger; a *LedgerError wraps one of them.
@@ -207,7 +209,7 @@ func (l *Ledger) Record(id OpID, o Outcome) (*Operation, error) {
 		case cur.Phase == Proposed:
 			return nil, &LedgerError{Op: id, Phase: cur.Phase, Err: ErrNoAttempt}
 		case cur.Phase == Recorded || cur.Phase == Consumed:
-			if !bytes.Equal(cur.Outcome.Reply, o.Reply) {
+			if !bytes.Equal(cur.Outcome.Reply, o.Reply) || cur.Outcome.Ref != o.Ref {
 				return nil, &LedgerError{Op: id, Phase: cur.Phase, Err: ErrConflictingOutcome}
 			}
 			receipt = cur

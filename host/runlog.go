@@ -31,6 +31,7 @@ type RunEvent struct {
 	Name       string `cbor:"5,keyasint,omitempty"`
 	Data       []byte `cbor:"6,keyasint,omitempty"` // data value (for an outcome: checkpoint.EncodeReply)
 	Ordinal    uint64 `cbor:"7,keyasint,omitempty"` // the act's, for act and outcome
+	Ref        string `cbor:"8,keyasint,omitempty"` // an outcome whose reply is stored by reference
 }
 
 func runEventKey(inv string, seq uint64) store.Key { return store.K("ev", inv, seq) }

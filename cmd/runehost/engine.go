@@ -56,10 +56,13 @@ func openEngine(c *cli.Context, runs bool) (*host.Engine, func(), error) {
 	testAdapters(e)
 	w := c.App.ErrWriter
 	e.OnEmit = func(inv string, em host.Emit) { fmt.Fprintf(w, "emit %s %s\n", em.Kind, dataJSON(em.Data)) }
+	e.OnWarn = func(inv, msg string) { fmt.Fprintf(w, "warning: %s: %s\n", inv, msg) }
 	e.OnAct = func(op *host.Operation) {
 		r, err := checkpoint.DecodeReply(op.Outcome.Reply)
 		outcome := "ok"
 		switch {
+		case op.Outcome.Ref != "":
+			outcome = fmt.Sprintf("ok (reply of %d bytes, stored by reference)", op.Outcome.Size)
 		case err != nil:
 			outcome = "undecodable outcome"
 		case r.Err != nil:

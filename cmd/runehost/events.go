@@ -90,6 +90,8 @@ func printEvent(w io.Writer, ev host.RunEvent, asJSON bool) {
 	at := time.UnixMilli(ev.At).UTC().Format("2006-01-02T15:04:05.000Z")
 	detail := ""
 	switch {
+	case ev.Ref != "":
+		detail = fmt.Sprintf("reply stored as blob/%.16s", ev.Ref)
 	case ev.Kind == host.EventOutcome:
 		if r, err := checkpoint.DecodeReply(ev.Data); err != nil {
 			detail = fmt.Sprintf("<%v>", err)

@@ -51,7 +51,9 @@ func inspectCommand() *cli.Command {
 				if op.Attempt != nil {
 					a.Grant = &op.Attempt.Grant
 				}
-				if op.Outcome != nil {
+				if op.Outcome != nil && op.Outcome.Ref != "" {
+					a.Outcome = fmt.Sprintf("reply of %d bytes, stored as blob/%.16s", op.Outcome.Size, op.Outcome.Ref)
+				} else if op.Outcome != nil {
 					if r, err := checkpoint.DecodeReply(op.Outcome.Reply); err == nil && r.Err != nil {
 						a.Outcome = r.Err.Kind + ": " + r.Err.Msg
 					} else if err == nil {

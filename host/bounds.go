@@ -1,0 +1,92 @@
+// bounds.go holds the caps users can read: checkpoint size, act argument and
+// reply size, journal length. Crossing 80% of a cap logs a warning; passing
+// it is a clear error of kind "limit". Large replies are stored once, by
+// reference, so that ledger records stay small.
+
+package host
+
+import (
+	"crypto/sha256"
+	"fmt"
+
+	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/store"
+)
+
+// Bounds are an engine's caps. docs/store.md lists the defaults.
+type Bounds struct {
+	Checkpoint int    // bytes of one stored checkpoint; past it the invocation fails
+	ActArgs    int    // bytes of an act's encoded arguments; past it the act is refused
+	ActReply   int    // bytes of an act's encoded reply; past it the reply is an error
+	Journal    uint64 // acts and awaits of one invocation; past it each is refused
+	ByRef      int    // replies larger than this are stored once, by reference
+}
+
+// DefaultBounds are the caps of a new engine.
+var DefaultBounds = Bounds{
+	Checkpoint: 16 << 20,
+	ActArgs:    1 << 20,
+	ActReply:   16 << 20,
+	Journal:    100_000,
+	ByRef:      64 << 10,
+}
+
+// EventWarning is the run event of a cap nearly reached: Name is the cap.
+const EventWarning = "warning"
+
+// nearly reports whether n has just crossed 80% of limit, coming from prev.
+func nearly(prev, n, limit uint64) bool {
+	w := limit - limit/5
+	return prev < w && n >= w && n <= limit
+}
+
+// warn logs a warning and tells OnWarn.
+func (e *Engine) warn(inv, bound, msg string) {
+	e.log(inv, RunEvent{At: e.Clock(), Kind: EventWarning, Name: bound, Data: mustText(msg)})
+	if e.OnWarn != nil {
+		e.OnWarn(inv, msg)
+	}
+}
+
+func limitReply(format string, args ...any) []byte {
+	b, _ := checkpoint.EncodeReply(checkpoint.Reply{Err: &checkpoint.Error{Kind: "limit", Msg: fmt.Sprintf(format, args...)}})
+	return b
+}
+
+func blobKey(hash string) store.Key { return store.K("blob", hash) }
+
+// byRef stores a large reply once under its hash (synced, as the outcome
+// that names it will be) and returns the outcome naming it.
+func (e *Engine) byRef(o Outcome) (Outcome, error) {
+	if len(o.Reply) <= e.Bounds.ByRef {
+		return o, nil
+	}
+	hash := fmt.Sprintf("%x", sha256.Sum256(o.Reply))
+	err := e.Store.Retry(store.Synced, func(tx *store.Tx) error {
+		if _, ok, err := tx.GetRaw(blobKey(hash)); err != nil || ok {
+			return err
+		}
+		return tx.PutRaw(blobKey(hash), o.Reply)
+	})
+	o.Ref, o.Size, o.Reply = hash, len(o.Reply), nil
+	return o, err
+}
+
+// reply returns an outcome's reply, reading it from its blob when stored by
+// reference; a blob that does not match its hash is ErrCorrupt.
+func (e *Engine) reply(o *Outcome) ([]byte, error) {
+	if o.Ref == "" {
+		return o.Reply, nil
+	}
+	var b []byte
+	err := e.Store.View(func(tx *store.Tx) error {
+		var ok bool
+		var err error
+		b, ok, err = tx.GetRaw(blobKey(o.Ref))
+		if err == nil && (!ok || fmt.Sprintf("%x", sha256.Sum256(b)) != o.Ref) {
+			err = fmt.Errorf("blob %.16s: missing or not what its hash says: %w", o.Ref, store.ErrCorrupt)
+		}
+		return err
+	})
+	return b, err
+}
