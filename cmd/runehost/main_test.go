@@ -321,3 +321,21 @@ func TestMigrate(t *testing.T) {
 		t.Fatalf("send: %d %s %s", code, out, errs)
 	}
 }
+
+func TestGC(t *testing.T) {
+	t.Setenv("RUNEHOST_STORE", filepath.Join(t.TempDir(), "store"))
+	f := writeProg(t, "return 1")
+	invoke(t, "run", f)
+	if code, _, errs := invoke(t, "gc", "--older-than", "1h"); code != exitOK || !strings.Contains(errs, "deleted 0 invocations") {
+		t.Fatalf("gc: %d %s", code, errs)
+	}
+	if code, _, errs := invoke(t, "gc", "--older-than", "0s", "--dry-run"); code != exitOK || !strings.Contains(errs, "would delete 1 invocations") {
+		t.Fatalf("gc dry: %d %s", code, errs)
+	}
+	if code, _, errs := invoke(t, "gc", "--older-than", "0s"); code != exitOK || !strings.Contains(errs, "deleted 1 invocations") {
+		t.Fatalf("gc: %d %s", code, errs)
+	}
+	if code, out, _ := invoke(t, "ps"); code != exitOK || out != "" {
+		t.Fatalf("ps after gc: %q", out)
+	}
+}
