@@ -261,6 +261,10 @@ return j`
 	for _, id := range []string{"r1", "r2", "r10"} {
 		e.Start(ctx, id, "p"+id, []byte(src), nil, 10_000_000, 1) // admitted, not run
 	}
+	invs, _ := e.List()
+	if shown, err := e.Project(invs); err != nil || shown["r10"] != Queued {
+		t.Fatalf("projected %v %v", shown, err)
+	}
 	var order []string
 	sch := &Scheduler{E: e, Quantum: 1}
 	for range 4 {

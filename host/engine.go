@@ -659,6 +659,47 @@ func (e *Engine) List(statuses ...Status) ([]*Invocation, error) {
 	return out, err
 }
 
+// The projections: statuses computed, never stored.
+const (
+	Queued  = "queued"  // Running, and has not run a slice yet
+	Unknown = "unknown" // Waiting on an attempt whose outcome is unknown
+)
+
+// Project returns what to show as an invocation's status: a projection
+// where one applies, else its persisted status.
+func (e *Engine) Project(invs []*Invocation) (map[string]string, error) {
+	out := make(map[string]string, len(invs))
+	err := e.Store.View(func(tx *store.Tx) error {
+		open := map[string]bool{}
+		err := tx.Scan(store.K("open"), func(k store.Key, _ func(any) error) (bool, error) {
+			open[k.Parts()[1]] = true
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, i := range invs {
+			out[i.ID] = i.Status.String()
+			switch i.Status {
+			case Waiting:
+				if open[i.ID] {
+					out[i.ID] = Unknown
+				}
+			case Running:
+				var al Allowance
+				if _, err := tx.Get(allowanceKey(i.ID), &al); err != nil {
+					return err
+				}
+				if al.Charged == 0 && al.Held == 0 {
+					out[i.ID] = Queued
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
 // Inspection is what `runehost inspect` shows of an invocation.
 type Inspection struct {
 	Invocation *Invocation

@@ -156,6 +156,10 @@ func TestEngineCrashDuringAct(t *testing.T) {
 	if out.Status != Waiting || out.Unknown == nil || out.Unknown.Phase != Unresolved {
 		t.Fatalf("got %+v", out)
 	}
+	invs, _ := e.List()
+	if shown, err := e.Project(invs); err != nil || shown["inv"] != Unknown {
+		t.Fatalf("projected %v %v", shown, err)
+	}
 	if rec.calls[`calc{"n":0}`] != 1 {
 		t.Fatalf("the act was dispatched again: %v", rec.calls)
 	}

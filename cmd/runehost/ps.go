@@ -5,6 +5,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/urfave/cli/v2"
 
@@ -15,36 +16,57 @@ func psCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "ps",
 		Usage: "list invocations",
+		Description: "Lists invocations in id order with their status: a persisted one (running,\n" +
+			"waiting, joining, completed, failed, cancelled, conflict) or a projection:\n" +
+			"queued (admitted, no slice run yet) or unknown (waiting on an act whose\n" +
+			"outcome is unknown: settle it with runehost resolve). A paused invocation\n" +
+			"(one the host cannot run; see runehost inspect) is marked so.",
 		Flags: []cli.Flag{
 			storeFlag(),
-			&cli.StringSliceFlag{Name: "status", Usage: "only these statuses (running, waiting, joining, completed, failed, cancelled, conflict)"},
+			&cli.StringSliceFlag{Name: "status", Usage: "only these statuses, persisted or projected"},
 			jsonOutFlag(),
 		},
 		Action: func(c *cli.Context) error {
-			var statuses []host.Status
-			for _, name := range c.StringSlice("status") {
-				st, ok := parseStatus(name)
-				if !ok {
-					return exitf(exitUsage, "ps: unknown status %q", name)
+			want := c.StringSlice("status")
+			for _, name := range want {
+				if _, ok := parseStatus(name); !ok && name != host.Queued && name != host.Unknown {
+					return exitf(exitUsage, "ps: unknown status %q (want running, waiting, joining, completed, failed, cancelled, conflict, queued or unknown)", name)
 				}
-				statuses = append(statuses, st)
 			}
 			e, done, err := openEngine(c, false)
 			if err != nil {
 				return err
 			}
 			defer done()
-			invs, err := e.List(statuses...)
+			invs, err := e.List()
+			if err != nil {
+				return exitf(exitInternal, "ps: %v", err)
+			}
+			shown, err := e.Project(invs)
 			if err != nil {
 				return exitf(exitInternal, "ps: %v", err)
 			}
 			for _, inv := range invs {
+				st := shown[inv.ID]
+				if len(want) > 0 && !slices.Contains(want, st) && !slices.Contains(want, inv.Status.String()) {
+					continue
+				}
 				if c.Bool("json") {
-					b, _ := json.Marshal(map[string]any{"invocation": inv.ID, "prog": inv.Prog, "revision": inv.Revision, "status": inv.Status.String()})
+					row := map[string]any{"invocation": inv.ID, "prog": inv.Prog, "revision": inv.Revision, "status": st}
+					if inv.Parent != "" {
+						row["parent"] = inv.Parent
+					}
+					if inv.Paused != "" {
+						row["paused"] = inv.Paused
+					}
+					b, _ := json.Marshal(row)
 					fmt.Fprintln(c.App.Writer, string(b))
 					continue
 				}
-				fmt.Fprintf(c.App.Writer, "%-8s %-10s %-20s rev %d\n", inv.ID, inv.Status, inv.Prog, inv.Revision)
+				if inv.Paused != "" {
+					st += " (paused)"
+				}
+				fmt.Fprintf(c.App.Writer, "%-10s %-18s %-20s rev %d\n", inv.ID, st, inv.Prog, inv.Revision)
 			}
 			return nil
 		},
