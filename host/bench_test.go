@@ -4,11 +4,15 @@
 package host
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/runehost/runehost/guest/port"
 	"github.com/runehost/runehost/store"
 )
 
@@ -55,5 +59,67 @@ func BenchmarkActRoundTrip(b *testing.B) {
 			wg.Wait()
 			b.ReportMetric(float64(per*workers)/b.Elapsed().Seconds(), "acts/s")
 		})
+	}
+}
+
+// BenchmarkActLatency measures one act through the engine, on disk: the
+// slice up to the act, its checkpoint synced, propose, attempt (synced),
+// dispatch, outcome (synced), consume. It reports the median and the 99th
+// percentile of the time between one act's dispatch and the next's.
+func BenchmarkActLatency(b *testing.B) {
+	s, err := store.Open(store.Options{Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	e := NewEngine(s, port.NewNative(), 1, func() int64 { return time.Now().UnixMilli() })
+	e.Ward().Grant(AnyProg, "noop")
+	var times []time.Duration
+	last := time.Time{}
+	e.Adapters["noop"] = adapterFunc(func() {
+		now := time.Now()
+		if !last.IsZero() {
+			times = append(times, now.Sub(last))
+		}
+		last = now
+	})
+	src := fmt.Sprintf(`for i in range(%d) { act "noop" {} }`, b.N+1)
+	b.ResetTimer()
+	if _, err := e.Start(context.Background(), "r1", "p", []byte(src), nil, 1<<40, 1); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	slices.Sort(times)
+	if len(times) > 0 {
+		b.ReportMetric(float64(times[len(times)/2].Microseconds()), "p50-µs")
+		b.ReportMetric(float64(times[len(times)*99/100].Microseconds()), "p99-µs")
+	}
+}
+
+type adapterFunc func()
+
+func (f adapterFunc) Do(context.Context, *Operation) (any, error) { f(); return int64(1), nil }
+
+// BenchmarkSliceReservation measures the allowance's cost per slice: one
+// synced reservation before, one synced settlement after.
+func BenchmarkSliceReservation(b *testing.B) {
+	s, err := store.Open(store.Options{Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	a := NewAccounts(s)
+	if _, err := a.Open("r1", 1<<62); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		n, err := a.Reserve("r1", MaxSlice)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := a.Settle("r1", n, n/2); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
