@@ -13,7 +13,7 @@ FUZZ_TARGETS := \
 	./guest/port:FuzzWire \
 	./wasmvm/fuel:FuzzInject
 
-.PHONY: all build guest guest-check test vet unit fuzz fuzz-short crash crash-short bench clean
+.PHONY: all build guest guest-check test vet unit fuzz fuzz-short crash crash-short park bench clean
 
 CRASH_KILLS ?= 300
 CRASH_SEED  ?= $(shell date +%s)
@@ -69,6 +69,11 @@ crash:
 
 crash-short:
 	$(MAKE) crash CRASH_KILLS=25 CRASH_SEED=1
+
+## park: admit PARK_N invocations that wait, then time `runehost ps` and `send` on that store and report their peak RSS.
+PARK_N ?= 100000
+park:
+	$(GO) run ./internal/parkbench -n $(PARK_N)
 
 ## bench: Rune native vs starlark-go vs gopher-lua, plus the machine's own benchmarks.
 bench:

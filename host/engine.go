@@ -116,13 +116,13 @@ func (e *Engine) Start(ctx context.Context, inv, prog string, source, input []by
 		return nil, err
 	}
 	hash := fmt.Sprintf("%x", info.Hash)
-	err = e.Store.Update(store.Synced, func(tx *store.Tx) error {
+	err = e.Store.Retry(store.Synced, func(tx *store.Tx) error {
 		i, err := e.invs.admit(tx, inv, prog, hash)
 		if err != nil {
 			return err
 		}
 		if i.Revision != p.Revision {
-			return fmt.Errorf("prog %s moved to revision %d while %s was admitted: %w", prog, i.Revision, inv, store.ErrConflict)
+			return fmt.Errorf("prog %s moved to revision %d while %s was admitted with the state of revision %d; run it again", prog, i.Revision, inv, p.Revision)
 		}
 		if err := tx.Put(allowanceKey(inv), Allowance{Limit: limit}); err != nil {
 			return err
@@ -238,7 +238,7 @@ func (e *Engine) drive(ctx context.Context, inv string) (*RunState, error) {
 		for _, em := range res.Emits {
 			logged = append(logged, RunEvent{At: now, Kind: EventEmit, Name: em.Kind, Data: em.Data})
 		}
-		if err := e.Store.Update(d, func(tx *store.Tx) error {
+		if err := e.Store.Retry(d, func(tx *store.Tx) error {
 			if err := appendLog(tx, inv, logged); err != nil {
 				return err
 			}

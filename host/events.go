@@ -57,6 +57,38 @@ func NewMailboxes(s *store.Store) *Mailboxes { return &Mailboxes{s: s} }
 func eventKey(inv string, seq uint64) store.Key { return store.K("rcv", inv, seq) }
 func waitKey(inv string) store.Key              { return store.K("wait", inv) }
 
+// dueKey indexes the waits that have a deadline, by deadline, so that waking
+// them reads only those due, not every parked invocation.
+func dueKey(deadline int64, inv string) store.Key { return store.K("due", uint64(deadline), inv) }
+
+// putWait records the await an invocation is parked at, replacing any other.
+func putWait(tx *store.Tx, inv string, w wait) error {
+	if err := dropWait(tx, inv); err != nil {
+		return err
+	}
+	if w.Deadline != 0 {
+		if err := tx.Put(dueKey(w.Deadline, inv), true); err != nil {
+			return err
+		}
+	}
+	return tx.Put(waitKey(inv), w)
+}
+
+// dropWait removes an invocation's wait, if it has one.
+func dropWait(tx *store.Tx, inv string) error {
+	var w wait
+	found, err := tx.Get(waitKey(inv), &w)
+	if err != nil || !found {
+		return err
+	}
+	if w.Deadline != 0 {
+		if err := tx.Delete(dueKey(w.Deadline, inv)); err != nil {
+			return err
+		}
+	}
+	return tx.Delete(waitKey(inv))
+}
+
 // Deliver records an event for an invocation, which must exist and not have
 // ended, and makes a waiting invocation runnable. It is synced: a delivered
 // event is never lost.
@@ -139,7 +171,7 @@ func (mb *Mailboxes) Take(inv string, a Await, now int64) (*Event, error) {
 		if first != nil {
 			got = first
 			got.TakenBy = a.Seq
-			if err := tx.Delete(waitKey(inv)); err != nil {
+			if err := dropWait(tx, inv); err != nil {
 				return err
 			}
 			return tx.Put(eventKey(inv, got.Seq), got)
@@ -154,7 +186,7 @@ func (mb *Mailboxes) Take(inv string, a Await, now int64) (*Event, error) {
 			if a.Timeout > 0 {
 				w.Deadline = now + a.Timeout
 			}
-			return tx.Put(waitKey(inv), w)
+			return putWait(tx, inv, w)
 		}
 		if w.Deadline == 0 || now < w.Deadline {
 			return nil
@@ -162,7 +194,7 @@ func (mb *Mailboxes) Take(inv string, a Await, now int64) (*Event, error) {
 		if got, err = appendEvent(tx, Event{Invocation: inv, TakenBy: a.Seq, Timeout: true}); err != nil {
 			return err
 		}
-		return tx.Delete(waitKey(inv))
+		return dropWait(tx, inv)
 	})
 	if err == nil && got == nil {
 		return nil, fmt.Errorf("%s awaiting %v: %w", inv, a.Tags, ErrNoEvent)

@@ -274,8 +274,8 @@ func (iv *Invocations) end(tx *store.Tx, inv *Invocation, to Status) error {
 	if err := putInv(tx, inv); err != nil {
 		return err
 	}
-	if tx.Delete(waitKey(inv.ID)) != nil {
-		return fmt.Errorf("%s: clearing its wait", inv.ID)
+	if err := dropWait(tx, inv.ID); err != nil {
+		return err
 	}
 	if inv.Live > 0 {
 		var kids []string

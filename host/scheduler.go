@@ -6,6 +6,7 @@ package host
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/runehost/runehost/checkpoint"
 
@@ -78,7 +79,7 @@ func (s *Scheduler) Step(ctx context.Context) (Turn, bool, error) {
 	if err != nil || id == "" {
 		return Turn{}, false, err
 	}
-	if err := s.E.Store.Update(store.Buffered, func(tx *store.Tx) error {
+	if err := s.E.Store.Retry(store.Buffered, func(tx *store.Tx) error {
 		return tx.Put(s.cursorKey(), cursor{Last: id})
 	}); err != nil {
 		return Turn{}, false, err
@@ -113,14 +114,19 @@ func (s *Scheduler) Wake() (int, error) {
 	now := s.E.Clock()
 	var due []string
 	err := s.E.Store.View(func(tx *store.Tx) error {
-		return tx.Scan(store.K("wait"), func(k store.Key, decode func(any) error) (bool, error) {
-			var w wait
-			if err := decode(&w); err != nil {
-				return false, err
-			}
+		return tx.Scan(store.K("due"), func(k store.Key, _ func(any) error) (bool, error) {
 			parts := k.Parts()
-			id := parts[len(parts)-1]
-			if w.Deadline != 0 && w.Deadline <= now && (s.Scope == "" || rootOf(id) == s.Scope) {
+			if len(parts) != 3 {
+				return false, fmt.Errorf("index key %s: %w", k, store.ErrCorrupt)
+			}
+			deadline, err := strconv.ParseUint(parts[1], 16, 63)
+			if err != nil {
+				return false, fmt.Errorf("index key %s: %w", k, store.ErrCorrupt)
+			}
+			if int64(deadline) > now {
+				return false, nil // the rest are later
+			}
+			if id := parts[2]; s.Scope == "" || rootOf(id) == s.Scope {
 				due = append(due, id)
 			}
 			return true, nil

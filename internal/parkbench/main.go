@@ -1,0 +1,117 @@
+// Command parkbench measures a store with many parked invocations: it admits
+// N invocations that each wait for an event (through the real engine), then
+// times `runehost ps` and `runehost send` (which wakes and finishes one of
+// them) as child processes and reports their peak RSS. Run it with
+// `make park` (PARK_N, default 100000).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/guest/port"
+	"github.com/runehost/runehost/host"
+	"github.com/runehost/runehost/store"
+)
+
+const prog = `let n = input
+let ev = await {key: "go"}
+return n + ev`
+
+func main() {
+	n := flag.Int("n", 100_000, "parked invocations")
+	workers := flag.Int("workers", 32, "admitting goroutines")
+	dir := flag.String("dir", "", "the store (a fresh temporary one when empty)")
+	flag.Parse()
+	tmp, err := os.MkdirTemp("", "parkbench")
+	check(err)
+	defer os.RemoveAll(tmp)
+	if *dir == "" {
+		*dir = filepath.Join(tmp, "store")
+	}
+	bin := filepath.Join(tmp, "runehost")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/runehost")
+	build.Stderr = os.Stderr
+	check(build.Run())
+
+	start := time.Now()
+	s, err := store.Open(store.Options{Dir: *dir})
+	check(err)
+	e, _, err := host.Open(s, port.NewNative(), func() int64 { return time.Now().UnixMilli() })
+	check(err)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range *workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1)
+				if i > int64(*n) {
+					return
+				}
+				id, err := e.NewInvocationID()
+				check(err)
+				in, err := checkpoint.EncodeData(i)
+				check(err)
+				st, err := e.Start(context.Background(), id, "parked", []byte(prog), in, 100_000, 1)
+				check(err)
+				if st.Status != host.Waiting {
+					check(fmt.Errorf("%s is %s, not waiting", id, st.Status))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	check(s.Close())
+	fmt.Printf("park: %d invocations parked in %s\n", *n, time.Since(start).Round(time.Second))
+
+	for _, args := range [][]string{
+		{"ps"},
+		{"ps", "--status", "running"},
+		{"send", fmt.Sprintf("r%d", *n/2), "go", "1"},
+	} {
+		var best time.Duration
+		var rss int64
+		for range 3 {
+			d, r := run(bin, *dir, args...)
+			if best == 0 || d < best {
+				best = d
+			}
+			rss = max(rss, r)
+			if args[0] == "send" {
+				break // once: the invocation is finished after it
+			}
+		}
+		fmt.Printf("park: runehost %v: %s (best of 3), peak RSS %d MB\n", args, best.Round(time.Millisecond), rss/1024)
+	}
+}
+
+// run runs runehost on the store and returns its wall time and peak RSS (KiB).
+func run(bin, dir string, args ...string) (time.Duration, int64) {
+	c := exec.Command(bin, append(args, "--store", dir, "--native")...)
+	if args[0] == "ps" {
+		c = exec.Command(bin, append(args, "--store", dir)...)
+	}
+	c.Stdout, c.Stderr = nil, os.Stderr
+	start := time.Now()
+	check(c.Run())
+	d := time.Since(start)
+	return d, c.ProcessState.SysUsage().(*syscall.Rusage).Maxrss
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "park:", err)
+		os.Exit(1)
+	}
+}
