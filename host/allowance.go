@@ -91,24 +91,36 @@ func (a *Accounts) Open(inv string, limit uint64) (Allowance, error) {
 // next slice, durably, before the slice runs; it returns the amount held.
 func (a *Accounts) Reserve(inv string, want uint64) (uint64, error) {
 	var got uint64
-	_, err := a.change(inv, func(al *Allowance, found bool) error {
+	_, err := a.change(inv, reserve(inv, want, &got))
+	if err == nil && got == 0 {
+		err = exhausted(inv)
+	}
+	return got, err
+}
+
+// reserve is the change Reserve makes; it holds nothing when nothing is left.
+func reserve(inv string, want uint64, got *uint64) func(al *Allowance, found bool) error {
+	return func(al *Allowance, found bool) error {
 		if !found {
 			return fmt.Errorf("%s: %w", inv, ErrNoAllowance)
 		}
-		got = min(want, MaxSlice, al.Available())
-		if got == 0 {
-			return fmt.Errorf("%s: %w (limit %d)", inv, ErrExhausted, al.Limit)
-		}
-		al.Held += got
+		*got = min(want, MaxSlice, al.Available())
+		al.Held += *got
 		return nil
-	})
-	return got, err
+	}
 }
+
+func exhausted(inv string) error { return fmt.Errorf("%s: %w", inv, ErrExhausted) }
 
 // Settle ends a reservation after its slice: the steps used are charged,
 // the rest returns. used may not exceed the reservation.
 func (a *Accounts) Settle(inv string, reserved, used uint64) (Allowance, error) {
-	return a.change(inv, func(al *Allowance, found bool) error {
+	return a.change(inv, settle(inv, reserved, used))
+}
+
+// settle is the change Settle makes.
+func settle(inv string, reserved, used uint64) func(al *Allowance, found bool) error {
+	return func(al *Allowance, found bool) error {
 		if !found {
 			return fmt.Errorf("%s: %w", inv, ErrNoAllowance)
 		}
@@ -118,7 +130,7 @@ func (a *Accounts) Settle(inv string, reserved, used uint64) (Allowance, error) 
 		al.Held -= reserved
 		al.Charged += used
 		return nil
-	})
+	}
 }
 
 // Forfeit ends a reservation whose slice failed or whose settlement was

@@ -192,9 +192,10 @@ func (e *Engine) drive(ctx context.Context, inv string) (*RunState, error) {
 			return &RunState{Status: Running, Emits: emits}, nil // its turn is over
 		}
 		var reply []byte
+		var pend *settlement
 		if reported {
 			var out *RunState
-			reply, out, err = e.answer(ctx, inv, h)
+			reply, pend, out, err = e.answer(ctx, inv, h)
 			if err != nil || out != nil {
 				if out != nil {
 					out.Emits = emits
@@ -207,7 +208,7 @@ func (e *Engine) drive(ctx context.Context, inv string) (*RunState, error) {
 				}
 			}
 		}
-		n, err := e.accounts.Reserve(inv, port.DefaultSlice)
+		n, err := e.reserveSlice(inv, pend)
 		if err != nil {
 			return nil, err
 		}
@@ -217,15 +218,15 @@ func (e *Engine) drive(ctx context.Context, inv string) (*RunState, error) {
 			e.accounts.Forfeit(inv, n)
 			return nil, fmt.Errorf("invocation %s: %w", inv, err)
 		}
-		if _, err := e.accounts.Settle(inv, n, res.Used-h.Used); err != nil {
-			return nil, err
-		}
 		d := store.Buffered
 		if res.Kind != port.Yield {
 			d = store.Synced
 		}
 		if len(res.Checkpoint) > e.Bounds.Checkpoint {
 			ce := &checkpoint.Error{Kind: "limit", Msg: fmt.Sprintf("checkpoint of %d bytes is over the cap of %d", len(res.Checkpoint), e.Bounds.Checkpoint)}
+			if _, err := e.accounts.Settle(inv, n, res.Used-h.Used); err != nil {
+				return nil, err
+			}
 			if _, err := e.invs.MoveFailed(inv, Failed, ce); err != nil {
 				return nil, err
 			}
@@ -238,7 +239,17 @@ func (e *Engine) drive(ctx context.Context, inv string) (*RunState, error) {
 		for _, em := range res.Emits {
 			logged = append(logged, RunEvent{At: now, Kind: EventEmit, Name: em.Kind, Data: em.Data})
 		}
+		// The settlement goes with the checkpoint: if a crash loses both,
+		// the reservation stays held and is charged in full on recovery.
 		if err := e.Store.Retry(d, func(tx *store.Tx) error {
+			if _, err := changeAllowance(tx, inv, settle(inv, n, res.Used-h.Used)); err != nil {
+				return err
+			}
+			if res.Kind == port.Act {
+				if _, err := proposeTx(tx, Operation{Invocation: inv, Ordinal: res.Seq, Tag: res.Tag, Args: res.Args}); err != nil {
+					return err
+				}
+			}
 			if err := appendLog(tx, inv, logged); err != nil {
 				return err
 			}
@@ -321,34 +332,37 @@ func (e *Engine) source(hash string) ([]byte, error) {
 // answer finds or produces the reply to the suspension in h. It returns an
 // Outcome instead when the invocation must stop: waiting for an event, or at
 // an act of unknown outcome.
-func (e *Engine) answer(ctx context.Context, inv string, h *checkpoint.Header) ([]byte, *RunState, error) {
+func (e *Engine) answer(ctx context.Context, inv string, h *checkpoint.Header) ([]byte, *settlement, *RunState, error) {
 	p := h.Pending
 	if nearly(p.Seq-1, p.Seq, e.Bounds.Journal) {
 		e.warn(inv, "journal", fmt.Sprintf("%d acts and awaits, near the cap of %d", p.Seq, e.Bounds.Journal))
 	}
 	if p.Kind == checkpoint.PendingAwait {
 		if p.Seq > e.Bounds.Journal {
-			return limitReply("the journal is full: %d acts and awaits (cap %d)", p.Seq, e.Bounds.Journal), nil, nil
+			return limitReply("the journal is full: %d acts and awaits (cap %d)", p.Seq, e.Bounds.Journal), nil, nil, nil
 		}
-		return e.awaitReply(inv, p)
+		b, out, err := e.awaitReply(inv, p)
+		return b, nil, out, err
 	}
 	id := OpID{inv, p.Seq}
 	op, err := e.ledger.Propose(Operation{Invocation: inv, Ordinal: p.Seq, Tag: p.Tag, Args: p.Args})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	switch op.Phase {
 	case Proposed:
-		if op, err = e.dispatch(ctx, id, op); err != nil {
-			return nil, nil, err
+		o, err := e.dispatch(ctx, id, op)
+		if err != nil {
+			return nil, nil, nil, err
 		}
+		return o.Reply, &settlement{id: id, tag: op.Tag, outcome: o}, nil, nil
 	case Attempted, Unresolved:
 		if op.Phase == Attempted && op.Attempt.Generation == e.Generation {
-			return nil, nil, fmt.Errorf("operation %s: attempted by this process and still open", id)
+			return nil, nil, nil, fmt.Errorf("operation %s: attempted by this process and still open", id)
 		}
 		if rec, ok := e.Adapters[op.Tag].(Reconciler); ok && op.Phase == Unresolved {
 			if op, err = e.reconcile(ctx, rec, op); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			if op.Phase == Recorded || op.Phase == Consumed {
 				break
@@ -357,13 +371,60 @@ func (e *Engine) answer(ctx context.Context, inv string, h *checkpoint.Header) (
 		if i, err := e.invs.get(inv); err == nil && i.Status == Running {
 			e.invs.Move(inv, Waiting)
 		}
-		return nil, &RunState{Status: Waiting, Waiting: "the outcome of act " + p.Tag, Unknown: op}, nil
-	}
-	if op, err = e.ledger.Consume(id); err != nil {
-		return nil, nil, err
+		return nil, nil, &RunState{Status: Waiting, Waiting: "the outcome of act " + p.Tag, Unknown: op}, nil
 	}
 	b, err := e.reply(op.Outcome)
-	return b, nil, err
+	return b, &settlement{id: id, tag: op.Tag}, nil, err
+}
+
+// settlement is what the transaction that reserves the next slice also
+// does: record an act's fresh outcome (if any) and mark it consumed. One
+// synced transaction makes the outcome durable before the prog sees it.
+type settlement struct {
+	id      OpID
+	tag     string
+	outcome *Outcome // nil when it was recorded before
+}
+
+// reserveSlice reserves the next slice of inv, settling s with it. A fresh
+// outcome is recorded even when nothing is left to reserve.
+func (e *Engine) reserveSlice(inv string, s *settlement) (uint64, error) {
+	var o Outcome
+	if s != nil && s.outcome != nil {
+		var err error
+		if o, err = e.byRef(*s.outcome); err != nil {
+			return 0, err
+		}
+	}
+	var got uint64
+	var recorded *Operation
+	err := e.Store.Retry(store.Synced, func(tx *store.Tx) error {
+		if s != nil {
+			if s.outcome != nil {
+				var err error
+				if recorded, err = recordTx(tx, s.id, o); err != nil {
+					return err
+				}
+			}
+			if _, err := consumeTx(tx, s.id); err != nil {
+				return err
+			}
+		}
+		_, err := changeAllowance(tx, inv, reserve(inv, port.DefaultSlice, &got))
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	if recorded != nil {
+		if err := e.outcomeRecorded(recorded); err != nil {
+			return 0, err
+		}
+	}
+	if got == 0 {
+		return 0, exhausted(inv)
+	}
+	return got, nil
 }
 
 // Reconciler is an adapter that can look an attempt up by its idempotency key
@@ -388,7 +449,11 @@ func (e *Engine) reconcile(ctx context.Context, rec Reconciler, op *Operation) (
 		if op, err = e.ledger.Reopen(op.ID()); err != nil {
 			return nil, err
 		}
-		return e.dispatch(ctx, op.ID(), op)
+		o, err := e.dispatch(ctx, op.ID(), op)
+		if err != nil {
+			return nil, err
+		}
+		return e.record(op.ID(), op.Tag, *o)
 	}
 	b, err := checkpoint.EncodeReply(checkpoint.Reply{Value: v})
 	if err != nil {
@@ -397,9 +462,9 @@ func (e *Engine) reconcile(ctx context.Context, rec Reconciler, op *Operation) (
 	return e.record(op.ID(), op.Tag, Outcome{Reply: b, Source: "reconciled", At: e.Clock()})
 }
 
-// dispatch attempts an act (synced), runs its adapter and records the
-// outcome (synced).
-func (e *Engine) dispatch(ctx context.Context, id OpID, op *Operation) (*Operation, error) {
+// dispatch attempts an act (synced) and runs its adapter; it returns the
+// outcome, for the caller to record.
+func (e *Engine) dispatch(ctx context.Context, id OpID, op *Operation) (*Outcome, error) {
 	adapter := e.Adapters[op.Tag]
 	i, err := e.invs.get(id.Invocation)
 	if err != nil {
@@ -433,7 +498,7 @@ func (e *Engine) dispatch(ctx context.Context, id OpID, op *Operation) (*Operati
 		return nil, err
 	}
 	if refused != nil {
-		return e.record(id, op.Tag, Outcome{Reply: refused, Source: "bounds", At: e.Clock()})
+		return &Outcome{Reply: refused, Source: "bounds", At: e.Clock()}, nil
 	}
 	var r checkpoint.Reply
 	if denied != nil {
@@ -458,7 +523,7 @@ func (e *Engine) dispatch(ctx context.Context, id OpID, op *Operation) (*Operati
 	case nearly(0, uint64(len(b)), uint64(e.Bounds.ActReply)):
 		e.warn(id.Invocation, "act-reply", fmt.Sprintf("act %s: reply of %d bytes, near the cap of %d", op.Tag, len(b), e.Bounds.ActReply))
 	}
-	return e.record(id, op.Tag, Outcome{Reply: b, Source: "adapter", At: e.Clock()})
+	return &Outcome{Reply: b, Source: "adapter", At: e.Clock()}, nil
 }
 
 // record settles an operation in the ledger and then logs its outcome.
@@ -471,13 +536,19 @@ func (e *Engine) record(id OpID, tag string, o Outcome) (*Operation, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := e.log(id.Invocation, RunEvent{At: o.At, Kind: EventOutcome, Name: tag, Data: o.Reply, Ref: o.Ref, Ordinal: id.Ordinal}); err != nil {
-		return nil, err
+	return op, e.outcomeRecorded(op)
+}
+
+// outcomeRecorded logs a recorded outcome and tells OnAct.
+func (e *Engine) outcomeRecorded(op *Operation) error {
+	o := op.Outcome
+	if err := e.log(op.Invocation, RunEvent{At: o.At, Kind: EventOutcome, Name: op.Tag, Data: o.Reply, Ref: o.Ref, Ordinal: op.Ordinal}); err != nil {
+		return err
 	}
 	if e.OnAct != nil {
 		e.OnAct(op)
 	}
-	return op, nil
+	return nil
 }
 
 func (e *Engine) awaitReply(inv string, p *checkpoint.Pending) ([]byte, *RunState, error) {

@@ -45,7 +45,7 @@ func (s Status) Terminal() bool { return s >= Completed }
 var transitions = map[Status][]Status{
 	Running: {Waiting, Joining, Completed, Failed, Cancelled, Conflict},
 	Waiting: {Running, Failed, Cancelled},
-	Joining: {Running, Failed, Cancelled},
+	Joining: {Completed, Conflict, Cancelled}, // when the last child settles, or by a person
 }
 
 // CanMove reports whether an invocation may go from one status to another.
@@ -252,6 +252,9 @@ func (iv *Invocations) Publish(id string, result []byte) (*Invocation, error) {
 // written as ended before, so they do not report back to it); an ending child
 // settles with its parent.
 func (iv *Invocations) end(tx *store.Tx, inv *Invocation, to Status) error {
+	if !CanMove(inv.Status, to) {
+		return fmt.Errorf("%s: %w: %s to %s", inv.ID, ErrBadTransition, inv.Status, to)
+	}
 	if to == Completed && inv.Parent == "" {
 		var p Prog
 		if found, err := tx.Get(progKey(inv.Prog), &p); err != nil || !found {

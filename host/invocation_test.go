@@ -15,7 +15,7 @@ func TestStatusTransitions(t *testing.T) {
 	for _, p := range [][2]Status{
 		{Running, Waiting}, {Running, Joining}, {Running, Completed}, {Running, Failed}, {Running, Cancelled}, {Running, Conflict},
 		{Waiting, Running}, {Waiting, Failed}, {Waiting, Cancelled},
-		{Joining, Running}, {Joining, Failed}, {Joining, Cancelled},
+		{Joining, Completed}, {Joining, Conflict}, {Joining, Cancelled},
 	} {
 		allowed[p] = true
 	}

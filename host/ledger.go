@@ -130,22 +130,9 @@ func NewLedger(s *store.Store) *Ledger { return &Ledger{s: s} }
 func (l *Ledger) update(id OpID, d store.Durability, f func(op *Operation, found bool) (*Operation, error)) (*Operation, error) {
 	var out *Operation
 	err := l.s.Retry(d, func(tx *store.Tx) error {
-		var op Operation
-		found, err := tx.Get(id.key(), &op)
-		if err != nil {
-			return err
-		}
-		if out, err = f(&op, found); err != nil || out == nil {
-			return err
-		}
-		if out.Phase == Attempted || out.Phase == Unresolved {
-			if err := tx.Put(id.openKey(), true); err != nil {
-				return err
-			}
-		} else if err := tx.Delete(id.openKey()); err != nil {
-			return err
-		}
-		return tx.Put(id.key(), out)
+		var err error
+		out, err = updateTx(tx, id, f)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -153,15 +140,47 @@ func (l *Ledger) update(id OpID, d store.Durability, f func(op *Operation, found
 	return out, nil
 }
 
+// updateTx is update within a transaction: f returns the operation to write,
+// or nil to write nothing.
+func updateTx(tx *store.Tx, id OpID, f func(op *Operation, found bool) (*Operation, error)) (*Operation, error) {
+	var op Operation
+	found, err := tx.Get(id.key(), &op)
+	if err != nil {
+		return nil, err
+	}
+	out, err := f(&op, found)
+	if err != nil || out == nil {
+		return out, err
+	}
+	if out.Phase == Attempted || out.Phase == Unresolved {
+		if err := tx.Put(id.openKey(), true); err != nil {
+			return nil, err
+		}
+	} else if err := tx.Delete(id.openKey()); err != nil {
+		return nil, err
+	}
+	return out, tx.Put(id.key(), out)
+}
+
 // Propose records an operation in phase Proposed. Proposing the same
 // operation again (after a restart re-ran the prog to it) is a no-op that
 // returns the recorded one, whatever its phase; proposing a different act
 // under the same identity is ErrMismatch: replay diverged.
 func (l *Ledger) Propose(op Operation) (*Operation, error) {
+	var out *Operation
+	err := l.s.Retry(store.Buffered, func(tx *store.Tx) error {
+		var err error
+		out, err = proposeTx(tx, op)
+		return err
+	})
+	return out, err
+}
+
+// proposeTx is Propose within a transaction.
+func proposeTx(tx *store.Tx, op Operation) (*Operation, error) {
 	id := op.ID()
 	var existing *Operation
-	out, err := l.update(id, store.Buffered, func(cur *Operation, found bool) (*Operation, error) {
-		existing = nil // f runs again after a conflict
+	out, err := updateTx(tx, id, func(cur *Operation, found bool) (*Operation, error) {
 		if !found {
 			op.Phase, op.Attempt, op.Outcome = Proposed, nil, nil
 			return &op, nil
@@ -200,9 +219,19 @@ func (l *Ledger) Attempt(id OpID, a Attempt) (*Operation, error) {
 // recorded outcome returns the retained receipt; a different one is
 // ErrConflictingOutcome and changes nothing.
 func (l *Ledger) Record(id OpID, o Outcome) (*Operation, error) {
+	var op *Operation
+	err := l.s.Retry(store.Synced, func(tx *store.Tx) error {
+		var err error
+		op, err = recordTx(tx, id, o)
+		return err
+	})
+	return op, err
+}
+
+// recordTx is Record within a transaction.
+func recordTx(tx *store.Tx, id OpID, o Outcome) (*Operation, error) {
 	var receipt *Operation
-	op, err := l.update(id, store.Synced, func(cur *Operation, found bool) (*Operation, error) {
-		receipt = nil // f runs again after a conflict
+	op, err := updateTx(tx, id, func(cur *Operation, found bool) (*Operation, error) {
 		switch {
 		case !found:
 			return nil, &LedgerError{Op: id, Err: ErrUnknownOp}
@@ -227,9 +256,19 @@ func (l *Ledger) Record(id OpID, o Outcome) (*Operation, error) {
 // Consume marks a recorded outcome as taken by the prog and returns it. A
 // second Consume returns the same retained outcome.
 func (l *Ledger) Consume(id OpID) (*Operation, error) {
+	var op *Operation
+	err := l.s.Retry(store.Buffered, func(tx *store.Tx) error {
+		var err error
+		op, err = consumeTx(tx, id)
+		return err
+	})
+	return op, err
+}
+
+// consumeTx is Consume within a transaction.
+func consumeTx(tx *store.Tx, id OpID) (*Operation, error) {
 	var receipt *Operation
-	op, err := l.update(id, store.Buffered, func(cur *Operation, found bool) (*Operation, error) {
-		receipt = nil // f runs again after a conflict
+	op, err := updateTx(tx, id, func(cur *Operation, found bool) (*Operation, error) {
 		switch {
 		case !found:
 			return nil, &LedgerError{Op: id, Err: ErrUnknownOp}
