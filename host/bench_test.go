@@ -100,8 +100,9 @@ type adapterFunc func()
 
 func (f adapterFunc) Do(context.Context, *Operation) (any, error) { f(); return int64(1), nil }
 
-// BenchmarkSliceReservation measures the allowance's cost per slice: one
-// synced reservation before, one synced settlement after.
+// BenchmarkSliceReservation measures the allowance's cost per slice as the
+// engine pays it: a synced reservation before the slice, and a settlement
+// after it that rides (buffered) with the checkpoint of a yield.
 func BenchmarkSliceReservation(b *testing.B) {
 	s, err := store.Open(store.Options{Dir: b.TempDir()})
 	if err != nil {
@@ -118,8 +119,44 @@ func BenchmarkSliceReservation(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := a.Settle("r1", n, n/2); err != nil {
+		err = s.Update(store.Buffered, func(tx *store.Tx) error {
+			_, err := changeAllowance(tx, "r1", settle("r1", n, n/2))
+			return err
+		})
+		if err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkEngineActs measures acts per second through the whole engine,
+// with 1 and 32 invocations acting at once.
+func BenchmarkEngineActs(b *testing.B) {
+	for _, workers := range []int{1, 32} {
+		b.Run(fmt.Sprintf("invocations=%d", workers), func(b *testing.B) {
+			s, err := store.Open(store.Options{Dir: b.TempDir()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			e := NewEngine(s, port.NewNative(), 1, func() int64 { return time.Now().UnixMilli() })
+			e.Ward().Grant(AnyProg, "noop")
+			e.Adapters["noop"] = adapterFunc(func() {})
+			per := max(b.N/workers, 1)
+			src := []byte(fmt.Sprintf(`for i in range(%d) { act "noop" {} }`, per))
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for w := range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if _, err := e.Start(context.Background(), fmt.Sprintf("r%d", w+1), fmt.Sprintf("p%d", w), src, nil, 1<<40, 1); err != nil {
+						b.Error(err)
+					}
+				}()
+			}
+			wg.Wait()
+			b.ReportMetric(float64(per*workers)/b.Elapsed().Seconds(), "acts/s")
+		})
 	}
 }
