@@ -184,18 +184,19 @@ func (e *Engine) drive(ctx context.Context, inv string) (*RunState, error) {
 	}
 	reported := h.Pending != nil && c.Machine.Steps == h.Used // a suspension the machine reported
 	var emits []Emit
-	for slices := 0; ; slices++ {
-		if err := ctx.Err(); err != nil {
+	var fresh *prepared // the act the last slice reached, attempted with its checkpoint
+	for turn := 0; ; turn++ {
+		if err := ctx.Err(); err != nil && fresh == nil {
 			return nil, err
 		}
-		if e.Quantum > 0 && slices == e.Quantum && !reported {
+		if e.Quantum > 0 && turn == e.Quantum && !reported {
 			return &RunState{Status: Running, Emits: emits}, nil // its turn is over
 		}
 		var reply []byte
 		var pend *settlement
 		if reported {
 			var out *RunState
-			reply, pend, out, err = e.answer(ctx, inv, h)
+			reply, pend, out, err = e.answer(ctx, inv, h, fresh)
 			if err != nil || out != nil {
 				if out != nil {
 					out.Emits = emits
@@ -241,16 +242,34 @@ func (e *Engine) drive(ctx context.Context, inv string) (*RunState, error) {
 		}
 		// The settlement goes with the checkpoint: if a crash loses both,
 		// the reservation stays held and is charged in full on recovery.
+		// An act the slice reached is proposed and attempted in the same
+		// transaction, its grant decided just before.
+		fresh = nil
+		var act *Operation
+		if res.Kind == port.Act {
+			act = &Operation{Invocation: inv, Ordinal: res.Seq, Tag: res.Tag, Args: res.Args}
+			if fresh, err = e.prepare(ctx, act); err != nil {
+				return nil, err
+			}
+		}
 		if err := e.Store.Retry(d, func(tx *store.Tx) error {
 			if _, err := changeAllowance(tx, inv, settle(inv, n, res.Used-h.Used)); err != nil {
 				return err
 			}
-			if res.Kind == port.Act {
-				if _, err := proposeTx(tx, Operation{Invocation: inv, Ordinal: res.Seq, Tag: res.Tag, Args: res.Args}); err != nil {
+			evs := logged
+			if act != nil {
+				op, err := proposeTx(tx, *act)
+				if err != nil {
 					return err
 				}
+				if op.Phase == Proposed {
+					if _, err := attemptTx(tx, act.ID(), fresh.attempt); err != nil {
+						return err
+					}
+					evs = append(slices.Clip(logged), actEvent(act, fresh))
+				}
 			}
-			if err := appendLog(tx, inv, logged); err != nil {
+			if err := appendLog(tx, inv, evs); err != nil {
 				return err
 			}
 			return tx.PutRaw(cpKey(inv), res.Checkpoint)
@@ -332,7 +351,7 @@ func (e *Engine) source(hash string) ([]byte, error) {
 // answer finds or produces the reply to the suspension in h. It returns an
 // Outcome instead when the invocation must stop: waiting for an event, or at
 // an act of unknown outcome.
-func (e *Engine) answer(ctx context.Context, inv string, h *checkpoint.Header) ([]byte, *settlement, *RunState, error) {
+func (e *Engine) answer(ctx context.Context, inv string, h *checkpoint.Header, fresh *prepared) ([]byte, *settlement, *RunState, error) {
 	p := h.Pending
 	if nearly(p.Seq-1, p.Seq, e.Bounds.Journal) {
 		e.warn(inv, "journal", fmt.Sprintf("%d acts and awaits, near the cap of %d", p.Seq, e.Bounds.Journal))
@@ -357,6 +376,12 @@ func (e *Engine) answer(ctx context.Context, inv string, h *checkpoint.Header) (
 		}
 		return o.Reply, &settlement{id: id, tag: op.Tag, outcome: o}, nil, nil
 	case Attempted, Unresolved:
+		if fresh != nil && fresh.id == id && op.Phase == Attempted {
+			// Attempted with the checkpoint, just now: an attempt, once
+			// recorded, is carried out even if the host is stopping.
+			o := e.perform(context.WithoutCancel(ctx), op, fresh)
+			return o.Reply, &settlement{id: id, tag: op.Tag, outcome: o}, nil, nil
+		}
 		if op.Phase == Attempted && op.Attempt.Generation == e.Generation {
 			return nil, nil, nil, fmt.Errorf("operation %s: attempted by this process and still open", id)
 		}
@@ -462,49 +487,76 @@ func (e *Engine) reconcile(ctx context.Context, rec Reconciler, op *Operation) (
 	return e.record(op.ID(), op.Tag, Outcome{Reply: b, Source: "reconciled", At: e.Clock()})
 }
 
-// dispatch attempts an act (synced) and runs its adapter; it returns the
-// outcome, for the caller to record.
-func (e *Engine) dispatch(ctx context.Context, id OpID, op *Operation) (*Outcome, error) {
-	adapter := e.Adapters[op.Tag]
+// prepared is an act's attempt as decided just before it is recorded: the
+// grant that allows it, or why it is denied or refused.
+type prepared struct {
+	id      OpID
+	attempt Attempt
+	refused []byte // a reply of kind "limit": a cap refused it
+	denied  error  // the ward denied it
+	adapter Adapter
+}
+
+// prepare decides an act's attempt: the caps, then the ward, now.
+func (e *Engine) prepare(ctx context.Context, op *Operation) (*prepared, error) {
+	id := op.ID()
 	i, err := e.invs.get(id.Invocation)
 	if err != nil {
 		return nil, err
 	}
-	var statement, executor string
-	var denied error
-	var refused []byte
+	pr := &prepared{id: id, adapter: e.Adapters[op.Tag], attempt: Attempt{Generation: e.Generation, At: e.Clock()}}
 	switch {
 	case id.Ordinal > e.Bounds.Journal:
-		refused, executor = limitReply("the journal is full: %d acts and awaits (cap %d)", id.Ordinal, e.Bounds.Journal), "bounds"
+		pr.refused, pr.attempt.Executor = limitReply("the journal is full: %d acts and awaits (cap %d)", id.Ordinal, e.Bounds.Journal), "bounds"
 	case len(op.Args) > e.Bounds.ActArgs:
-		refused, executor = limitReply("act %s: arguments of %d bytes are over the cap of %d", op.Tag, len(op.Args), e.Bounds.ActArgs), "bounds"
+		pr.refused, pr.attempt.Executor = limitReply("act %s: arguments of %d bytes are over the cap of %d", op.Tag, len(op.Args), e.Bounds.ActArgs), "bounds"
 	default:
 		if nearly(0, uint64(len(op.Args)), uint64(e.Bounds.ActArgs)) {
 			e.warn(id.Invocation, "act-args", fmt.Sprintf("act %s: arguments of %d bytes, near the cap of %d", op.Tag, len(op.Args), e.Bounds.ActArgs))
 		}
-		statement, denied = e.ward.authorize(ctx, i.Prog, op, adapter)
-		if denied != nil && !errors.Is(denied, ErrDenied) {
-			return nil, denied
+		pr.attempt.Grant, pr.denied = e.ward.authorize(ctx, i.Prog, op, pr.adapter)
+		if pr.denied != nil && !errors.Is(pr.denied, ErrDenied) {
+			return nil, pr.denied
 		}
-		executor = op.Tag
-		if denied != nil {
-			executor = "ward" // nothing is dispatched
+		pr.attempt.Executor = op.Tag
+		if pr.denied != nil {
+			pr.attempt.Executor = "ward" // nothing is dispatched
 		}
 	}
-	if _, err := e.ledger.Attempt(id, Attempt{Grant: statement, Executor: executor, Generation: e.Generation, At: e.Clock()}); err != nil {
+	return pr, nil
+}
+
+// dispatch attempts an act (synced) and performs it; it returns the
+// outcome, for the caller to record.
+func (e *Engine) dispatch(ctx context.Context, id OpID, op *Operation) (*Outcome, error) {
+	pr, err := e.prepare(ctx, op)
+	if err != nil {
 		return nil, err
 	}
-	if err := e.log(id.Invocation, RunEvent{At: e.Clock(), Kind: EventAct, Name: op.Tag, Data: op.Args, Ordinal: id.Ordinal}); err != nil {
+	if _, err := e.ledger.Attempt(id, pr.attempt); err != nil {
 		return nil, err
 	}
-	if refused != nil {
-		return &Outcome{Reply: refused, Source: "bounds", At: e.Clock()}, nil
+	if err := e.log(id.Invocation, actEvent(op, pr)); err != nil {
+		return nil, err
+	}
+	return e.perform(ctx, op, pr), nil
+}
+
+func actEvent(op *Operation, pr *prepared) RunEvent {
+	return RunEvent{At: pr.attempt.At, Kind: EventAct, Name: op.Tag, Data: op.Args, Ordinal: op.Ordinal}
+}
+
+// perform runs an attempted act's adapter, unless it was denied or refused,
+// and returns its outcome.
+func (e *Engine) perform(ctx context.Context, op *Operation, pr *prepared) *Outcome {
+	if pr.refused != nil {
+		return &Outcome{Reply: pr.refused, Source: "bounds", At: e.Clock()}
 	}
 	var r checkpoint.Reply
-	if denied != nil {
-		r.Err = &checkpoint.Error{Kind: "denied", Msg: strings.TrimPrefix(denied.Error(), "denied: ")}
+	if pr.denied != nil {
+		r.Err = &checkpoint.Error{Kind: "denied", Msg: strings.TrimPrefix(pr.denied.Error(), "denied: ")}
 	} else {
-		v, err := adapter.Do(ctx, op)
+		v, err := pr.adapter.Do(ctx, op)
 		var ce *checkpoint.Error
 		if errors.As(err, &ce) {
 			r.Err = ce
@@ -521,9 +573,9 @@ func (e *Engine) dispatch(ctx context.Context, id OpID, op *Operation) (*Outcome
 	case len(b) > e.Bounds.ActReply:
 		b = limitReply("act %s: reply of %d bytes is over the cap of %d", op.Tag, len(b), e.Bounds.ActReply)
 	case nearly(0, uint64(len(b)), uint64(e.Bounds.ActReply)):
-		e.warn(id.Invocation, "act-reply", fmt.Sprintf("act %s: reply of %d bytes, near the cap of %d", op.Tag, len(b), e.Bounds.ActReply))
+		e.warn(op.Invocation, "act-reply", fmt.Sprintf("act %s: reply of %d bytes, near the cap of %d", op.Tag, len(b), e.Bounds.ActReply))
 	}
-	return &Outcome{Reply: b, Source: "adapter", At: e.Clock()}, nil
+	return &Outcome{Reply: b, Source: "adapter", At: e.Clock()}
 }
 
 // record settles an operation in the ledger and then logs its outcome.

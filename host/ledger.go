@@ -202,7 +202,18 @@ func proposeTx(tx *store.Tx, op Operation) (*Operation, error) {
 // attempted: any other phase is ErrAlreadyAttempted, and the caller must not
 // dispatch.
 func (l *Ledger) Attempt(id OpID, a Attempt) (*Operation, error) {
-	return l.update(id, store.Synced, func(cur *Operation, found bool) (*Operation, error) {
+	var op *Operation
+	err := l.s.Retry(store.Synced, func(tx *store.Tx) error {
+		var err error
+		op, err = attemptTx(tx, id, a)
+		return err
+	})
+	return op, err
+}
+
+// attemptTx is Attempt within a transaction.
+func attemptTx(tx *store.Tx, id OpID, a Attempt) (*Operation, error) {
+	return updateTx(tx, id, func(cur *Operation, found bool) (*Operation, error) {
 		if !found {
 			return nil, &LedgerError{Op: id, Err: ErrUnknownOp}
 		}
