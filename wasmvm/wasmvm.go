@@ -135,7 +135,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		module = guestWasm
 	}
 	rc := wazero.NewRuntimeConfigCompiler().WithMemoryLimitPages(cfg.MemoryLimitPages).WithCloseOnContextDone(false)
-	if cache, err := compilationCache(cfg.CacheDir); err != nil {
+	if cache, err := CompilationCache(cfg.CacheDir); err != nil {
 		return nil, err
 	} else if cache != nil {
 		rc = rc.WithCompilationCache(cache)
@@ -162,7 +162,10 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	return r, nil
 }
 
-func compilationCache(dir string) (wazero.CompilationCache, error) {
+// CompilationCache opens wazero's on-disk compilation cache: dir, or (for "")
+// runehost/wazero under the user cache directory; "off" (or no cache
+// directory at all) gives nil, compiling every time.
+func CompilationCache(dir string) (wazero.CompilationCache, error) {
 	switch dir {
 	case "off":
 		return nil, nil

@@ -1,0 +1,161 @@
+// rootfs.go holds the confined directory a tool sees: wazero's own WASI
+// directory follows symlinks out of a mount (wazero issue 2321, "sandboxing
+// WASI is beyond our scope"), so every path is resolved on the host, symlinks
+// included, and refused unless it stays inside the granted root.
+
+package tool
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// confined is a directory mount that refuses to leave its root. The guest
+// cannot create symlinks or hard links; a symlink already there is followed
+// only if it resolves inside the root.
+type confined struct {
+	experimentalsys.FS
+	root string // with symlinks resolved
+}
+
+func newConfined(dir string, write bool) (experimentalsys.FS, error) {
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+		return nil, errors.New(dir + " is not a directory")
+	}
+	c := &confined{FS: sysfs.DirFS(root), root: root}
+	if !write {
+		return &sysfs.ReadFS{FS: c}, nil
+	}
+	return c, nil
+}
+
+// resolve returns the host path p names, with every symlink resolved. A
+// path that does not exist yet resolves through its deepest existing
+// ancestor; a dangling symlink does not resolve.
+func resolve(p string) (string, error) {
+	real, err := filepath.EvalSymlinks(p)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return real, err
+	}
+	if fi, lerr := os.Lstat(p); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return "", err // a symlink to nowhere: where it would create is unknown
+	}
+	parent := filepath.Dir(p)
+	if parent == p {
+		return p, nil
+	}
+	dir, err := resolve(parent)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, filepath.Base(p)), nil
+}
+
+// check refuses a guest path that leaves the root. With leaf false, only
+// the parent is resolved: for operations on a name itself (lstat, unlink,
+// rename), which do not follow it.
+func (c *confined) check(p string, leaf bool) experimentalsys.Errno {
+	full := filepath.Join(c.root, filepath.FromSlash(p))
+	if full == c.root {
+		return 0
+	}
+	if !leaf {
+		full = filepath.Join(filepath.Dir(full), ".")
+	}
+	real, err := resolve(full)
+	if err != nil {
+		return experimentalsys.EACCES
+	}
+	if real != c.root && !strings.HasPrefix(real, c.root+string(filepath.Separator)) {
+		return experimentalsys.EACCES
+	}
+	return 0
+}
+
+func (c *confined) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
+	if e := c.check(p, true); e != 0 {
+		return nil, e
+	}
+	return c.FS.OpenFile(p, flag, perm)
+}
+
+func (c *confined) Lstat(p string) (sys.Stat_t, experimentalsys.Errno) {
+	if e := c.check(p, false); e != 0 {
+		return sys.Stat_t{}, e
+	}
+	return c.FS.Lstat(p)
+}
+
+func (c *confined) Stat(p string) (sys.Stat_t, experimentalsys.Errno) {
+	if e := c.check(p, true); e != 0 {
+		return sys.Stat_t{}, e
+	}
+	return c.FS.Stat(p)
+}
+
+func (c *confined) Mkdir(p string, perm fs.FileMode) experimentalsys.Errno {
+	if e := c.check(p, true); e != 0 {
+		return e
+	}
+	return c.FS.Mkdir(p, perm)
+}
+
+func (c *confined) Chmod(p string, perm fs.FileMode) experimentalsys.Errno {
+	if e := c.check(p, true); e != 0 {
+		return e
+	}
+	return c.FS.Chmod(p, perm)
+}
+
+func (c *confined) Rename(from, to string) experimentalsys.Errno {
+	if e := c.check(from, false); e != 0 {
+		return e
+	}
+	if e := c.check(to, false); e != 0 {
+		return e
+	}
+	return c.FS.Rename(from, to)
+}
+
+func (c *confined) Rmdir(p string) experimentalsys.Errno {
+	if e := c.check(p, false); e != 0 {
+		return e
+	}
+	return c.FS.Rmdir(p)
+}
+
+func (c *confined) Unlink(p string) experimentalsys.Errno {
+	if e := c.check(p, false); e != 0 {
+		return e
+	}
+	return c.FS.Unlink(p)
+}
+
+func (c *confined) Readlink(p string) (string, experimentalsys.Errno) {
+	if e := c.check(p, false); e != 0 {
+		return "", e
+	}
+	return c.FS.Readlink(p)
+}
+
+func (c *confined) Utimens(p string, atim, mtim int64) experimentalsys.Errno {
+	if e := c.check(p, true); e != 0 {
+		return e
+	}
+	return c.FS.Utimens(p, atim, mtim)
+}
+
+// Link and Symlink are refused: a link is how a guest would build a way out.
+func (c *confined) Link(string, string) experimentalsys.Errno    { return experimentalsys.EPERM }
+func (c *confined) Symlink(string, string) experimentalsys.Errno { return experimentalsys.EPERM }

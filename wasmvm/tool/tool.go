@@ -1,0 +1,268 @@
+// Package tool runs untrusted WASI command modules ("tools", wasm32-wasip1,
+// any source language) in their own wazero instances: only the granted
+// directories, confined and read-only unless write is granted; only the
+// granted environment; stdin from the caller; stdout and stderr captured up
+// to a cap (the overflow counted, not kept); a memory limit; a wall-clock
+// limit; and deterministic fuel through the sandbox's rewriter, so that the
+// same tool, input and fuel report the same fuel used.
+package tool
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/runehost/runehost/wasmvm"
+	"github.com/runehost/runehost/wasmvm/fuel"
+)
+
+// Defaults of a run.
+const (
+	DefaultFuel        = 1 << 32          // function entries and loop iterations
+	DefaultMemoryPages = 1024             // 64 MiB
+	DefaultTimeout     = 30 * time.Second // wall clock
+	DefaultOutputCap   = 1 << 20          // bytes of stdout, and of stderr, kept
+)
+
+// Mount makes a host directory visible to a tool at a guest path.
+type Mount struct {
+	Host  string
+	Guest string // "/" when empty
+	Write bool
+}
+
+// Config is one run of a tool.
+type Config struct {
+	Name      string   // argv[0]
+	Args      []string // argv[1:]
+	Env       []string // KEY=VALUE, the whole environment
+	Stdin     []byte
+	Mounts    []Mount
+	Fuel      uint64        // DefaultFuel when 0
+	Timeout   time.Duration // DefaultTimeout when 0
+	OutputCap int           // DefaultOutputCap when 0
+	// Stdout and Stderr, if set, also receive all of the tool's output as
+	// it is written (the captured copy alone is capped).
+	Stdout, Stderr io.Writer
+}
+
+// Stop says why a tool stopped.
+type Stop string
+
+// The stops.
+const (
+	Exited      Stop = "exited"  // it exited; see ExitCode
+	OutOfFuel   Stop = "fuel"    // its fuel ran out
+	OutOfMemory Stop = "memory"  // it hit the memory limit
+	TimedOut    Stop = "timeout" // the wall clock ran out
+	Trapped     Stop = "trap"    // it trapped otherwise
+)
+
+// Result is how a tool ended.
+type Result struct {
+	Stop     Stop
+	ExitCode uint32 // when Exited; 0 is success
+	FuelUsed uint64
+	Stdout   []byte
+	Stderr   []byte
+	// StdoutDropped and StderrDropped count the bytes past the cap.
+	StdoutDropped, StderrDropped int64
+	Detail                       string // what the trap or limit was
+}
+
+// OK reports whether the tool exited 0.
+func (r *Result) OK() bool { return r.Stop == Exited && r.ExitCode == 0 }
+
+// ErrNotTool is a module that is not a WASI command.
+var ErrNotTool = errors.New("not a WASI command module")
+
+// Runner compiles and runs tools. Compiled tools are kept, by the hash of
+// their bytes, and cached on disk by wazero. It is safe for concurrent use.
+type Runner struct {
+	rt          wazero.Runtime
+	memoryPages uint32
+
+	mu       sync.Mutex
+	compiled map[[32]byte]wazero.CompiledModule
+}
+
+// NewRunner returns a Runner whose tools get at most memoryPages of memory
+// (DefaultMemoryPages when 0). cacheDir is as for wasmvm.CompilationCache.
+func NewRunner(ctx context.Context, cacheDir string, memoryPages uint32) (*Runner, error) {
+	if memoryPages == 0 {
+		memoryPages = DefaultMemoryPages
+	}
+	// Close on context done: a tool blocked in the host (reading, writing)
+	// must stop at the wall-clock limit too; fuel stops the ones that spin.
+	rc := wazero.NewRuntimeConfigCompiler().WithMemoryLimitPages(memoryPages).WithCloseOnContextDone(true)
+	cache, err := wasmvm.CompilationCache(cacheDir)
+	if err != nil {
+		return nil, err
+	}
+	if cache != nil {
+		rc = rc.WithCompilationCache(cache)
+	}
+	rt := wazero.NewRuntimeWithConfig(ctx, rc)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		rt.Close(ctx)
+		return nil, fmt.Errorf("tool: wasi: %w", err)
+	}
+	return &Runner{rt: rt, memoryPages: memoryPages, compiled: map[[32]byte]wazero.CompiledModule{}}, nil
+}
+
+// Close releases the runner's compiled tools.
+func (r *Runner) Close(ctx context.Context) error { return r.rt.Close(ctx) }
+
+// Compile meters and compiles a tool, or returns it compiled already.
+func (r *Runner) Compile(ctx context.Context, module []byte) (wazero.CompiledModule, error) {
+	key := sha256.Sum256(module)
+	r.mu.Lock()
+	c, ok := r.compiled[key]
+	r.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	metered, err := fuel.Inject(module)
+	if err != nil {
+		return nil, fmt.Errorf("tool: %w", err)
+	}
+	c, err = r.rt.CompileModule(ctx, metered)
+	if err != nil {
+		return nil, fmt.Errorf("tool: compile: %w", err)
+	}
+	if _, ok := c.ExportedFunctions()["_start"]; !ok {
+		c.Close(ctx)
+		return nil, fmt.Errorf("tool: %w: it exports no _start", ErrNotTool)
+	}
+	r.mu.Lock()
+	if prev, ok := r.compiled[key]; ok {
+		c.Close(ctx)
+		c = prev
+	} else {
+		r.compiled[key] = c
+	}
+	r.mu.Unlock()
+	return c, nil
+}
+
+// Run runs a tool to its end. The error is for a run that could not start
+// (a bad module, a mount that is not a directory); how the tool itself
+// ended, limits included, is in the Result.
+func (r *Runner) Run(ctx context.Context, module []byte, cfg Config) (*Result, error) {
+	if cfg.Fuel == 0 {
+		cfg.Fuel = DefaultFuel
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.OutputCap == 0 {
+		cfg.OutputCap = DefaultOutputCap
+	}
+	if cfg.Name == "" {
+		cfg.Name = "tool"
+	}
+	compiled, err := r.Compile(ctx, module)
+	if err != nil {
+		return nil, err
+	}
+	fsc := wazero.NewFSConfig()
+	for _, m := range cfg.Mounts {
+		guest := m.Guest
+		if guest == "" {
+			guest = "/"
+		}
+		cfs, err := newConfined(m.Host, m.Write)
+		if err != nil {
+			return nil, fmt.Errorf("tool: mount %s: %w", m.Host, err)
+		}
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(cfs, guest)
+	}
+	stdout := &capped{max: cfg.OutputCap, also: cfg.Stdout}
+	stderr := &capped{max: cfg.OutputCap, also: cfg.Stderr}
+	mc := wazero.NewModuleConfig().WithName("").WithStartFunctions().
+		WithArgs(append([]string{cfg.Name}, cfg.Args...)...).
+		WithStdin(bytes.NewReader(cfg.Stdin)).WithStdout(stdout).WithStderr(stderr).
+		WithFSConfig(fsc)
+	for _, kv := range cfg.Env {
+		k, v, _ := cutEnv(kv)
+		mc = mc.WithEnv(k, v)
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	mod, err := r.rt.InstantiateModule(ctx, compiled, mc)
+	if err != nil {
+		return nil, fmt.Errorf("tool: instantiate: %w", err)
+	}
+	defer mod.Close(context.Background())
+	g, ok := mod.ExportedGlobal(fuel.ExportName).(api.MutableGlobal)
+	if !ok {
+		return nil, fmt.Errorf("tool: the metered module has no fuel global")
+	}
+	g.Set(cfg.Fuel)
+	_, callErr := mod.ExportedFunction("_start").Call(ctx)
+	left := int64(g.Get())
+	res := &Result{Stop: Exited, Stdout: stdout.buf.Bytes(), Stderr: stderr.buf.Bytes(), StdoutDropped: stdout.dropped, StderrDropped: stderr.dropped}
+	res.FuelUsed = cfg.Fuel - uint64(max(left, 0))
+	var exit *sys.ExitError
+	switch {
+	case callErr == nil:
+	case left < 0:
+		res.Stop, res.FuelUsed, res.Detail = OutOfFuel, cfg.Fuel, fmt.Sprintf("ran out of its %d fuel", cfg.Fuel)
+	case ctx.Err() != nil && errors.As(callErr, &exit) && (exit.ExitCode() == sys.ExitCodeDeadlineExceeded || exit.ExitCode() == sys.ExitCodeContextCanceled):
+		res.Stop, res.Detail = TimedOut, fmt.Sprintf("still running after %s", cfg.Timeout)
+		if ctx.Err() == context.Canceled {
+			res.Detail = "cancelled"
+		}
+	case errors.As(callErr, &exit):
+		res.ExitCode = exit.ExitCode()
+		if res.ExitCode != 0 && mod.Memory() != nil && mod.Memory().Size() >= (r.memoryPages-1)*65536 {
+			res.Stop, res.Detail = OutOfMemory, fmt.Sprintf("exited %d at its memory limit of %d MiB", res.ExitCode, r.memoryPages/16)
+		}
+	default:
+		res.Stop, res.Detail = Trapped, callErr.Error()
+		if mod.Memory() != nil && mod.Memory().Size() >= (r.memoryPages-1)*65536 {
+			res.Stop = OutOfMemory
+		}
+	}
+	return res, nil
+}
+
+func cutEnv(kv string) (string, string, bool) {
+	for i := 0; i < len(kv); i++ {
+		if kv[i] == '=' {
+			return kv[:i], kv[i+1:], true
+		}
+	}
+	return kv, "", false
+}
+
+// capped keeps the first max bytes written to it and counts the rest.
+type capped struct {
+	max     int
+	buf     bytes.Buffer
+	dropped int64
+	also    io.Writer
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	keep := min(len(p), c.max-c.buf.Len())
+	if keep > 0 {
+		c.buf.Write(p[:keep])
+	}
+	if c.also != nil {
+		c.also.Write(p)
+	}
+	c.dropped += int64(len(p) - keep)
+	return len(p), nil
+}

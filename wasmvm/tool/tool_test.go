@@ -1,0 +1,133 @@
+// tool_test.go runs the test tools: the ordinary ones work, each hostile one
+// is contained with a clear result, and fuel is deterministic.
+
+package tool
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runehost/runehost/internal/testtools"
+)
+
+func runner(t *testing.T, pages uint32) *Runner {
+	t.Helper()
+	r, err := NewRunner(context.Background(), filepath.Join(os.TempDir(), "runehost-test-wazero-cache"), pages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(context.Background()) })
+	return r
+}
+
+func run(t *testing.T, r *Runner, name string, cfg Config) *Result {
+	t.Helper()
+	cfg.Name = name
+	res, err := r.Run(context.Background(), testtools.Build(t, name), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestOrdinaryTools(t *testing.T) {
+	r := runner(t, 0)
+	if res := run(t, r, "wc", Config{Stdin: []byte("one two\nthree\n")}); !res.OK() || string(res.Stdout) != "2 3 14\n" {
+		t.Fatalf("wc: %+v %q", res, res.Stdout)
+	}
+	if res := run(t, r, "grep", Config{Args: []string{"b"}, Stdin: []byte("a\nb\nab\n")}); !res.OK() || string(res.Stdout) != "b\nab\n" {
+		t.Fatalf("grep: %+v", res)
+	}
+	if res := run(t, r, "grep", Config{Args: []string{"zzz"}, Stdin: []byte("a\n")}); res.Stop != Exited || res.ExitCode != 1 {
+		t.Fatalf("grep without a match: %+v", res)
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "f.txt"), []byte("hello"), 0o644)
+	if res := run(t, r, "cat", Config{Args: []string{"/data/f.txt"}, Mounts: []Mount{{Host: dir, Guest: "/data"}}}); !res.OK() || string(res.Stdout) != "hello" {
+		t.Fatalf("cat of a mounted file: %+v %q %q", res, res.Stdout, res.Stderr)
+	}
+}
+
+func TestSameFuelTwice(t *testing.T) {
+	r := runner(t, 0)
+	in := []byte(strings.Repeat("the quick brown fox\n", 500))
+	a := run(t, r, "wc", Config{Stdin: in})
+	b := run(t, r, "wc", Config{Stdin: in})
+	if !a.OK() || a.FuelUsed == 0 || a.FuelUsed != b.FuelUsed {
+		t.Fatalf("fuel %d then %d", a.FuelUsed, b.FuelUsed)
+	}
+	c := run(t, r, "wc", Config{Stdin: in[:len(in)/2]})
+	if c.FuelUsed >= a.FuelUsed {
+		t.Fatalf("half the input used %d fuel, all of it %d", c.FuelUsed, a.FuelUsed)
+	}
+}
+
+func TestHostileTools(t *testing.T) {
+	r := runner(t, 256) // 16 MiB
+	if res := run(t, r, "spin", Config{Fuel: 50_000_000}); res.Stop != OutOfFuel || res.FuelUsed != 50_000_000 {
+		t.Errorf("spin: %+v", res)
+	}
+	if res := run(t, r, "spin", Config{Fuel: 1 << 62, Timeout: 300 * time.Millisecond}); res.Stop != TimedOut {
+		t.Errorf("spin against the clock: %+v", res)
+	}
+	if res := run(t, r, "grow", Config{}); res.Stop != OutOfMemory {
+		t.Errorf("grow: %+v %s", res, res.Stderr)
+	}
+	res := run(t, r, "flood", Config{Fuel: 20_000_000, OutputCap: 4096})
+	if res.Stop != OutOfFuel || len(res.Stdout) != 4096 || len(res.Stderr) != 4096 || res.StdoutDropped == 0 || res.StderrDropped == 0 {
+		t.Errorf("flood: stop %s, kept %d/%d, dropped %d/%d", res.Stop, len(res.Stdout), len(res.Stderr), res.StdoutDropped, res.StderrDropped)
+	}
+	res = run(t, r, "envsnoop", Config{Env: []string{"GRANTED=yes"}, Args: []string{"GRANTED", "HOME", "PATH", "RUNEHOST_STORE"}})
+	out := string(res.Stdout)
+	if !res.OK() || !strings.Contains(out, "found GRANTED=yes") || !strings.Contains(out, "missing HOME") || !strings.Contains(out, "missing PATH") || strings.Count(out, "env ") != 1 {
+		t.Errorf("envsnoop: %s", out)
+	}
+	// The host is unaffected: an ordinary tool still runs on the same runner.
+	if res := run(t, r, "wc", Config{Stdin: []byte("x\n")}); !res.OK() {
+		t.Errorf("wc after the hostile ones: %+v", res)
+	}
+}
+
+// escape tries ../, absolute paths and symlinks out of its root; only the
+// file inside is read.
+func TestEscapes(t *testing.T) {
+	r := runner(t, 0)
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "secret"), []byte("SECRET"), 0o644)
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "inside"), []byte("inside"), 0o644)
+	os.Symlink(filepath.Join(outside, "secret"), filepath.Join(root, "abs-link"))
+	os.Symlink("../"+filepath.Base(outside)+"/secret", filepath.Join(root, "rel-link"))
+	os.Symlink("inside", filepath.Join(root, "good-link"))
+	os.Mkdir(filepath.Join(root, "sub"), 0o755)
+	os.Symlink(outside, filepath.Join(root, "sub", "dir-link"))
+	paths := []string{"/inside", "/good-link", "/../secret", "/abs-link", "/rel-link", "/sub/dir-link/secret",
+		filepath.Join(outside, "secret"), "/sub/../../" + filepath.Base(outside) + "/secret", "/etc/passwd"}
+	res := run(t, r, "escape", Config{Args: paths, Mounts: []Mount{{Host: root, Guest: "/"}}})
+	out := string(res.Stdout)
+	if strings.Contains(out, "SECRET") || strings.Contains(out, "root:") {
+		t.Fatalf("escaped:\n%s", out)
+	}
+	for _, want := range []string{`ok /inside: "inside"`, `ok /good-link: "inside"`, "denied /abs-link", "denied /rel-link", "denied /sub/dir-link/secret"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("want %q in\n%s", want, out)
+		}
+	}
+}
+
+func TestReadOnlyUnlessWrite(t *testing.T) {
+	r := runner(t, 0)
+	dir := t.TempDir()
+	// cat with a path under a read-only mount cannot create it; it can read.
+	res := run(t, r, "cat", Config{Args: []string{"/w/nope"}, Mounts: []Mount{{Host: dir, Guest: "/w"}}})
+	if res.OK() {
+		t.Fatalf("cat of a missing file: %+v", res)
+	}
+	if _, err := NewRunner(context.Background(), "off", 0); err != nil {
+		t.Fatal(err)
+	}
+}
