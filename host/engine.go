@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/guest/compile"
@@ -71,6 +72,49 @@ func NewEngine(s *store.Store, rt port.RuntimePort, generation uint64, clock fun
 
 // Ward returns the engine's ward: the grants its acts are checked against.
 func (e *Engine) Ward() *Ward { return e.ward }
+
+// Grant records a grant, its target first checked and normalized by the
+// adapter of its tag when that adapter is a GrantChecker.
+func (e *Engine) Grant(subject, statement string) (*Grant, error) {
+	tag, target, ok := strings.Cut(statement, ":")
+	if gc, isGC := e.Adapters[tag].(GrantChecker); isGC && ok {
+		t, err := gc.CheckGrant(tag, target)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %q: %v", ErrBadStatement, statement, err)
+		}
+		statement = tag + ":" + t
+	}
+	return e.ward.Grant(subject, statement)
+}
+
+// Limits are what an adapter declares of its acts. Zero fields take the
+// engine's Bounds (and no time limit).
+type Limits struct {
+	Args  int           // bytes of encoded arguments
+	Reply int           // bytes of the encoded reply
+	Time  time.Duration // how long one act may take
+}
+
+// Limited is an adapter that declares its limits.
+type Limited interface {
+	Limits() Limits
+}
+
+// limitsOf returns the caps that apply to an adapter's acts.
+func (e *Engine) limitsOf(a Adapter) Limits {
+	l := Limits{Args: e.Bounds.ActArgs, Reply: e.Bounds.ActReply}
+	if d, ok := a.(Limited); ok {
+		dl := d.Limits()
+		if dl.Args > 0 {
+			l.Args = min(l.Args, dl.Args)
+		}
+		if dl.Reply > 0 {
+			l.Reply = min(l.Reply, dl.Reply)
+		}
+		l.Time = dl.Time
+	}
+	return l
+}
 
 // RunState is where a Drive left an invocation.
 type RunState struct {
@@ -495,6 +539,8 @@ type prepared struct {
 	refused []byte // a reply of kind "limit": a cap refused it
 	denied  error  // the ward denied it
 	adapter Adapter
+	limits  Limits
+	grants  []Grant
 }
 
 // prepare decides an act's attempt: the caps, then the ward, now.
@@ -505,16 +551,21 @@ func (e *Engine) prepare(ctx context.Context, op *Operation) (*prepared, error) 
 		return nil, err
 	}
 	pr := &prepared{id: id, adapter: e.Adapters[op.Tag], attempt: Attempt{Generation: e.Generation, At: e.Clock()}}
+	pr.limits = e.limitsOf(pr.adapter)
+	if _, ok := pr.adapter.(Reconciler); ok {
+		pr.attempt.Contract = "lookup"
+	}
 	switch {
 	case id.Ordinal > e.Bounds.Journal:
 		pr.refused, pr.attempt.Executor = limitReply("the journal is full: %d acts and awaits (cap %d)", id.Ordinal, e.Bounds.Journal), "bounds"
-	case len(op.Args) > e.Bounds.ActArgs:
-		pr.refused, pr.attempt.Executor = limitReply("act %s: arguments of %d bytes are over the cap of %d", op.Tag, len(op.Args), e.Bounds.ActArgs), "bounds"
+	case len(op.Args) > pr.limits.Args:
+		pr.refused, pr.attempt.Executor = limitReply("act %s: arguments of %d bytes are over the cap of %d", op.Tag, len(op.Args), pr.limits.Args), "bounds"
 	default:
-		if nearly(0, uint64(len(op.Args)), uint64(e.Bounds.ActArgs)) {
-			e.warn(id.Invocation, "act-args", fmt.Sprintf("act %s: arguments of %d bytes, near the cap of %d", op.Tag, len(op.Args), e.Bounds.ActArgs))
+		if nearly(0, uint64(len(op.Args)), uint64(pr.limits.Args)) {
+			e.warn(id.Invocation, "act-args", fmt.Sprintf("act %s: arguments of %d bytes, near the cap of %d", op.Tag, len(op.Args), pr.limits.Args))
 		}
 		pr.attempt.Grant, pr.denied = e.ward.authorize(ctx, i.Prog, op, pr.adapter)
+		pr.grants = op.Grants
 		if pr.denied != nil && !errors.Is(pr.denied, ErrDenied) {
 			return nil, pr.denied
 		}
@@ -556,6 +607,12 @@ func (e *Engine) perform(ctx context.Context, op *Operation, pr *prepared) *Outc
 	if pr.denied != nil {
 		r.Err = &checkpoint.Error{Kind: "denied", Msg: strings.TrimPrefix(pr.denied.Error(), "denied: ")}
 	} else {
+		op.Attempt, op.Grants = &pr.attempt, pr.grants
+		if pr.limits.Time > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, pr.limits.Time)
+			defer cancel()
+		}
 		v, err := pr.adapter.Do(ctx, op)
 		var ce *checkpoint.Error
 		if errors.As(err, &ce) {
@@ -570,10 +627,10 @@ func (e *Engine) perform(ctx context.Context, op *Operation, pr *prepared) *Outc
 	switch {
 	case err != nil:
 		b, _ = checkpoint.EncodeReply(checkpoint.Reply{Err: &checkpoint.Error{Kind: "failed", Msg: "reply is not data: " + err.Error()}})
-	case len(b) > e.Bounds.ActReply:
-		b = limitReply("act %s: reply of %d bytes is over the cap of %d", op.Tag, len(b), e.Bounds.ActReply)
-	case nearly(0, uint64(len(b)), uint64(e.Bounds.ActReply)):
-		e.warn(op.Invocation, "act-reply", fmt.Sprintf("act %s: reply of %d bytes, near the cap of %d", op.Tag, len(b), e.Bounds.ActReply))
+	case len(b) > pr.limits.Reply:
+		b = limitReply("act %s: reply of %d bytes is over the cap of %d", op.Tag, len(b), pr.limits.Reply)
+	case nearly(0, uint64(len(b)), uint64(pr.limits.Reply)):
+		e.warn(op.Invocation, "act-reply", fmt.Sprintf("act %s: reply of %d bytes, near the cap of %d", op.Tag, len(b), pr.limits.Reply))
 	}
 	return &Outcome{Reply: b, Source: "adapter", At: e.Clock()}
 }

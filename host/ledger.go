@@ -72,6 +72,10 @@ type Operation struct {
 	Attempt    *Attempt `cbor:"7,keyasint,omitempty"`
 	Outcome    *Outcome `cbor:"8,keyasint,omitempty"`
 	Reopened   uint64   `cbor:"9,keyasint,omitempty"` // times reconciliation found an attempt never happened
+
+	// Grants are the grants for the act's tag, as the ward read them at the
+	// attempt: given to the adapter (to check a redirect, say), never stored.
+	Grants []Grant `cbor:"-"`
 }
 
 // ID returns the operation's identity.
@@ -79,10 +83,11 @@ func (op *Operation) ID() OpID { return OpID{op.Invocation, op.Ordinal} }
 
 // Attempt binds a dispatch to the authority that allowed it.
 type Attempt struct {
-	Grant      string `cbor:"1,keyasint"` // the exact grant statement used
-	Executor   string `cbor:"2,keyasint"` // the adapter that dispatches
-	Generation uint64 `cbor:"3,keyasint"` // of the host process, to tell restarts apart
-	At         int64  `cbor:"4,keyasint"` // unix ms
+	Grant      string `cbor:"1,keyasint"`           // the exact grant statement used
+	Executor   string `cbor:"2,keyasint"`           // the adapter that dispatches
+	Generation uint64 `cbor:"3,keyasint"`           // of the host process, to tell restarts apart
+	At         int64  `cbor:"4,keyasint"`           // unix ms
+	Contract   string `cbor:"5,keyasint,omitempty"` // "lookup" when the adapter can reconcile, else unknown on a crash
 }
 
 // Outcome is the settled result of an operation.

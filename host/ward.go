@@ -45,6 +45,13 @@ type Authorizer interface {
 	Authorize(ctx context.Context, op *Operation, grants []Grant) (statement string, err error)
 }
 
+// GrantChecker is an adapter that checks and normalizes the target of a
+// grant statement for its tag when it is granted (a relative path made
+// absolute, say), so that the statement recorded on attempts is exact.
+type GrantChecker interface {
+	CheckGrant(tag, target string) (string, error)
+}
+
 // Ward keeps grants in a store.
 type Ward struct {
 	s     *store.Store
@@ -168,6 +175,7 @@ func (w *Ward) authorize(ctx context.Context, prog string, op *Operation, adapte
 	if err != nil {
 		return "", err
 	}
+	op.Grants = gs
 	if len(gs) == 0 {
 		return "", fmt.Errorf("%w: no grant for act %s", ErrDenied, op.Tag)
 	}

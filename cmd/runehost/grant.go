@@ -36,7 +36,7 @@ func grantCommand() *cli.Command {
 			}
 			defer done()
 			for _, st := range c.Args().Slice() {
-				if _, err := e.Ward().Grant(c.String("prog"), st); err != nil {
+				if _, err := e.Grant(c.String("prog"), st); err != nil {
 					return exitf(exitUsage, "grant: %v", err)
 				}
 				fmt.Fprintf(c.App.ErrWriter, "granted: %s to %s\n", st, c.String("prog"))

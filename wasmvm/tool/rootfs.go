@@ -10,11 +10,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/runehost/runehost/internal/confine"
 )
 
 // confined is a directory mount that refuses to leave its root. The guest
@@ -40,28 +41,6 @@ func newConfined(dir string, write bool) (experimentalsys.FS, error) {
 	return c, nil
 }
 
-// resolve returns the host path p names, with every symlink resolved. A
-// path that does not exist yet resolves through its deepest existing
-// ancestor; a dangling symlink does not resolve.
-func resolve(p string) (string, error) {
-	real, err := filepath.EvalSymlinks(p)
-	if err == nil || !errors.Is(err, fs.ErrNotExist) {
-		return real, err
-	}
-	if fi, lerr := os.Lstat(p); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		return "", err // a symlink to nowhere: where it would create is unknown
-	}
-	parent := filepath.Dir(p)
-	if parent == p {
-		return p, nil
-	}
-	dir, err := resolve(parent)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, filepath.Base(p)), nil
-}
-
 // check refuses a guest path that leaves the root. With leaf false, only
 // the parent is resolved: for operations on a name itself (lstat, unlink,
 // rename), which do not follow it.
@@ -73,11 +52,8 @@ func (c *confined) check(p string, leaf bool) experimentalsys.Errno {
 	if !leaf {
 		full = filepath.Join(filepath.Dir(full), ".")
 	}
-	real, err := resolve(full)
-	if err != nil {
-		return experimentalsys.EACCES
-	}
-	if real != c.root && !strings.HasPrefix(real, c.root+string(filepath.Separator)) {
+	real, err := confine.Resolve(full)
+	if err != nil || !confine.Within(c.root, real) {
 		return experimentalsys.EACCES
 	}
 	return 0
