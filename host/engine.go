@@ -604,7 +604,10 @@ func (e *Engine) perform(ctx context.Context, op *Operation, pr *prepared) *Outc
 		return &Outcome{Reply: pr.refused, Source: "bounds", At: e.Clock()}
 	}
 	var r checkpoint.Reply
-	if pr.denied != nil {
+	var ce *checkpoint.Error
+	if errors.As(pr.denied, &ce) {
+		r.Err = ce // the adapter said what was wrong with the act (bad arguments)
+	} else if pr.denied != nil {
 		r.Err = &checkpoint.Error{Kind: "denied", Msg: strings.TrimPrefix(pr.denied.Error(), "denied: ")}
 	} else {
 		op.Attempt, op.Grants = &pr.attempt, pr.grants
@@ -614,7 +617,6 @@ func (e *Engine) perform(ctx context.Context, op *Operation, pr *prepared) *Outc
 			defer cancel()
 		}
 		v, err := pr.adapter.Do(ctx, op)
-		var ce *checkpoint.Error
 		if errors.As(err, &ce) {
 			r.Err = ce
 		} else if err != nil {

@@ -185,7 +185,7 @@ func (w *Ward) authorize(ctx context.Context, prog string, op *Operation, adapte
 	if a, ok := adapter.(Authorizer); ok {
 		st, err := a.Authorize(ctx, op, gs)
 		if err != nil && !errors.Is(err, ErrDenied) {
-			err = fmt.Errorf("%w: %v", ErrDenied, err)
+			err = fmt.Errorf("%w: %w", ErrDenied, err) // a *checkpoint.Error stays findable
 		}
 		return st, err
 	}

@@ -1,0 +1,88 @@
+// Package acttest runs progs through an engine with real adapters, for the
+// act families' tests.
+package acttest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/guest/port"
+	"github.com/runehost/runehost/host"
+	"github.com/runehost/runehost/store"
+)
+
+// Engine returns an engine on an in-memory store with the given adapters.
+func Engine(t testing.TB, adapters map[string]host.Adapter) *host.Engine {
+	t.Helper()
+	s, err := store.Open(store.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	e := host.NewEngine(s, port.NewNative(), 1, func() int64 { return time.Now().UnixMilli() })
+	for tag, a := range adapters {
+		e.Adapters[tag] = a
+	}
+	return e
+}
+
+// Grant grants statements to every prog, failing the test on an error.
+func Grant(t testing.TB, e *host.Engine, statements ...string) {
+	t.Helper()
+	for _, st := range statements {
+		if _, err := e.Grant(host.AnyProg, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+var n int
+
+// Run runs src to its end (or suspension) as a new invocation and returns
+// its result as JSON, or "error KIND: MSG" when it failed.
+func Run(t testing.TB, e *host.Engine, src string, input any) (string, *host.RunState) {
+	t.Helper()
+	var in []byte
+	if input != nil {
+		var err error
+		if in, err = checkpoint.EncodeData(input); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n++
+	inv := fmt.Sprintf("t%d", n)
+	out, err := e.Start(context.Background(), inv, "p", []byte(src), in, 10_000_000, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Err != nil {
+		return "error " + out.Err.Kind + ": " + out.Err.Msg, out
+	}
+	if out.Result == nil {
+		return out.Status.String(), out
+	}
+	return JSON(t, out.Result), out
+}
+
+// JSON renders a data value.
+func JSON(t testing.TB, b []byte) string {
+	t.Helper()
+	d, err := checkpoint.DecodeData(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := checkpoint.DataToJSON(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(j)
+}
+
+// Catch wraps an expression so that the prog returns its value, or
+// [kind, msg] of the error it raised.
+func Catch(expr string) string {
+	return `try { return ` + expr + ` } catch err { return [err.kind, err.msg] }`
+}

@@ -1,0 +1,290 @@
+// Package fs holds the file acts: fs.read, fs.write and fs.list. A grant
+// names a directory (fs.read:./data, made absolute when granted); an act's
+// path, relative to the host's working directory or absolute, is resolved
+// with every symlink before it is checked against the grants, and the file is
+// then opened through os.Root at the granted directory, so that no path, `..`
+// or symlink, checked or swapped in later, leads out of it.
+package fs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	iofs "io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/host"
+	"github.com/runehost/runehost/internal/confine"
+)
+
+// The tags.
+const (
+	Read  = "fs.read"
+	Write = "fs.write"
+	List  = "fs.list"
+)
+
+// Limits of the file acts.
+const (
+	MaxFile    = 8 << 20 // bytes read or written by one act
+	MaxEntries = 10_000  // entries one fs.list returns
+)
+
+// Adapter is one file act.
+type Adapter struct {
+	Tag  string
+	Base string // what a relative path is relative to; the working directory when ""
+}
+
+// New returns the adapters of the three tags.
+func New() map[string]host.Adapter {
+	return map[string]host.Adapter{Read: &Adapter{Tag: Read}, Write: &Adapter{Tag: Write}, List: &Adapter{Tag: List}}
+}
+
+// Limits declares the file acts' limits.
+func (a *Adapter) Limits() host.Limits {
+	return host.Limits{Args: MaxFile + 4096, Reply: MaxFile + 4096, Time: 30 * time.Second}
+}
+
+// SplitTarget splits a grant target HOST[=GUEST]: the host directory and
+// the path a tool sees it at ("" when not given).
+func SplitTarget(target string) (hostDir, guest string) {
+	hostDir, guest, _ = strings.Cut(target, "=")
+	return hostDir, guest
+}
+
+// CheckGrant makes a granted directory absolute and clean, and checks the
+// guest path a tool would see it at.
+func (a *Adapter) CheckGrant(_, target string) (string, error) {
+	dir, guest := SplitTarget(target)
+	if dir == "" {
+		return "", errors.New("want a directory: fs.read:DIR or fs.read:DIR=/GUEST")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", abs)
+	}
+	if guest != "" {
+		if !strings.HasPrefix(guest, "/") || filepath.Clean(guest) != guest {
+			return "", fmt.Errorf("guest path %q: want a clean absolute path", guest)
+		}
+		return abs + "=" + guest, nil
+	}
+	return abs, nil
+}
+
+type args struct {
+	path    string
+	content []byte
+	append  bool
+}
+
+func (a *Adapter) args(op *host.Operation) (*args, error) {
+	d, err := checkpoint.DecodeData(op.Args)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := d.(*checkpoint.Map)
+	if !ok {
+		return nil, valueErr("%s wants a map with a path", a.Tag)
+	}
+	p, _ := m.Get("path")
+	out := &args{}
+	if out.path, ok = p.(string); !ok || out.path == "" {
+		return nil, valueErr("%s: path must be a non-empty string", a.Tag)
+	}
+	if a.Tag == Write {
+		switch c, _ := m.Get("content"); c := c.(type) {
+		case string:
+			out.content = []byte(c)
+		case []byte:
+			out.content = c
+		default:
+			return nil, valueErr("fs.write: content must be a string or bytes")
+		}
+		ap, _ := m.Get("append")
+		out.append = ap == true
+	}
+	return out, nil
+}
+
+func valueErr(format string, args ...any) error {
+	return &checkpoint.Error{Kind: "value", Msg: fmt.Sprintf(format, args...)}
+}
+
+// resolved returns the act's path, absolute with symlinks resolved.
+func (a *Adapter) resolved(p string) (string, error) {
+	if !filepath.IsAbs(p) {
+		base := a.Base
+		if base == "" {
+			wd, err := os.Getwd()
+			if err != nil {
+				return "", err
+			}
+			base = wd
+		}
+		p = filepath.Join(base, p)
+	}
+	return confine.Resolve(p)
+}
+
+// Authorize returns the grant whose directory holds the act's path.
+func (a *Adapter) Authorize(_ context.Context, op *host.Operation, grants []host.Grant) (string, error) {
+	ar, err := a.args(op)
+	if err != nil {
+		return "", err
+	}
+	real, err := a.resolved(ar.path)
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %v", a.Tag, ar.path, err)
+	}
+	for _, g := range grants {
+		dir, _ := SplitTarget(g.Target())
+		root, err := confine.Resolve(dir)
+		if err == nil && confine.Within(root, real) {
+			return g.Statement, nil
+		}
+	}
+	return "", fmt.Errorf("%s %s: the path (%s) is outside every granted directory", a.Tag, ar.path, real)
+}
+
+// Do performs the act through os.Root at the granted directory.
+func (a *Adapter) Do(_ context.Context, op *host.Operation) (any, error) {
+	ar, err := a.args(op)
+	if err != nil {
+		return nil, err
+	}
+	if op.Attempt == nil {
+		return nil, errors.New("no attempt: the engine did not authorize this act")
+	}
+	dir, _ := SplitTarget(strings.TrimPrefix(op.Attempt.Grant, a.Tag+":"))
+	root, err := confine.Resolve(dir)
+	if err != nil {
+		return nil, err
+	}
+	real, err := a.resolved(ar.path)
+	if err != nil {
+		return nil, err
+	}
+	rel, err := filepath.Rel(root, real)
+	if err != nil || !confine.Within(root, real) {
+		return nil, &checkpoint.Error{Kind: "denied", Msg: fmt.Sprintf("%s %s: outside %s", a.Tag, ar.path, root)}
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	switch a.Tag {
+	case Read:
+		f, err := r.Open(rel)
+		if err != nil {
+			return nil, clean(err, root)
+		}
+		defer f.Close()
+		b, err := io.ReadAll(io.LimitReader(f, MaxFile+1))
+		if err != nil {
+			return nil, clean(err, root)
+		}
+		if len(b) > MaxFile {
+			return nil, &checkpoint.Error{Kind: "limit", Msg: fmt.Sprintf("fs.read %s: over %d bytes", ar.path, MaxFile)}
+		}
+		if utf8.Valid(b) {
+			return string(b), nil
+		}
+		return b, nil
+	case List:
+		f, err := r.Open(rel)
+		if err != nil {
+			return nil, clean(err, root)
+		}
+		defer f.Close()
+		entries, err := f.ReadDir(MaxEntries + 1)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, clean(err, root)
+		}
+		if len(entries) > MaxEntries {
+			return nil, &checkpoint.Error{Kind: "limit", Msg: fmt.Sprintf("fs.list %s: over %d entries", ar.path, MaxEntries)}
+		}
+		out := make([]any, 0, len(entries))
+		for _, e := range entries {
+			m := &checkpoint.Map{}
+			m.Set("name", e.Name())
+			m.Set("dir", e.IsDir())
+			if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
+				m.Set("size", info.Size())
+			}
+			out = append(out, m)
+		}
+		return out, nil
+	default:
+		if len(ar.content) > MaxFile {
+			return nil, &checkpoint.Error{Kind: "limit", Msg: fmt.Sprintf("fs.write %s: over %d bytes", ar.path, MaxFile)}
+		}
+		flag := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+		if ar.append {
+			flag = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+		}
+		f, err := r.OpenFile(rel, flag, 0o644)
+		if err != nil {
+			return nil, clean(err, root)
+		}
+		n, err := f.Write(ar.content)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, clean(err, root)
+		}
+		m := &checkpoint.Map{}
+		m.Set("bytes", int64(n))
+		return m, nil
+	}
+}
+
+// clean turns an error into one the prog may see: no host paths outside
+// the granted directory.
+func clean(err error, root string) error {
+	var pe *iofs.PathError
+	if errors.As(err, &pe) {
+		kind := "failed"
+		if errors.Is(err, iofs.ErrNotExist) {
+			kind = "not_found"
+		}
+		if strings.Contains(pe.Err.Error(), "escapes") {
+			kind = "denied"
+		}
+		return &checkpoint.Error{Kind: kind, Msg: fmt.Sprintf("%s %s: %v", pe.Op, strings.TrimPrefix(pe.Path, root), pe.Err)}
+	}
+	return err
+}
+
+// Lookup reconciles an attempt cut short by a crash: reading, listing and
+// writing a whole file can be done again with the same effect, so the
+// attempt is reopened; an append cannot, and stays unknown.
+func (a *Adapter) Lookup(_ context.Context, op *host.Operation) (any, bool, error) {
+	ar, err := a.args(op)
+	if err != nil {
+		return nil, false, err
+	}
+	if ar.append {
+		return nil, false, errors.New("an append cannot be repeated safely")
+	}
+	return nil, false, nil
+}
+
+var (
+	_ host.Reconciler   = (*Adapter)(nil)
+	_ host.Authorizer   = (*Adapter)(nil)
+	_ host.GrantChecker = (*Adapter)(nil)
+	_ host.Limited      = (*Adapter)(nil)
+)
