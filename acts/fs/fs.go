@@ -8,6 +8,7 @@ package fs
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -86,6 +87,7 @@ type args struct {
 	path    string
 	content []byte
 	append  bool
+	base64  bool // content is, or is wanted, in base64
 }
 
 func (a *Adapter) args(op *host.Operation) (*args, error) {
@@ -102,14 +104,19 @@ func (a *Adapter) args(op *host.Operation) (*args, error) {
 	if out.path, ok = p.(string); !ok || out.path == "" {
 		return nil, valueErr("%s: path must be a non-empty string", a.Tag)
 	}
+	b64, _ := m.Get("base64")
+	out.base64 = b64 == true
 	if a.Tag == Write {
-		switch c, _ := m.Get("content"); c := c.(type) {
-		case string:
-			out.content = []byte(c)
-		case []byte:
-			out.content = c
-		default:
-			return nil, valueErr("fs.write: content must be a string or bytes")
+		c, _ := m.Get("content")
+		s, ok := c.(string)
+		if !ok {
+			return nil, valueErr("fs.write: content must be a string (base64 with base64: true)")
+		}
+		out.content = []byte(s)
+		if out.base64 {
+			if out.content, err = base64.StdEncoding.DecodeString(s); err != nil {
+				return nil, valueErr("fs.write: content is not base64: %v", err)
+			}
 		}
 		ap, _ := m.Get("append")
 		out.append = ap == true
@@ -198,10 +205,13 @@ func (a *Adapter) Do(_ context.Context, op *host.Operation) (any, error) {
 		if len(b) > MaxFile {
 			return nil, &checkpoint.Error{Kind: "limit", Msg: fmt.Sprintf("fs.read %s: over %d bytes", ar.path, MaxFile)}
 		}
-		if utf8.Valid(b) {
-			return string(b), nil
+		if ar.base64 {
+			return base64.StdEncoding.EncodeToString(b), nil
 		}
-		return b, nil
+		if !utf8.Valid(b) {
+			return nil, valueErr("fs.read %s: not UTF-8 text (read it with base64: true)", ar.path)
+		}
+		return string(b), nil
 	case List:
 		f, err := r.Open(rel)
 		if err != nil {
