@@ -1,0 +1,55 @@
+// model_test.go checks model.chat against the scripted server: a granted
+// endpoint answers; an ungranted or unknown one is denied before any call;
+// the key never reaches the prog; a resumed run does not call again.
+
+package model_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/runehost/runehost/acts/acttest"
+	"github.com/runehost/runehost/acts/model"
+	"github.com/runehost/runehost/acts/model/modeltest"
+	"github.com/runehost/runehost/host"
+)
+
+func TestModelChat(t *testing.T) {
+	srv := modeltest.New("sk-test-secret-key", "Paris.", "Four.")
+	defer srv.Close()
+	bad := modeltest.New("other-key")
+	defer bad.Close()
+	a := &model.Adapter{Endpoints: map[string]model.Endpoint{
+		"default": {Name: "default", BaseURL: srv.URL + "/v1", Model: "tiny", Key: "sk-test-secret-key"},
+		"wrongkey": {Name: "wrongkey", BaseURL: bad.URL + "/v1", Model: "tiny", Key: "sk-test-secret-key"},
+		"spare":   {Name: "spare", BaseURL: srv.URL + "/v1", Model: "tiny"},
+	}}
+	e := acttest.Engine(t, map[string]host.Adapter{model.Tag: a})
+	acttest.Grant(t, e, "model.chat:default", "model.chat:wrongkey")
+	if _, err := e.Grant(host.AnyProg, "model.chat:nowhere"); err == nil {
+		t.Fatal("granted an endpoint that is not configured")
+	}
+	ask := func(extra string) string {
+		return acttest.Catch(`(act "model.chat" {messages: [{role: "user", content: "Capital of France?"}]` + extra + `}).content`)
+	}
+	for _, c := range []struct{ name, src, want string }{
+		{"granted", ask(""), `"Paris."`},
+		{"ungranted endpoint", ask(`, endpoint: "spare"`), `["denied",`},
+		{"unknown endpoint", ask(`, endpoint: "nope"`), `["denied",`},
+		{"bad messages", acttest.Catch(`act "model.chat" {messages: [{role: "god", content: "x"}]}`), `["value",`},
+		{"server refuses", ask(`, endpoint: "wrongkey"`), `["failed","model.chat wrongkey: HTTP 401`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, _ := acttest.Run(t, e, c.src, nil)
+			if !strings.HasPrefix(got, c.want) {
+				t.Fatalf("got %s, want %s…", got, c.want)
+			}
+			if strings.Contains(got, "sk-test-secret-key") {
+				t.Fatalf("the key reached the prog: %s", got)
+			}
+		})
+	}
+	if srv.Calls() != 1 || srv.Requests[0].Model != "tiny" {
+		t.Fatalf("calls %d, requests %+v", srv.Calls(), srv.Requests)
+	}
+}
