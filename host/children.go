@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/guest/port"
@@ -49,7 +50,10 @@ func (iv *Invocations) settleChild(tx *store.Tx, child *Invocation) error {
 		return err
 	}
 	var cal Allowance
-	if _, err := tx.Get(allowanceKey(child.ID), &cal); err != nil {
+	if found, err := tx.Get(allowanceKey(child.ID), &cal); err != nil || !found {
+		if err == nil {
+			err = fmt.Errorf("settling child %s: no allowance: %w", child.ID, store.ErrCorrupt)
+		}
 		return err
 	}
 	_, err = changeAllowance(tx, parent.ID, func(al *Allowance, found bool) error {
@@ -172,8 +176,8 @@ func (sp spawner) Do(ctx context.Context, op *Operation) (any, error) {
 	}
 	progName, source := parent.Prog, ""
 	if p, ok := m.Get("prog"); ok {
-		if progName, ok = p.(string); !ok {
-			return nil, &checkpoint.Error{Kind: "value", Msg: "spawn: prog must be a string"}
+		if progName, ok = p.(string); !ok || progName == "" || len(progName) > 200 || strings.ContainsRune(progName, 0) {
+			return nil, &checkpoint.Error{Kind: "value", Msg: "spawn: prog must be the name of a prog"}
 		}
 	} else {
 		cp, err := e.checkpoint(op.Invocation)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -196,10 +197,11 @@ type panicky struct {
 
 func (p panicky) Do(ctx context.Context, op *Operation) (any, error) {
 	if p.before {
-		panic(crashed{})
+		runtime.Goexit()
 	}
 	p.inner.Do(ctx, op)
-	panic(crashed{})
+	runtime.Goexit()
+	return nil, nil
 }
 
 // A spawn whose process died mid-act is settled by lookup on restart: if
@@ -217,10 +219,7 @@ func TestSpawnReconciles(t *testing.T) {
 				t.Fatal(err)
 			}
 			e.Adapters[SpawnTag] = panicky{spawner{e}, before}
-			func() {
-				defer func() { recover() }()
-				e.Start(context.Background(), "r1", "p", []byte(sumKids), nil, 1_000_000, 1)
-			}()
+			dies(func() { e.Start(context.Background(), "r1", "p", []byte(sumKids), nil, 1_000_000, 1) })
 			s.Close()
 			s, err = store.Open(store.Options{Dir: dir})
 			if err != nil {

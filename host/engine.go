@@ -87,6 +87,15 @@ func (e *Engine) Grant(subject, statement string) (*Grant, error) {
 	return e.ward.Grant(subject, statement)
 }
 
+// GrantsFor returns the grants of an invocation's prog for a tag, read now.
+func (e *Engine) GrantsFor(inv, tag string) ([]Grant, error) {
+	i, err := e.invs.get(inv)
+	if err != nil {
+		return nil, err
+	}
+	return e.ward.For(i.Prog, tag)
+}
+
 // Limits are what an adapter declares of its acts. Zero fields take the
 // engine's Bounds (and no time limit).
 type Limits struct {
@@ -233,8 +242,9 @@ func (e *Engine) drive(ctx context.Context, inv string) (*RunState, error) {
 		if err := ctx.Err(); err != nil && fresh == nil {
 			return nil, err
 		}
-		if e.Quantum > 0 && turn == e.Quantum && !reported {
-			return &RunState{Status: Running, Emits: emits}, nil // its turn is over
+		over := e.Quantum > 0 && turn >= e.Quantum // its turn is over, once an attempt made is carried out
+		if over && fresh == nil && !reported {
+			return &RunState{Status: Running, Emits: emits}, nil
 		}
 		var reply []byte
 		var pend *settlement
@@ -253,7 +263,16 @@ func (e *Engine) drive(ctx context.Context, inv string) (*RunState, error) {
 				}
 			}
 		}
-		n, err := e.reserveSlice(inv, pend)
+		if over {
+			if _, err := e.reserveSlice(inv, pend, 0); err != nil && !errors.Is(err, ErrExhausted) {
+				return nil, err
+			}
+			return &RunState{Status: Running, Emits: emits}, nil
+		}
+		n, err := e.reserveSlice(inv, pend, port.DefaultSlice)
+		if errors.Is(err, ErrExhausted) {
+			return e.exhausted(inv, emits)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -267,15 +286,20 @@ func (e *Engine) drive(ctx context.Context, inv string) (*RunState, error) {
 		if res.Kind != port.Yield {
 			d = store.Synced
 		}
-		if len(res.Checkpoint) > e.Bounds.Checkpoint {
-			ce := &checkpoint.Error{Kind: "limit", Msg: fmt.Sprintf("checkpoint of %d bytes is over the cap of %d", len(res.Checkpoint), e.Bounds.Checkpoint)}
-			if _, err := e.accounts.Settle(inv, n, res.Used-h.Used); err != nil {
+		used := res.Used - h.Used
+		// failSlice settles the slice on its own and ends the invocation
+		// with a limit error: its last stored checkpoint stays as it was.
+		failSlice := func(ce *checkpoint.Error) (*RunState, error) {
+			if _, err := e.accounts.Settle(inv, n, used); err != nil {
 				return nil, err
 			}
 			if _, err := e.invs.MoveFailed(inv, Failed, ce); err != nil {
 				return nil, err
 			}
 			return &RunState{Status: Failed, Err: ce, Emits: emits}, nil
+		}
+		if len(res.Checkpoint) > e.Bounds.Checkpoint {
+			return failSlice(&checkpoint.Error{Kind: "limit", Msg: fmt.Sprintf("checkpoint of %d bytes is over the cap of %d", len(res.Checkpoint), e.Bounds.Checkpoint)})
 		}
 		if nearly(uint64(len(cp)), uint64(len(res.Checkpoint)), uint64(e.Bounds.Checkpoint)) {
 			e.warn(inv, "checkpoint", fmt.Sprintf("checkpoint of %d bytes is near the cap of %d", len(res.Checkpoint), e.Bounds.Checkpoint))
@@ -290,14 +314,18 @@ func (e *Engine) drive(ctx context.Context, inv string) (*RunState, error) {
 		// transaction, its grant decided just before.
 		fresh = nil
 		var act *Operation
+		var prep *prepared
 		if res.Kind == port.Act {
 			act = &Operation{Invocation: inv, Ordinal: res.Seq, Tag: res.Tag, Args: res.Args}
-			if fresh, err = e.prepare(ctx, act); err != nil {
+			if prep, err = e.prepare(ctx, act); err != nil {
+				e.accounts.Settle(inv, n, used)
 				return nil, err
 			}
 		}
-		if err := e.Store.Retry(d, func(tx *store.Tx) error {
-			if _, err := changeAllowance(tx, inv, settle(inv, n, res.Used-h.Used)); err != nil {
+		attempted := false
+		err = e.Store.Retry(d, func(tx *store.Tx) error {
+			attempted = false
+			if _, err := changeAllowance(tx, inv, settle(inv, n, used)); err != nil {
 				return err
 			}
 			evs := logged
@@ -307,18 +335,27 @@ func (e *Engine) drive(ctx context.Context, inv string) (*RunState, error) {
 					return err
 				}
 				if op.Phase == Proposed {
-					if _, err := attemptTx(tx, act.ID(), fresh.attempt); err != nil {
+					if _, err := attemptTx(tx, act.ID(), prep.attempt); err != nil {
 						return err
 					}
-					evs = append(slices.Clip(logged), actEvent(act, fresh))
+					attempted = true
+					evs = append(slices.Clip(logged), actEvent(act, prep))
 				}
 			}
 			if err := appendLog(tx, inv, evs); err != nil {
 				return err
 			}
 			return tx.PutRaw(cpKey(inv), res.Checkpoint)
-		}); err != nil {
+		})
+		if errors.Is(err, store.ErrTooLarge) {
+			return failSlice(&checkpoint.Error{Kind: "limit", Msg: fmt.Sprintf("the slice's records are too large to store: %v", err)})
+		}
+		if err != nil {
+			e.accounts.Settle(inv, n, used)
 			return nil, err
+		}
+		if attempted {
+			fresh = prep
 		}
 		for _, em := range res.Emits {
 			emits = append(emits, Emit{Kind: em.Kind, Data: em.Data})
@@ -418,12 +455,18 @@ func (e *Engine) answer(ctx context.Context, inv string, h *checkpoint.Header, f
 		if err != nil {
 			return nil, nil, nil, err
 		}
+		if o == nil {
+			return e.unknown(inv, id, p.Tag)
+		}
 		return o.Reply, &settlement{id: id, tag: op.Tag, outcome: o}, nil, nil
 	case Attempted, Unresolved:
 		if fresh != nil && fresh.id == id && op.Phase == Attempted {
 			// Attempted with the checkpoint, just now: an attempt, once
 			// recorded, is carried out even if the host is stopping.
 			o := e.perform(context.WithoutCancel(ctx), op, fresh)
+			if o == nil {
+				return e.unknown(inv, id, p.Tag)
+			}
 			return o.Reply, &settlement{id: id, tag: op.Tag, outcome: o}, nil, nil
 		}
 		if op.Phase == Attempted && op.Attempt.Generation == e.Generation {
@@ -446,6 +489,40 @@ func (e *Engine) answer(ctx context.Context, inv string, h *checkpoint.Header, f
 	return b, &settlement{id: id, tag: op.Tag}, nil, err
 }
 
+// exhausted stops an invocation with no steps left to reserve: it waits if
+// steps it lent to children will come back, and fails otherwise (what its
+// children used, and slices lost to crashes, count against its limit).
+func (e *Engine) exhausted(inv string, emits []Emit) (*RunState, error) {
+	al, err := e.accounts.Get(inv)
+	if err != nil {
+		return nil, err
+	}
+	if al.Lent > 0 {
+		if _, err := e.invs.Move(inv, Waiting); err != nil {
+			return nil, err
+		}
+		return &RunState{Status: Waiting, Waiting: fmt.Sprintf("the %d steps lent to its children", al.Lent), Emits: emits}, nil
+	}
+	ce := &checkpoint.Error{Kind: "steps", Msg: fmt.Sprintf("the allowance is spent: %d of %d steps charged (its children's and lost slices included)", al.Charged, al.Limit)}
+	if _, err := e.invs.MoveFailed(inv, Failed, ce); err != nil {
+		return nil, err
+	}
+	return &RunState{Status: Failed, Err: ce, Emits: emits}, nil
+}
+
+// unknown leaves an attempt whose adapter could not say how it ended
+// unresolved, and the invocation waiting on it.
+func (e *Engine) unknown(inv string, id OpID, tag string) ([]byte, *settlement, *RunState, error) {
+	op, err := e.ledger.Unresolve(id)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if _, err := e.invs.Move(inv, Waiting); err != nil && !errors.Is(err, ErrBadTransition) {
+		return nil, nil, nil, err
+	}
+	return nil, nil, &RunState{Status: Waiting, Waiting: "the outcome of act " + tag, Unknown: op}, nil
+}
+
 // settlement is what the transaction that reserves the next slice also
 // does: record an act's fresh outcome (if any) and mark it consumed. One
 // synced transaction makes the outcome durable before the prog sees it.
@@ -457,7 +534,7 @@ type settlement struct {
 
 // reserveSlice reserves the next slice of inv, settling s with it. A fresh
 // outcome is recorded even when nothing is left to reserve.
-func (e *Engine) reserveSlice(inv string, s *settlement) (uint64, error) {
+func (e *Engine) reserveSlice(inv string, s *settlement, want uint64) (uint64, error) {
 	var o Outcome
 	if s != nil && s.outcome != nil {
 		var err error
@@ -479,7 +556,10 @@ func (e *Engine) reserveSlice(inv string, s *settlement) (uint64, error) {
 				return err
 			}
 		}
-		_, err := changeAllowance(tx, inv, reserve(inv, port.DefaultSlice, &got))
+		if want == 0 {
+			return nil
+		}
+		_, err := changeAllowance(tx, inv, reserve(inv, want, &got))
 		return err
 	})
 	if err != nil {
@@ -521,6 +601,9 @@ func (e *Engine) reconcile(ctx context.Context, rec Reconciler, op *Operation) (
 		o, err := e.dispatch(ctx, op.ID(), op)
 		if err != nil {
 			return nil, err
+		}
+		if o == nil {
+			return e.ledger.Unresolve(op.ID())
 		}
 		return e.record(op.ID(), op.Tag, *o)
 	}
@@ -578,7 +661,7 @@ func (e *Engine) prepare(ctx context.Context, op *Operation) (*prepared, error) 
 }
 
 // dispatch attempts an act (synced) and performs it; it returns the
-// outcome, for the caller to record.
+// outcome, for the caller to record, or nil when the outcome is unknown.
 func (e *Engine) dispatch(ctx context.Context, id OpID, op *Operation) (*Outcome, error) {
 	pr, err := e.prepare(ctx, op)
 	if err != nil {
@@ -587,10 +670,8 @@ func (e *Engine) dispatch(ctx context.Context, id OpID, op *Operation) (*Outcome
 	if _, err := e.ledger.Attempt(id, pr.attempt); err != nil {
 		return nil, err
 	}
-	if err := e.log(id.Invocation, actEvent(op, pr)); err != nil {
-		return nil, err
-	}
-	return e.perform(ctx, op, pr), nil
+	e.log(id.Invocation, actEvent(op, pr)) // the log is a view; the attempt is recorded
+	return e.perform(context.WithoutCancel(ctx), op, pr), nil
 }
 
 func actEvent(op *Operation, pr *prepared) RunEvent {
@@ -611,12 +692,10 @@ func (e *Engine) perform(ctx context.Context, op *Operation, pr *prepared) *Outc
 		r.Err = &checkpoint.Error{Kind: "denied", Msg: strings.TrimPrefix(pr.denied.Error(), "denied: ")}
 	} else {
 		op.Attempt, op.Grants = &pr.attempt, pr.grants
-		if pr.limits.Time > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, pr.limits.Time)
-			defer cancel()
+		v, err, unknown := e.do(ctx, op, pr)
+		if unknown {
+			return nil
 		}
-		v, err := pr.adapter.Do(ctx, op)
 		if errors.As(err, &ce) {
 			r.Err = ce
 		} else if err != nil {
@@ -625,7 +704,7 @@ func (e *Engine) perform(ctx context.Context, op *Operation, pr *prepared) *Outc
 			r.Value = v
 		}
 	}
-	b, err := checkpoint.EncodeReply(r)
+	b, err := encodeReply(r)
 	switch {
 	case err != nil:
 		b, _ = checkpoint.EncodeReply(checkpoint.Reply{Err: &checkpoint.Error{Kind: "failed", Msg: "reply is not data: " + err.Error()}})
@@ -635,6 +714,53 @@ func (e *Engine) perform(ctx context.Context, op *Operation, pr *prepared) *Outc
 		e.warn(op.Invocation, "act-reply", fmt.Sprintf("act %s: reply of %d bytes, near the cap of %d", op.Tag, len(b), pr.limits.Reply))
 	}
 	return &Outcome{Reply: b, Source: "adapter", At: e.Clock()}
+}
+
+// do calls an adapter under its time limit. A panic is the act's failure,
+// not the host's. If the adapter gave up because its time ran out (or the
+// host is stopping), whether the effect happened is unknown: unknown is
+// true, and the attempt stays open.
+func (e *Engine) do(ctx context.Context, op *Operation, pr *prepared) (v any, err error, unknown bool) {
+	if pr.limits.Time > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, pr.limits.Time)
+		defer cancel()
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			v, err, unknown = nil, &checkpoint.Error{Kind: "failed", Msg: fmt.Sprintf("act %s: the adapter failed: %v", op.Tag, p)}, false
+		}
+	}()
+	v, err = pr.adapter.Do(ctx, op)
+	if err != nil && ctx.Err() != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+		return nil, err, true
+	}
+	return v, err, false
+}
+
+// encodeReply encodes a reply the machine will accept: an error's kind and
+// message made valid UTF-8, and a kind the machine keeps for itself (steps,
+// fault) or an empty one turned into "failed". A reply the machine refused
+// would be recorded and replayed for ever.
+func encodeReply(r checkpoint.Reply) ([]byte, error) {
+	if r.Err != nil {
+		ce := *r.Err
+		ce.Kind, ce.Msg = strings.ToValidUTF8(ce.Kind, "?"), strings.ToValidUTF8(ce.Msg, "?")
+		if ce.Kind == "" || ce.Kind == "steps" || ce.Kind == "fault" {
+			ce.Msg = "(" + ce.Kind + ") " + ce.Msg
+			ce.Kind = "failed"
+		}
+		ce.Pos, ce.Trace = "", nil
+		r.Err = &ce
+	}
+	b, err := checkpoint.EncodeReply(r)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := checkpoint.DecodeReply(b); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // record settles an operation in the ledger and then logs its outcome.
@@ -694,6 +820,9 @@ func (e *Engine) awaitReply(inv string, p *checkpoint.Pending) ([]byte, *RunStat
 	return b, nil, err
 }
 
+// MaxTimeout is the longest await timeout, in milliseconds: a year.
+const MaxTimeout = 366 * 24 * 3600 * 1000
+
 // parseAwait reads an await's selector: a map whose "key" (a string) or
 // "keys" (a list of strings) name the tags it takes and whose optional
 // "timeout" is in milliseconds. What is wrong with it is returned as a
@@ -733,8 +862,8 @@ func parseAwait(p *checkpoint.Pending) (Await, string) {
 	}
 	if t, ok := m.Get("timeout"); ok {
 		n, ok := t.(int64)
-		if !ok || n <= 0 {
-			return aw, "await selector: timeout must be a positive int of milliseconds"
+		if !ok || n <= 0 || n > MaxTimeout {
+			return aw, fmt.Sprintf("await selector: timeout must be a positive int of milliseconds, at most %d (a year)", int64(MaxTimeout))
 		}
 		aw.Timeout = n
 	}
@@ -919,6 +1048,9 @@ func (e *Engine) Inspect(inv string) (*Inspection, error) {
 			if err := decode(&op); err != nil {
 				return false, err
 			}
+			if err := op.check(OpID{inv, op.Ordinal}); err != nil {
+				return false, err
+			}
 			out.Operations = append(out.Operations, &op)
 			return true, nil
 		})
@@ -938,6 +1070,13 @@ func (e *Engine) Resolve(ctx context.Context, id OpID, reply []byte) (*RunState,
 	}
 	if op.Phase == Attempted && op.Attempt.Generation == e.Generation {
 		return nil, &LedgerError{Op: id, Phase: op.Phase, Err: errors.New("the act is in flight in this process")}
+	}
+	r, err := checkpoint.DecodeReply(reply)
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: the outcome: %w", id, err)
+	}
+	if reply, err = encodeReply(r); err != nil {
+		return nil, fmt.Errorf("resolve %s: the outcome: %w", id, err)
 	}
 	if _, err := e.record(id, op.Tag, Outcome{Reply: reply, Source: "operator", At: e.Clock()}); err != nil {
 		return nil, err

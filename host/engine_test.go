@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -24,7 +25,18 @@ type recorder struct {
 	crash bool // panic (as if the process died) after recording the call
 }
 
-type crashed struct{}
+// dies runs f on a goroutine of its own and reports whether it died there
+// (an adapter called runtime.Goexit, as if the process were killed).
+func dies(f func()) bool {
+	done, finished := make(chan struct{}), false
+	go func() {
+		defer close(done)
+		f()
+		finished = true
+	}()
+	<-done
+	return !finished
+}
 
 func (r *recorder) Do(_ context.Context, op *Operation) (any, error) {
 	tag, args := op.Tag, op.Args
@@ -37,7 +49,7 @@ func (r *recorder) Do(_ context.Context, op *Operation) (any, error) {
 	j, _ := checkpoint.DataToJSON(d)
 	r.calls[tag+string(j)]++
 	if r.crash {
-		panic(crashed{})
+		runtime.Goexit() // the process dies here: nothing after runs
 	}
 	n := d.(*checkpoint.Map)
 	v, _ := n.Get("n")
@@ -126,14 +138,9 @@ func TestEngineCrashDuringAct(t *testing.T) {
 	rec := &recorder{crash: true}
 	e := engine(t, s, 1)
 	e.Adapters["calc"] = rec
-	func() {
-		defer func() {
-			if r := recover(); r == nil {
-				t.Fatal("the adapter did not crash")
-			}
-		}()
-		e.Start(context.Background(), "inv", "p", []byte(actsProg), nil, 1_000_000, 7)
-	}()
+	if !dies(func() { e.Start(context.Background(), "inv", "p", []byte(actsProg), nil, 1_000_000, 7) }) {
+		t.Fatal("the adapter did not crash")
+	}
 	s.Close() // the process is gone
 
 	s, err = store.Open(store.Options{Dir: dir})
@@ -266,10 +273,7 @@ func TestEngineResolve(t *testing.T) {
 	}
 	e.Adapters["calc"] = &recorder{crash: true}
 	e.Ward().Grant(AnyProg, "calc")
-	func() {
-		defer func() { recover() }()
-		e.Start(context.Background(), "inv", "p", []byte(actsProg), nil, 1_000_000, 7)
-	}()
+	dies(func() { e.Start(context.Background(), "inv", "p", []byte(actsProg), nil, 1_000_000, 7) })
 	s.Close()
 	s, _ = store.Open(store.Options{Dir: dir})
 	defer s.Close()

@@ -176,6 +176,16 @@ func (mb *Mailboxes) Take(inv string, a Await, now int64) (*Event, error) {
 			}
 			return tx.Put(eventKey(inv, got.Seq), got)
 		}
+		// No event: the invocation waits, in this same transaction, so that
+		// a delivery committed after it finds it waiting and wakes it.
+		if i, err := getInv(tx, inv); err != nil {
+			return err
+		} else if i.Status == Running {
+			i.Status = Waiting
+			if err := putInv(tx, i); err != nil {
+				return err
+			}
+		}
 		var w wait
 		found, err := tx.Get(waitKey(inv), &w)
 		if err != nil {

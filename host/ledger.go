@@ -78,6 +78,28 @@ type Operation struct {
 	Grants []Grant `cbor:"-"`
 }
 
+// check refuses an operation record whose fields disagree with its phase
+// or its key: read back from the store, it is untrusted.
+func (op *Operation) check(id OpID) error {
+	bad := ""
+	switch {
+	case op.Invocation != id.Invocation || op.Ordinal != id.Ordinal:
+		bad = fmt.Sprintf("it says it is %s#%d", op.Invocation, op.Ordinal)
+	case op.Phase < Proposed || op.Phase > Consumed:
+		bad = fmt.Sprintf("phase %d", op.Phase)
+	case op.Phase >= Attempted && op.Attempt == nil:
+		bad = "phase " + op.Phase.String() + " without an attempt"
+	case op.Phase >= Recorded && op.Outcome == nil:
+		bad = "phase " + op.Phase.String() + " without an outcome"
+	case op.Outcome != nil && op.Outcome.Ref == "" && len(op.Outcome.Reply) == 0:
+		bad = "an outcome without a reply"
+	}
+	if bad != "" {
+		return fmt.Errorf("record %s: %w: %s", id.key(), store.ErrCorrupt, bad)
+	}
+	return nil
+}
+
 // ID returns the operation's identity.
 func (op *Operation) ID() OpID { return OpID{op.Invocation, op.Ordinal} }
 
@@ -152,6 +174,11 @@ func updateTx(tx *store.Tx, id OpID, f func(op *Operation, found bool) (*Operati
 	found, err := tx.Get(id.key(), &op)
 	if err != nil {
 		return nil, err
+	}
+	if found {
+		if err := op.check(id); err != nil {
+			return nil, err
+		}
 	}
 	out, err := f(&op, found)
 	if err != nil || out == nil {
@@ -326,6 +353,9 @@ func (l *Ledger) Recover(generation uint64) ([]*Operation, error) {
 				}
 				return false, err
 			}
+			if err := op.check(OpID{parts[1], n}); err != nil {
+				return false, err
+			}
 			if (op.Phase == Attempted && op.Attempt.Generation < generation) || op.Phase == Unresolved {
 				ids = append(ids, op.ID())
 			}
@@ -337,13 +367,22 @@ func (l *Ledger) Recover(generation uint64) ([]*Operation, error) {
 	}
 	var out []*Operation
 	for _, id := range ids {
+		var already *Operation
 		op, err := l.update(id, store.Synced, func(cur *Operation, found bool) (*Operation, error) {
-			if !found || (cur.Phase != Attempted && cur.Phase != Unresolved) {
+			already = nil
+			if found && cur.Phase == Unresolved {
+				already = cur // reported again, not rewritten
+				return nil, nil
+			}
+			if !found || cur.Phase != Attempted {
 				return nil, nil // settled meanwhile
 			}
 			cur.Phase = Unresolved
 			return cur, nil
 		})
+		if already != nil {
+			op = already
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -352,6 +391,22 @@ func (l *Ledger) Recover(generation uint64) ([]*Operation, error) {
 		}
 	}
 	return out, nil
+}
+
+// Unresolve marks an attempt whose adapter could not say how it ended
+// (its time ran out) as Unresolved: unknown, never dispatched again unless
+// its adapter reconciles it.
+func (l *Ledger) Unresolve(id OpID) (*Operation, error) {
+	return l.update(id, store.Synced, func(cur *Operation, found bool) (*Operation, error) {
+		if !found {
+			return nil, &LedgerError{Op: id, Err: ErrUnknownOp}
+		}
+		if cur.Phase != Attempted {
+			return nil, &LedgerError{Op: id, Phase: cur.Phase, Err: ErrNoAttempt}
+		}
+		cur.Phase = Unresolved
+		return cur, nil
+	})
 }
 
 // Reopen returns an unresolved operation to Proposed, once an adapter's
@@ -386,5 +441,5 @@ func (l *Ledger) Get(id OpID) (*Operation, error) {
 	if !found {
 		return nil, &LedgerError{Op: id, Err: ErrUnknownOp}
 	}
-	return &op, nil
+	return &op, op.check(id)
 }

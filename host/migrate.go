@@ -75,6 +75,9 @@ func (e *Engine) Migrate(inv string, cp, source []byte, dryRun bool) (*checkpoin
 		if err := putInv(tx, i); err != nil {
 			return err
 		}
+		if err := dropWait(tx, inv); err != nil { // the await it waited at is gone
+			return err
+		}
 		return appendLog(tx, inv, []RunEvent{{At: e.Clock(), Kind: EventStatus, Name: "migrated", Data: mustText("checkpoint replaced, program " + hash[:16])}})
 	})
 	return &c.Header, err

@@ -112,23 +112,30 @@ func (s *Scheduler) Step(ctx context.Context) (Turn, bool, error) {
 // deadline has passed, and returns how many it woke.
 func (s *Scheduler) Wake() (int, error) {
 	now := s.E.Clock()
-	var due []string
+	type dueWait struct {
+		id       string
+		deadline int64
+		key      store.Key
+	}
+	var due []dueWait
 	err := s.E.Store.View(func(tx *store.Tx) error {
 		return tx.Scan(store.K("due"), func(k store.Key, _ func(any) error) (bool, error) {
 			parts := k.Parts()
 			if len(parts) != 3 {
 				return false, fmt.Errorf("index key %s: %w", k, store.ErrCorrupt)
 			}
-			deadline, err := strconv.ParseUint(parts[1], 16, 63)
+			id := parts[2]
+			if s.Scope != "" && rootOf(id) != s.Scope {
+				return true, nil
+			}
+			deadline, err := strconv.ParseUint(parts[1], 16, 64)
 			if err != nil {
 				return false, fmt.Errorf("index key %s: %w", k, store.ErrCorrupt)
 			}
 			if int64(deadline) > now {
 				return false, nil // the rest are later
 			}
-			if id := parts[2]; s.Scope == "" || rootOf(id) == s.Scope {
-				due = append(due, id)
-			}
+			due = append(due, dueWait{id, int64(deadline), k})
 			return true, nil
 		})
 	})
@@ -136,18 +143,30 @@ func (s *Scheduler) Wake() (int, error) {
 		return 0, err
 	}
 	woke := 0
-	for _, id := range due {
+	for _, d := range due {
+		wokeThis := false
 		err := s.E.Store.Retry(store.Synced, func(tx *store.Tx) error {
-			inv, err := getInv(tx, id)
-			if err != nil || inv.Status != Waiting {
+			wokeThis = false
+			var w wait
+			found, err := tx.Get(waitKey(d.id), &w)
+			if err != nil {
 				return err
 			}
-			inv.Status = Running
-			woke++
+			inv, ierr := getInv(tx, d.id)
+			if !found || w.Deadline != d.deadline || ierr != nil || inv.Status.Terminal() {
+				return tx.Delete(d.key) // stale: no such wait any more
+			}
+			if inv.Status != Waiting {
+				return nil
+			}
+			inv.Status, wokeThis = Running, true
 			return putInv(tx, inv)
 		})
 		if err != nil {
 			return woke, err
+		}
+		if wokeThis {
+			woke++
 		}
 	}
 	return woke, nil

@@ -111,11 +111,15 @@ func Open(opts Options) (*Store, error) {
 		WithNumMemtables(2).
 		WithBlockCacheSize(16 << 20).
 		WithIndexCacheSize(8 << 20).
-		WithValueLogFileSize(64 << 20).
+		WithValueLogFileSize(128 << 20).
+		// Values over 64 KiB (large checkpoints, replies, arguments) go to the
+		// value log, so that a transaction's size, which Badger caps at 15%
+		// of a memtable, counts them as pointers.
+		WithValueThreshold(64 << 10).
 		WithNumVersionsToKeep(1).
 		WithNumCompactors(2)
 	if opts.InMemory {
-		bo = bo.WithInMemory(true).WithDir("").WithValueDir("")
+		bo = bo.WithInMemory(true).WithDir("").WithValueDir("").WithValueThreshold(1 << 20) // in memory, a value cannot go to a log
 		db, err := badger.Open(bo)
 		if err != nil {
 			return nil, fmt.Errorf("store: %w", err)
@@ -193,6 +197,9 @@ func (s *Store) Update(d Durability, fn func(tx *Tx) error) error {
 	if errors.Is(err, badger.ErrConflict) {
 		return ErrConflict
 	}
+	if errors.Is(err, badger.ErrTxnTooBig) || err != nil && strings.HasPrefix(err.Error(), "Value with size") {
+		return fmt.Errorf("%w: one transaction's records are too large together (%v)", ErrTooLarge, firstLine(err))
+	}
 	if err != nil {
 		return err
 	}
@@ -202,6 +209,25 @@ func (s *Store) Update(d Durability, fn func(tx *Tx) error) error {
 		}
 	}
 	return nil
+}
+
+func firstLine(err error) string {
+	m, _, _ := strings.Cut(err.Error(), "\n")
+	return strings.TrimSuffix(m, ". Value:")
+}
+
+// Compact reclaims the space of overwritten large records (Badger's value
+// log). It is worth running after deleting many records.
+func (s *Store) Compact() error {
+	for {
+		err := s.db.RunValueLogGC(0.5)
+		if errors.Is(err, badger.ErrNoRewrite) || errors.Is(err, badger.ErrRejected) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("store: compact: %w", err)
+		}
+	}
 }
 
 // Retry is Update, run again from the start after a conflict until it

@@ -14,10 +14,10 @@ import (
 	"github.com/runehost/runehost/store"
 )
 
-// Engine returns an engine on an in-memory store with the given adapters.
+// Engine returns an engine on a fresh store with the given adapters.
 func Engine(t testing.TB, adapters map[string]host.Adapter) *host.Engine {
 	t.Helper()
-	s, err := store.Open(store.Options{InMemory: true})
+	s, err := store.Open(store.Options{Dir: t.TempDir()}) // on disk: large replies, as in use
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,4 +85,18 @@ func JSON(t testing.TB, b []byte) string {
 // [kind, msg] of the error it raised.
 func Catch(expr string) string {
 	return `try { return ` + expr + ` } catch err { return [err.kind, err.msg] }`
+}
+
+// Data encodes a JSON text as a data value.
+func Data(t testing.TB, jsonText string) []byte {
+	t.Helper()
+	d, err := checkpoint.DataFromJSON([]byte(jsonText))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := checkpoint.EncodeData(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -20,9 +20,9 @@ func TestModelChat(t *testing.T) {
 	bad := modeltest.New("other-key")
 	defer bad.Close()
 	a := &model.Adapter{Endpoints: map[string]model.Endpoint{
-		"default": {Name: "default", BaseURL: srv.URL + "/v1", Model: "tiny", Key: "sk-test-secret-key"},
+		"default":  {Name: "default", BaseURL: srv.URL + "/v1", Model: "tiny", Key: "sk-test-secret-key"},
 		"wrongkey": {Name: "wrongkey", BaseURL: bad.URL + "/v1", Model: "tiny", Key: "sk-test-secret-key"},
-		"spare":   {Name: "spare", BaseURL: srv.URL + "/v1", Model: "tiny"},
+		"spare":    {Name: "spare", BaseURL: srv.URL + "/v1", Model: "tiny"},
 	}}
 	e := acttest.Engine(t, map[string]host.Adapter{model.Tag: a})
 	acttest.Grant(t, e, "model.chat:default", "model.chat:wrongkey")

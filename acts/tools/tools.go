@@ -1,0 +1,260 @@
+// Package tools holds the act tool.run: an untrusted WASI tool, found by
+// name in the host's tool directory, run in its own sandbox (wasmvm/tool).
+// A grant names the tool (tool.run:wc). The tool sees only the directories
+// of the prog's fs.read grants (read-only) and fs.write grants, each at its
+// guest path (fs.read:./data=/ shows ./data at /; without one, at its own
+// path), and only the environment variables of its tool.env grants.
+package tools
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/runehost/runehost/acts/fs"
+	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/host"
+	"github.com/runehost/runehost/wasmvm/tool"
+)
+
+// The tags: the act, and the grant tag of environment variables.
+const (
+	Tag    = "tool.run"
+	EnvTag = "tool.env"
+)
+
+// MaxFuel is the most fuel one run may ask for.
+const MaxFuel = 1 << 40
+
+// Adapter is the tool.run act.
+type Adapter struct {
+	Dir         string        // where NAME.wasm is found
+	CacheDir    string        // compilation cache, as for wasmvm.CompilationCache
+	MemoryPages uint32        // per tool; tool.DefaultMemoryPages when 0
+	Timeout     time.Duration // per run; tool.DefaultTimeout when 0
+	// Grants returns the prog's grants of a tag, for mounts and environment.
+	Grants func(inv, tag string) ([]host.Grant, error)
+
+	once   sync.Once
+	runner *tool.Runner
+	err    error
+}
+
+// Limits declares tool.run's limits.
+func (a *Adapter) Limits() host.Limits {
+	t := a.Timeout
+	if t == 0 {
+		t = tool.DefaultTimeout
+	}
+	return host.Limits{Args: 4 << 20, Reply: 2*tool.DefaultOutputCap + 64<<10, Time: t + 10*time.Second}
+}
+
+// CheckGrant accepts a tool name.
+func (a *Adapter) CheckGrant(tag, target string) (string, error) {
+	if tag == Tag && (target == "" || strings.ContainsAny(target, "/\\. ")) {
+		return "", errors.New("want a tool name: tool.run:wc")
+	}
+	return target, nil
+}
+
+type args struct {
+	name  string
+	argv  []string
+	stdin []byte
+	fuel  uint64
+}
+
+func (a *Adapter) parse(op *host.Operation) (*args, error) {
+	d, err := checkpoint.DecodeData(op.Args)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := d.(*checkpoint.Map)
+	if !ok {
+		return nil, valueErr("tool.run wants a map {tool, args, stdin, fuel}")
+	}
+	out := &args{}
+	t, _ := m.Get("tool")
+	if out.name, ok = t.(string); !ok || out.name == "" || strings.ContainsAny(out.name, "/\\. ") {
+		return nil, valueErr("tool.run: tool must be a tool name")
+	}
+	if v, ok := m.Get("args"); ok {
+		l, ok := v.([]any)
+		if !ok {
+			return nil, valueErr("tool.run: args must be a list of strings")
+		}
+		for _, x := range l {
+			s, ok := x.(string)
+			if !ok {
+				return nil, valueErr("tool.run: args must be a list of strings")
+			}
+			out.argv = append(out.argv, s)
+		}
+	}
+	if v, ok := m.Get("stdin"); ok {
+		s, ok := v.(string)
+		if !ok {
+			return nil, valueErr("tool.run: stdin must be a string")
+		}
+		out.stdin = []byte(s)
+	}
+	if v, ok := m.Get("fuel"); ok {
+		n, ok := v.(int64)
+		if !ok || n <= 0 || n > MaxFuel {
+			return nil, valueErr("tool.run: fuel must be a positive int, at most %d", int64(MaxFuel))
+		}
+		out.fuel = uint64(n)
+	}
+	return out, nil
+}
+
+func valueErr(format string, args ...any) error {
+	return &checkpoint.Error{Kind: "value", Msg: fmt.Sprintf(format, args...)}
+}
+
+// Authorize allows a granted tool that exists.
+func (a *Adapter) Authorize(_ context.Context, op *host.Operation, grants []host.Grant) (string, error) {
+	ar, err := a.parse(op)
+	if err != nil {
+		return "", err
+	}
+	for _, g := range grants {
+		if g.Target() == ar.name {
+			if _, err := os.Stat(a.path(ar.name)); err != nil {
+				return "", fmt.Errorf("tool %s is granted but not installed in %s", ar.name, a.Dir)
+			}
+			return g.Statement, nil
+		}
+	}
+	return "", fmt.Errorf("tool %s is not granted", ar.name)
+}
+
+func (a *Adapter) path(name string) string { return filepath.Join(a.Dir, name+".wasm") }
+
+// Mounts turns fs grants into a tool's mounts.
+func Mounts(read, write []host.Grant) []tool.Mount {
+	var out []tool.Mount
+	for i, gs := range [][]host.Grant{read, write} {
+		for _, g := range gs {
+			dir, guest := fs.SplitTarget(g.Target())
+			if guest == "" {
+				guest = dir
+			}
+			out = append(out, tool.Mount{Host: dir, Guest: guest, Write: i == 1})
+		}
+	}
+	return out
+}
+
+func (a *Adapter) mounts(inv string) ([]tool.Mount, []string, error) {
+	if a.Grants == nil {
+		return nil, nil, nil
+	}
+	read, err := a.Grants(inv, fs.Read)
+	if err != nil {
+		return nil, nil, err
+	}
+	write, err := a.Grants(inv, fs.Write)
+	if err != nil {
+		return nil, nil, err
+	}
+	envs, err := a.Grants(inv, EnvTag)
+	if err != nil {
+		return nil, nil, err
+	}
+	var env []string
+	for _, g := range envs {
+		if v, ok := os.LookupEnv(g.Target()); ok {
+			env = append(env, g.Target()+"="+v)
+		}
+	}
+	return Mounts(read, write), env, nil
+}
+
+// Do runs the tool.
+func (a *Adapter) Do(ctx context.Context, op *host.Operation) (any, error) {
+	ar, err := a.parse(op)
+	if err != nil {
+		return nil, err
+	}
+	a.once.Do(func() { a.runner, a.err = tool.NewRunner(context.Background(), a.CacheDir, a.MemoryPages) })
+	if a.err != nil {
+		return nil, a.err
+	}
+	module, err := os.ReadFile(a.path(ar.name))
+	if err != nil {
+		return nil, &checkpoint.Error{Kind: "not_found", Msg: fmt.Sprintf("tool %s: %v", ar.name, err)}
+	}
+	mounts, env, err := a.mounts(op.Invocation)
+	if err != nil {
+		return nil, err
+	}
+	res, err := a.runner.Run(ctx, module, tool.Config{Name: ar.name, Args: ar.argv, Stdin: ar.stdin, Env: env, Mounts: mounts, Fuel: ar.fuel, Timeout: a.Timeout})
+	if err != nil {
+		return nil, &checkpoint.Error{Kind: "failed", Msg: err.Error()}
+	}
+	return Reply(res), nil
+}
+
+// Reply is a tool's result as the prog sees it.
+func Reply(res *tool.Result) *checkpoint.Map {
+	m := &checkpoint.Map{}
+	m.Set("ok", res.OK())
+	m.Set("stop", string(res.Stop))
+	m.Set("exit_code", int64(res.ExitCode))
+	m.Set("fuel_used", int64(res.FuelUsed))
+	for _, o := range []struct {
+		name    string
+		b       []byte
+		dropped int64
+	}{{"stdout", res.Stdout, res.StdoutDropped}, {"stderr", res.Stderr, res.StderrDropped}} {
+		if utf8.Valid(o.b) {
+			m.Set(o.name, string(o.b))
+		} else {
+			m.Set(o.name+"_base64", base64.StdEncoding.EncodeToString(o.b))
+		}
+		m.Set(o.name+"_dropped", o.dropped)
+	}
+	if res.Detail != "" {
+		m.Set("detail", res.Detail)
+	}
+	return m
+}
+
+// Lookup: a tool that could write nothing can run again to the same effect
+// (its fuel is deterministic), so an attempt cut short is reopened; one that
+// could write stays unknown.
+func (a *Adapter) Lookup(_ context.Context, op *host.Operation) (any, bool, error) {
+	mounts, _, err := a.mounts(op.Invocation)
+	if err != nil {
+		return nil, false, err
+	}
+	for _, m := range mounts {
+		if m.Write {
+			return nil, false, errors.New("the tool could write: its effect is unknown")
+		}
+	}
+	return nil, false, nil
+}
+
+// Close releases the compiled tools.
+func (a *Adapter) Close(ctx context.Context) error {
+	if a.runner != nil {
+		return a.runner.Close(ctx)
+	}
+	return nil
+}
+
+var (
+	_ host.Reconciler   = (*Adapter)(nil)
+	_ host.Authorizer   = (*Adapter)(nil)
+	_ host.GrantChecker = (*Adapter)(nil)
+	_ host.Limited      = (*Adapter)(nil)
+)
