@@ -76,8 +76,8 @@ func (e *Engine) Ward() *Ward { return e.ward }
 // Grant records a grant, its target first checked and normalized by the
 // adapter of its tag when that adapter is a GrantChecker.
 func (e *Engine) Grant(subject, statement string) (*Grant, error) {
-	tag, target, ok := strings.Cut(statement, ":")
-	if gc, isGC := e.Adapters[tag].(GrantChecker); isGC && ok {
+	tag, target, _ := strings.Cut(statement, ":")
+	if gc, isGC := e.Adapters[tag].(GrantChecker); isGC {
 		t, err := gc.CheckGrant(tag, target)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %q: %v", ErrBadStatement, statement, err)
@@ -85,6 +85,21 @@ func (e *Engine) Grant(subject, statement string) (*Grant, error) {
 		statement = tag + ":" + t
 	}
 	return e.ward.Grant(subject, statement)
+}
+
+// Revoke removes a grant, named as stored or as it was given to Grant.
+func (e *Engine) Revoke(subject, statement string) (bool, error) {
+	ok, err := e.ward.Revoke(subject, statement)
+	if ok || err != nil {
+		return ok, err
+	}
+	tag, target, _ := strings.Cut(statement, ":")
+	if gc, isGC := e.Adapters[tag].(GrantChecker); isGC {
+		if t, cerr := gc.CheckGrant(tag, target); cerr == nil && tag+":"+t != statement {
+			return e.ward.Revoke(subject, tag+":"+t)
+		}
+	}
+	return false, nil
 }
 
 // GrantsFor returns the grants of an invocation's prog for a tag, read now.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/runehost/runehost/acts"
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/guest/port"
 	"github.com/runehost/runehost/host"
@@ -53,6 +54,11 @@ func openEngine(c *cli.Context, runs bool) (*host.Engine, func(), error) {
 	for _, op := range unknown {
 		fmt.Fprintf(c.App.ErrWriter, "unknown: act %s of %s was attempted and has no outcome; it will not be re-run (settle it with runehost resolve)\n", op.Tag, op.ID())
 	}
+	cfg := acts.FromEnv()
+	if c.IsSet("cache-dir") {
+		cfg.CacheDir = c.String("cache-dir")
+	}
+	closeActs := acts.Register(e, cfg)
 	testAdapters(e)
 	w := c.App.ErrWriter
 	e.OnEmit = func(inv string, em host.Emit) { fmt.Fprintf(w, "emit %s %s\n", em.Kind, dataJSON(em.Data)) }
@@ -70,7 +76,7 @@ func openEngine(c *cli.Context, runs bool) (*host.Engine, func(), error) {
 		}
 		fmt.Fprintf(w, "act %s %s: %s\n", op.Tag, dataJSON(op.Args), outcome)
 	}
-	return e, func() { closeRT(); s.Close() }, nil
+	return e, func() { closeActs(); closeRT(); s.Close() }, nil
 }
 
 // report prints where a run stands and returns the command's outcome.

@@ -62,7 +62,7 @@ func revokeCommand() *cli.Command {
 			}
 			defer done()
 			for _, st := range c.Args().Slice() {
-				ok, err := e.Ward().Revoke(c.String("prog"), st)
+				ok, err := e.Revoke(c.String("prog"), st)
 				if err != nil {
 					return exitf(exitInternal, "revoke: %v", err)
 				}

@@ -235,24 +235,31 @@ func TestGrantsAndPreflight(t *testing.T) {
 	if code, _, errs := invoke(t, "ps"); code != exitOK || strings.Contains(errs, "r2") {
 		t.Fatalf("a refused run was admitted: %s", errs)
 	}
-	if code, _, errs := invoke(t, "grant", "--prog", "p", "fs.read:./data", "fs.read"); code != exitOK {
+	data := t.TempDir()
+	if code, _, errs := invoke(t, "grant", "--prog", "p", "fs.read:"+data); code != exitOK {
 		t.Fatalf("grant: %d %s", code, errs)
+	}
+	if code, _, errs := invoke(t, "grant", "fs.read"); code != exitUsage || !strings.Contains(errs, "want a directory") {
+		t.Fatalf("fs.read without a directory: %d %s", code, errs)
 	}
 	if code, _, errs := invoke(t, "grant", "bad tag"); code != exitUsage || !strings.Contains(errs, "want TAG or TAG:TARGET") {
 		t.Fatalf("bad grant: %d %s", code, errs)
 	}
 	code, out, _ = invoke(t, "grants", "--json")
-	if code != exitOK || strings.Count(out, "\n") != 2 || !strings.Contains(out, `"statement":"fs.read:./data","tag":"fs.read","target":"./data"`) {
+	if code != exitOK || strings.Count(out, "\n") != 1 || !strings.Contains(out, `"statement":"fs.read:`+data+`","tag":"fs.read","target":"`+data+`"`) {
 		t.Fatalf("grants: %d %s", code, out)
 	}
 	code, _, errs = invoke(t, "run", "--strict-grants", f)
 	if code != exitOK || strings.Contains(errs, "grants:") {
 		t.Fatalf("granted: exit %d, stderr %q", code, errs)
 	}
-	if code, _, errs := invoke(t, "revoke", "--prog", "p", "fs.read"); code != exitOK {
+	wd, _ := os.Getwd()
+	os.Chdir(filepath.Dir(data))
+	defer os.Chdir(wd)
+	if code, _, errs := invoke(t, "revoke", "--prog", "p", "fs.read:./"+filepath.Base(data)); code != exitOK {
 		t.Fatalf("revoke: %d %s", code, errs)
 	}
-	if code, _, errs := invoke(t, "revoke", "--prog", "p", "fs.read"); code != exitUsage || !strings.Contains(errs, "has no grant") {
+	if code, _, errs := invoke(t, "revoke", "--prog", "p", "fs.read:"+data); code != exitUsage || !strings.Contains(errs, "has no grant") {
 		t.Fatalf("revoke again: %d %s", code, errs)
 	}
 }
