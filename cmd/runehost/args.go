@@ -29,6 +29,9 @@ func interspersed(app *cli.App, args []string) []string {
 	if cmd == nil {
 		return args
 	}
+	for i+1 < len(args) && cmd.Command(args[i+1]) != nil { // tool run
+		cmd, i = cmd.Command(args[i+1]), i+1
+	}
 	takesValue := map[string]bool{"help": false, "h": false}
 	for _, f := range cmd.Flags {
 		_, isBool := f.(*cli.BoolFlag)

@@ -22,10 +22,15 @@ const (
 // exitError carries an exit code out of a command.
 type exitError struct {
 	code int
-	err  error
+	err  error // nil: exit quietly (the tool run said it all)
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
 func (e *exitError) Unwrap() error { return e.err }
 
 func exitf(code int, format string, args ...any) error {
@@ -39,7 +44,7 @@ func newApp() *cli.App {
 		Description: "runehost compiles and runs progs written in Rune. A prog's machine state\n" +
 			"is plain data: it runs in bounded slices of steps and can be checkpointed\n" +
 			"at any slice, act or await. See docs/language.md.",
-		Commands:        []*cli.Command{checkCommand(), runCommand(), resumeCommand(), sendCommand(), psCommand(), inspectCommand(), resolveCommand(), cancelCommand(), grantCommand(), revokeCommand(), grantsCommand(), eventsCommand(), migrateCommand(), gcCommand()},
+		Commands:        []*cli.Command{checkCommand(), runCommand(), resumeCommand(), sendCommand(), psCommand(), inspectCommand(), resolveCommand(), cancelCommand(), grantCommand(), revokeCommand(), grantsCommand(), eventsCommand(), migrateCommand(), gcCommand(), toolCommand()},
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*cli.Context, error) {}, // main reports errors
 	}
@@ -56,8 +61,11 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(stderr, "runehost:", err)
 	var ee *exitError
+	if errors.As(err, &ee) && ee.err == nil {
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "runehost:", err)
 	if errors.As(err, &ee) {
 		return ee.code
 	}

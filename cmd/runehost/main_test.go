@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/runehost/runehost/internal/testtools"
 	"github.com/runehost/runehost/store"
 )
 
@@ -344,5 +345,35 @@ func TestGC(t *testing.T) {
 	}
 	if code, out, _ := invoke(t, "ps"); code != exitOK || out != "" {
 		t.Fatalf("ps after gc: %q", out)
+	}
+}
+
+// `runehost tool run` stands in for a WASI runtime: stdin through, output
+// as it runs, the tool's exit status.
+func TestToolRun(t *testing.T) {
+	dir := t.TempDir()
+	wc := filepath.Join(dir, "wc.wasm")
+	os.WriteFile(wc, testtools.Build(t, "wc"), 0o644)
+	grep := filepath.Join(dir, "grep.wasm")
+	os.WriteFile(grep, testtools.Build(t, "grep"), 0o644)
+	spin := filepath.Join(dir, "spin.wasm")
+	os.WriteFile(spin, testtools.Build(t, "spin"), 0o644)
+	data := t.TempDir()
+	os.WriteFile(filepath.Join(data, "f.txt"), []byte("one\ntwo\nthree\n"), 0o644)
+	code, out, errs := invoke(t, "tool", "run", grep, "--grant", "fs.read:"+data+"=/d", "--", "t", "/d/f.txt")
+	if code != 0 || out != "two\nthree\n" {
+		t.Fatalf("grep: %d %q %q", code, out, errs)
+	}
+	if code, out, errs = invoke(t, "tool", "run", grep, "--grant", "fs.read:"+data+"=/d", "--", "zzz", "/d/f.txt"); code != 1 || errs != "" {
+		t.Fatalf("grep without a match: %d %q %q", code, out, errs)
+	}
+	if code, _, errs = invoke(t, "tool", "run", grep, "--", "t", data+"/f.txt"); code != 2 || !strings.Contains(errs, "grep:") {
+		t.Fatalf("grep of an ungranted file: %d %q", code, errs)
+	}
+	if code, _, errs = invoke(t, "tool", "run", spin, "--fuel", "100000", "--json"); code != exitToolFuel || !strings.Contains(errs, `"stop":"fuel"`) {
+		t.Fatalf("spin: %d %q", code, errs)
+	}
+	if code, _, errs = invoke(t, "tool", "run", wc, "--grant", "net:everything"); code != exitUsage {
+		t.Fatalf("bad grant: %d %q", code, errs)
 	}
 }

@@ -48,6 +48,7 @@ type Config struct {
 	Args      []string // argv[1:]
 	Env       []string // KEY=VALUE, the whole environment
 	Stdin     []byte
+	StdinFrom io.Reader // read instead of Stdin when set (the CLI passes its own)
 	Mounts    []Mount
 	Fuel      uint64        // DefaultFuel when 0
 	Timeout   time.Duration // DefaultTimeout when 0
@@ -188,11 +189,15 @@ func (r *Runner) Run(ctx context.Context, module []byte, cfg Config) (*Result, e
 		}
 		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(cfs, guest)
 	}
+	var stdin io.Reader = bytes.NewReader(cfg.Stdin)
+	if cfg.StdinFrom != nil {
+		stdin = cfg.StdinFrom
+	}
 	stdout := &capped{max: cfg.OutputCap, also: cfg.Stdout}
 	stderr := &capped{max: cfg.OutputCap, also: cfg.Stderr}
 	mc := wazero.NewModuleConfig().WithName("").WithStartFunctions().
 		WithArgs(append([]string{cfg.Name}, cfg.Args...)...).
-		WithStdin(bytes.NewReader(cfg.Stdin)).WithStdout(stdout).WithStderr(stderr).
+		WithStdin(stdin).WithStdout(stdout).WithStderr(stderr).
 		WithFSConfig(fsc)
 	for _, kv := range cfg.Env {
 		k, v, _ := cutEnv(kv)

@@ -1,0 +1,127 @@
+// tool.go holds `runehost tool run`: run an untrusted WASI tool in the
+// sandbox, standing in for a WASI runtime in scripts.
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/runehost/runehost/acts/fs"
+	"github.com/runehost/runehost/acts/tools"
+	"github.com/runehost/runehost/host"
+	"github.com/runehost/runehost/wasmvm/tool"
+)
+
+// Exit statuses of `tool run` when the tool did not exit by itself.
+const (
+	exitToolTimeout = 124 // as timeout(1)
+	exitToolFuel    = 125
+	exitToolTrap    = 134 // trapped, or out of memory (as abort)
+)
+
+func toolCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "tool",
+		Usage: "run untrusted WASI tools in the sandbox",
+		Subcommands: []*cli.Command{{
+			Name:      "run",
+			Usage:     "run a WASI command module with only what is granted",
+			ArgsUsage: "TOOL.wasm [-- ARGS...]",
+			Description: "Runs a wasm32-wasip1 command module in its own sandbox. It sees only the\n" +
+				"directories granted (--grant fs.read:DIR[=GUEST] read-only, fs.write:DIR[=GUEST]\n" +
+				"read-write; GUEST is where the tool sees it, DIR itself by default) and only\n" +
+				"the environment variables granted (--grant tool.env:NAME). Stdin passes\n" +
+				"through; stdout and stderr are written as the tool runs. Paths, `..` and\n" +
+				"symlinks that lead out of a granted directory are refused.\n\n" +
+				"Exit status: the tool's own; 124 when the wall clock ran out, 125 when its\n" +
+				"fuel ran out, 134 when it trapped or ran out of memory, 2 for bad usage.",
+			Flags: []cli.Flag{
+				&cli.StringSliceFlag{Name: "grant", Usage: "fs.read:DIR[=GUEST], fs.write:DIR[=GUEST] or tool.env:NAME (repeat)"},
+				&cli.Uint64Flag{Name: "fuel", Value: tool.DefaultFuel, Usage: "fuel: function entries and loop iterations"},
+				&cli.UintFlag{Name: "memory", Value: tool.DefaultMemoryPages / 16, Usage: "memory limit, MiB"},
+				&cli.DurationFlag{Name: "timeout", Value: tool.DefaultTimeout, Usage: "wall-clock limit"},
+				&cli.BoolFlag{Name: "json", Usage: "after the run, write its result as JSON to stderr"},
+				cacheFlag(),
+			},
+			Action: toolRun,
+		}},
+	}
+}
+
+func toolRun(c *cli.Context) error {
+	if c.NArg() < 1 {
+		return exitf(exitUsage, "tool run: want TOOL.wasm (usage: runehost tool run TOOL.wasm [--grant ...] -- ARGS)")
+	}
+	file := c.Args().First()
+	module, err := os.ReadFile(file)
+	if err != nil {
+		return exitf(exitUsage, "tool run: %v", err)
+	}
+	var read, write []host.Grant
+	var env []string
+	checker := &fs.Adapter{}
+	for _, g := range c.StringSlice("grant") {
+		tag, target, _ := strings.Cut(g, ":")
+		switch tag {
+		case fs.Read, fs.Write:
+			t, err := checker.CheckGrant(tag, target)
+			if err != nil {
+				return exitf(exitUsage, "tool run: --grant %s: %v", g, err)
+			}
+			gr := host.Grant{Statement: tag + ":" + t}
+			if tag == fs.Read {
+				read = append(read, gr)
+			} else {
+				write = append(write, gr)
+			}
+		case tools.EnvTag:
+			if v, ok := os.LookupEnv(target); ok {
+				env = append(env, target+"="+v)
+			}
+		default:
+			return exitf(exitUsage, "tool run: --grant %s: want fs.read:DIR[=GUEST], fs.write:DIR[=GUEST] or tool.env:NAME", g)
+		}
+	}
+	r, err := tool.NewRunner(c.Context, c.String("cache-dir"), uint32(c.Uint("memory")*16))
+	if err != nil {
+		return exitf(exitInternal, "tool run: %v", err)
+	}
+	defer r.Close(context.Background())
+	name := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	args := c.Args().Tail()
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	res, err := r.Run(c.Context, module, tool.Config{
+		Name: name, Args: args, Env: env, StdinFrom: os.Stdin,
+		Mounts: tools.Mounts(read, write), Fuel: c.Uint64("fuel"), Timeout: c.Duration("timeout"),
+		Stdout: c.App.Writer, Stderr: c.App.ErrWriter, OutputCap: 1,
+	})
+	if err != nil {
+		return exitf(exitUsage, "tool run: %v", err)
+	}
+	if c.Bool("json") {
+		b, _ := json.Marshal(map[string]any{"stop": res.Stop, "exit_code": res.ExitCode, "fuel_used": res.FuelUsed, "detail": res.Detail})
+		fmt.Fprintln(c.App.ErrWriter, string(b))
+	}
+	switch res.Stop {
+	case tool.Exited:
+		if res.ExitCode != 0 {
+			return &exitError{code: int(res.ExitCode), err: nil}
+		}
+		return nil
+	case tool.TimedOut:
+		return exitf(exitToolTimeout, "tool %s: %s", name, res.Detail)
+	case tool.OutOfFuel:
+		return exitf(exitToolFuel, "tool %s: %s", name, res.Detail)
+	default:
+		return exitf(exitToolTrap, "tool %s: %s: %s", name, res.Stop, res.Detail)
+	}
+}
