@@ -13,7 +13,7 @@ FUZZ_TARGETS := \
 	./guest/port:FuzzWire \
 	./wasmvm/fuel:FuzzInject
 
-.PHONY: all build guest guest-check test vet unit fuzz fuzz-short crash crash-short park bench clean
+.PHONY: all build guest guest-check test vet unit fuzz fuzz-short crash crash-short park tools bench clean
 
 CRASH_KILLS ?= 300
 CRASH_SEED  ?= $(shell date +%s)
@@ -32,6 +32,13 @@ guest:
 	GOOS=wasip1 GOARCH=wasm $(GO) build $(GUEST_FLAGS) -o wasmvm/guest.raw.wasm ./guest/wasm
 	$(GO) run ./wasmvm/fuel/inject wasmvm/guest.raw.wasm wasmvm/guest.wasm
 	rm -f wasmvm/guest.raw.wasm
+
+## tools: the test tools of testdata/tools, as WASI commands in testdata/tools/bin (tool.run finds them with RUNEHOST_TOOLS=testdata/tools/bin).
+TOOLS = cat wc grep spin grow flood escape envsnoop
+tools:
+	@mkdir -p testdata/tools/bin
+	@for t in $(TOOLS); do GOOS=wasip1 GOARCH=wasm $(GO) build -o testdata/tools/bin/$$t.wasm ./testdata/tools/$$t || exit 1; done
+	@echo "built $(TOOLS) in testdata/tools/bin"
 
 ## guest-check: the committed guest.wasm must be exactly what the sources build.
 guest-check:

@@ -30,8 +30,8 @@ const (
 	EnvTag = "tool.env"
 )
 
-// MaxFuel is the most fuel one run may ask for.
-const MaxFuel = 1 << 40
+// MaxFuel is the most fuel one run may ask for: minutes of computation.
+const MaxFuel = 1 << 37
 
 // Adapter is the tool.run act.
 type Adapter struct {

@@ -5,6 +5,7 @@ package tool
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,8 +72,9 @@ func TestHostileTools(t *testing.T) {
 	if res := run(t, r, "spin", Config{Fuel: 50_000_000}); res.Stop != OutOfFuel || res.FuelUsed != 50_000_000 {
 		t.Errorf("spin: %+v", res)
 	}
-	if res := run(t, r, "spin", Config{Fuel: 1 << 62, Timeout: 300 * time.Millisecond}); res.Stop != TimedOut {
-		t.Errorf("spin against the clock: %+v", res)
+	blocked, _ := io.Pipe() // stdin that never comes
+	if res := run(t, r, "cat", Config{StdinFrom: blocked, Timeout: 300 * time.Millisecond}); res.Stop != TimedOut {
+		t.Errorf("cat waiting on stdin, against the clock: %+v", res)
 	}
 	if res := run(t, r, "grow", Config{}); res.Stop != OutOfMemory {
 		t.Errorf("grow: %+v %s", res, res.Stderr)
