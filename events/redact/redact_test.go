@@ -1,0 +1,100 @@
+// redact_test.go: realistic leaked shapes are fully redacted, look-alikes
+// are untouched, and (fuzzed) a planted secret never survives redaction and
+// capping.
+
+package redact
+
+import (
+	"strings"
+	"testing"
+)
+
+// leaks pairs a realistic text with the secrets in it.
+var leaks = []struct {
+	name    string
+	text    string
+	secrets []string
+}{
+	{"env file", "# prod\nDATABASE_URL=postgres://app:s3cr3tPassw0rd@db.internal:5432/app\nAWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE\nAWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\nSLACK_BOT_TOKEN=xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx\nSTRIPE_SECRET=sk_live_4eC39HqLyjWDarjtT1zdp7dc\nPORT=3000\n",
+		[]string{"s3cr3tPassw0rd", "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"}},
+	{"export lines", "export GITHUB_TOKEN=ghp_16C7e42F292c6912E7710c838347Ae178B4a\nexport OPENAI_API_KEY='sk-proj-abcdefghijklmnop1234567890ABCD'\n",
+		[]string{"ghp_16C7e42F292c6912E7710c838347Ae178B4a", "sk-proj-abcdefghijklmnop1234567890ABCD"}},
+	{"curl", `curl -u admin:hunter2hunter -H "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig123" -H 'Cookie: session=abc123def456; csrftoken=zzz999' https://api.example.com/v1`,
+		[]string{"hunter2hunter", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig123", "abc123def456", "zzz999"}},
+	{"basic auth header", "Authorization: Basic dXNlcjpwYXNzd29yZA==\nX-Other: fine", []string{"dXNlcjpwYXNzd29yZA=="}},
+	{"token header", "authorization: token ghx_notreallyavendorformat123456", []string{"ghx_notreallyavendorformat123456"}},
+	{"json", `{"user": "ada", "password": "correct horse battery", "api_key": "k-12345678", "clientSecret": "cs_abcdef123", "token": "t0k3n-value"}`,
+		[]string{"correct horse battery", "k-12345678", "cs_abcdef123", "t0k3n-value"}},
+	{"yaml", "database:\n  user: app\n  password: Pa55w0rd!x\nstripe_webhook: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n", []string{"Pa55w0rd!x", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}},
+	{"stack trace", "Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\n    connect(\"mysql://root:toor1234@10.0.0.5/prod\")\nValueError: bad key AIzaSyA-1234567890abcdefghijklmnopqrstu for project", []string{"toor1234", "AIzaSyA-1234567890abcdefghijklmnopqrstu"}},
+	{"connection strings", "mongodb+srv://svc:Sup3rS3cret@cluster0.mongodb.net/db redis://:redispass99@cache:6379 amqp://guest:guestpass@mq", []string{"Sup3rS3cret", "guestpass"}},
+	{"pem", "key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7bq1\nabcdefghijkl\n-----END RSA PRIVATE KEY-----\ndone", []string{"MIIEpAIBAAKCAQEA7bq1", "abcdefghijkl"}},
+	{"pem cut off", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA", []string{"b3BlbnNzaC1rZXktdjEAAAAA"}},
+	{"anthropic", "using sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 now", []string{"sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"}},
+	{"github pat and app token", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz https://x-access-token:ghs_16C7e42F292c6912E7710c838347Ae178B4a@github.com/o/r.git",
+		[]string{"github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "ghs_16C7e42F292c6912E7710c838347Ae178B4a"}},
+	{"set-cookie", "HTTP/1.1 200 OK\nSet-Cookie: sid=31d4d96e407aad42; Path=/; Secure\n", []string{"31d4d96e407aad42"}},
+	{"python kwargs", `client = Client(api_key="abcd1234efgh", timeout=30)`, []string{"abcd1234efgh"}},
+}
+
+func TestLeaksRedacted(t *testing.T) {
+	for _, c := range leaks {
+		t.Run(c.name, func(t *testing.T) {
+			got := String(c.text)
+			for _, s := range c.secrets {
+				if strings.Contains(got, s) {
+					t.Errorf("%q survived:\n%s", s, got)
+				}
+			}
+			if !strings.Contains(got, Mark) {
+				t.Errorf("nothing marked:\n%s", got)
+			}
+		})
+	}
+}
+
+// lookAlikes must come out exactly as they went in.
+var lookAlikes = []string{
+	"The token expired, so ask for a new token and retry.",
+	"PORT=3000\nREACT_VERSION=18.2.0\nMONKEY_BARS=4\nNODE_ENV=production",
+	"commit 3f786850e387550fdab836ed7e6dc881de23001b",
+	"sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	"request id 123e4567-e89b-12d3-a456-426614174000",
+	"github-token-mint-failed: HTTP 422 Unprocessable Entity",
+	"error: TOKEN_EXPIRED: please sign in again",
+	"key_file=/etc/ssl/server.pem\nTOKEN_URL=https://auth.example.com/token\nSECRET_NAME=prod-db",
+	`{"key": null, "token_type": "bearer", "expires_in": 3600}`,
+	"Use the --password flag to set it.",
+	"https://example.com/path?q=1 and http://localhost:8080/",
+	"sort keys: a, b, c",
+	"password: ${DB_PASSWORD}",
+	"the bypass=on switch",
+	"keyboard: us\nmonkey: 3",
+}
+
+func TestLookAlikesUntouched(t *testing.T) {
+	for _, s := range lookAlikes {
+		if got := String(s); got != s {
+			t.Errorf("changed:\n%s\n->\n%s", s, got)
+		}
+	}
+}
+
+func TestHostSecrets(t *testing.T) {
+	r := New("Zq9-sentinel-value", "short")
+	got := r.String("echo Zq9-sentinel-value; short stays")
+	if strings.Contains(got, "Zq9-sentinel-value") || !strings.Contains(got, "short stays") {
+		t.Fatalf("got %q", got)
+	}
+}
+
+func TestSecretName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"AWS_SECRET_ACCESS_KEY": true, "apiKey": true, "GITHUB_TOKEN": true, "db.password": true, "client-secret": true,
+		"MONKEY_BARS": false, "PORT": false, "token_type": false, "github-token-mint-failed": false, "KEY_ID": false, "keyboard": false,
+	} {
+		if got := SecretName(name); got != want {
+			t.Errorf("%s: %v", name, got)
+		}
+	}
+}

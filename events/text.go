@@ -1,0 +1,128 @@
+// text.go holds what every free text of an event goes through: control
+// characters stripped, secrets redacted, and then (never before) a cap; the
+// one-line summary of a tool's result; and the one reader of the `exit N:`
+// prefix contract.
+
+package events
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/runehost/runehost/events/redact"
+)
+
+// Caps of event text.
+const (
+	OutputCap  = 8000 // characters of a tool_result's output
+	SummaryCap = 200  // characters of a one-line summary
+	DetailCap  = 300  // characters of an Observation's detail
+)
+
+var ansi = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]`)
+
+// StripControl removes terminal escapes and control characters, keeping
+// newlines and tabs, and makes s valid UTF-8.
+func StripControl(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = ansi.ReplaceAllString(s, "")
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' {
+			return r
+		}
+		if r == '\r' {
+			return -1
+		}
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// Cap cuts s to at most n characters, saying how many more there were:
+// "…[N more chars]". It never splits a character.
+func Cap(s string, n int) string {
+	count := utf8.RuneCountInString(s)
+	if count <= n {
+		return s
+	}
+	i, k := 0, 0
+	for i = range s {
+		if k == n {
+			break
+		}
+		k++
+	}
+	return s[:i] + fmt.Sprintf("…[%d more chars]", count-n)
+}
+
+// Clean is a free text as it may enter an event: stripped, redacted, then
+// capped (n <= 0: not capped). Redaction always comes first, so a secret
+// across the cap cannot leave a fragment behind.
+func Clean(r *redact.Redactor, s string, n int) string {
+	if r == nil {
+		r = redact.Default
+	}
+	s = r.String(StripControl(s))
+	if n > 0 {
+		s = Cap(s, n)
+	}
+	return s
+}
+
+// Summary is the one-line summary of a tool's output: its first non-empty
+// line, cleaned, capped at SummaryCap, with a note of the size when there
+// was more.
+func Summary(r *redact.Redactor, output string) string {
+	clean := Clean(r, output, 0)
+	lines := strings.Split(clean, "\n")
+	first, rest := "", 0
+	for i, l := range lines {
+		if t := strings.TrimSpace(l); t != "" {
+			first, rest = t, len(lines)-i-1
+			break
+		}
+	}
+	// Trailing empty lines do not count as more.
+	for rest > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
+		lines, rest = lines[:len(lines)-1], rest-1
+	}
+	s := Cap(first, SummaryCap)
+	if rest > 0 {
+		s += fmt.Sprintf(" (+%d lines, %s)", rest, size(len(output)))
+	}
+	return s
+}
+
+func size(n int) string {
+	switch {
+	case n < 1024:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/1024)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}
+
+var exitPrefix = regexp.MustCompile(`^exit ([A-Za-z0-9_-]+):`)
+
+// ParseExitPrefix is the one reader of the `exit N:` contract: a text that
+// opens with "exit N:" reports exit code N (failed unless N is 0); one that
+// opens with "exit ERRNO:" (not a number) reports a failure with no code;
+// any other text, even one that says "exit 1:" later, is a clean exit.
+func ParseExitPrefix(text string) (code int, hasCode, failed bool) {
+	m := exitPrefix.FindStringSubmatch(text)
+	if m == nil {
+		return 0, true, false
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil {
+		return 0, false, true
+	}
+	return n, true, n != 0
+}
