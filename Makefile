@@ -11,7 +11,8 @@ FUZZ_TARGETS := \
 	./guest/port:FuzzStep \
 	./guest/port:FuzzRun \
 	./guest/port:FuzzWire \
-	./wasmvm/fuel:FuzzInject
+	./wasmvm/fuel:FuzzInject \
+	./events:FuzzCleanNeverLeaks
 
 .PHONY: all build guest guest-check test vet unit fuzz fuzz-short crash crash-short park tools bench clean
 
