@@ -36,6 +36,18 @@ func FromEnv() Config {
 	return Config{ToolDir: dir, CacheDir: os.Getenv("RUNEHOST_CACHE_DIR"), Endpoints: model.FromEnv()}
 }
 
+// Secrets are the host's own secrets in the configuration: the model
+// endpoints' keys. They are redacted wherever they appear.
+func (c Config) Secrets() []string {
+	var out []string
+	for _, e := range c.Endpoints {
+		if e.Key != "" {
+			out = append(out, e.Key)
+		}
+	}
+	return out
+}
+
 // Register gives an engine every act family, and returns what must be
 // closed with it.
 func Register(e *host.Engine, cfg Config) (closer func()) {

@@ -181,7 +181,7 @@ func TestVerifyExitCode(t *testing.T) {
 }
 
 func TestVerifyTestMethod(t *testing.T) {
-	isTest := func(tool string) bool { return tool == "gotest" }
+	isTest := func(r ToolResult) bool { return r.Tool == "gotest" }
 	v := Verify("r1", true, []ToolResult{{Tool: "wc", OK: true, ExitCode: intp(0)}, {Tool: "gotest", OK: true, ExitCode: intp(0)}}, isTest)
 	if v == nil || v.Method != MethodTest {
 		t.Fatalf("%+v", v)

@@ -94,7 +94,7 @@ func CallID(run string, ordinal uint64) string { return fmt.Sprintf("%s#%d", run
 // the method is "test" when a test tool completed successfully, else
 // "exit_code" when any tool.run completed with exit 0; with neither there is
 // no verification (nil). Passed is the run's success and no failed act.
-func Verify(run string, succeeded bool, results []ToolResult, isTest func(tool string) bool) *VerificationResult {
+func Verify(run string, succeeded bool, results []ToolResult, isTest func(ToolResult) bool) *VerificationResult {
 	method, evidence := "", ""
 	failed := 0
 	for _, r := range results {
@@ -105,7 +105,7 @@ func Verify(run string, succeeded bool, results []ToolResult, isTest func(tool s
 		if r.ExitCode == nil || *r.ExitCode != 0 {
 			continue
 		}
-		if isTest != nil && isTest(r.Tool) {
+		if isTest != nil && isTest(r) {
 			method, evidence = MethodTest, fmt.Sprintf("%s %s exited 0", r.Tool, r.CallID)
 		} else if method == "" {
 			method, evidence = MethodExitCode, fmt.Sprintf("%s %s exited 0", r.Tool, r.CallID)

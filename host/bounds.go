@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/events"
 	"github.com/runehost/runehost/store"
 )
 
@@ -31,8 +32,6 @@ var DefaultBounds = Bounds{
 	ByRef:      64 << 10,
 }
 
-// EventWarning is the run event of a cap nearly reached: Name is the cap.
-const EventWarning = "warning"
 
 // nearly reports whether n has just crossed 80% of limit, coming from prev.
 func nearly(prev, n, limit uint64) bool {
@@ -42,7 +41,7 @@ func nearly(prev, n, limit uint64) bool {
 
 // warn logs a warning and tells OnWarn.
 func (e *Engine) warn(inv, bound, msg string) {
-	e.log(inv, RunEvent{At: e.Clock(), Kind: EventWarning, Name: bound, Data: mustText(msg)})
+	e.log(inv, e.note(events.NoteBudget, bound+": "+msg))
 	if e.OnWarn != nil {
 		e.OnWarn(inv, msg)
 	}

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/events"
+	"github.com/runehost/runehost/events/redact"
 	"github.com/runehost/runehost/guest/compile"
 	"github.com/runehost/runehost/guest/port"
 	"github.com/runehost/runehost/store"
@@ -42,12 +44,15 @@ type Engine struct {
 	Generation uint64             // of this host process, increasing across restarts
 	Clock      func() int64       // unix ms, recorded in each slice's checkpoint
 
+	// OnEvent, if set, sees each run event as it is stored.
+	OnEvent func(ev events.Event)
 	// OnEmit, if set, sees each event a prog emits, as its slice ends.
 	OnEmit func(inv string, e Emit)
-	// OnAct, if set, sees each act once its outcome is recorded.
-	OnAct func(op *Operation)
 	// OnWarn, if set, sees each warning that a cap is nearly reached.
 	OnWarn func(inv, msg string)
+	// Redactor strips secrets from every event, and the host's own secrets
+	// from every act's reply; the known formats only when nil.
+	Redactor *redact.Redactor
 	// Bounds are the engine's caps.
 	Bounds Bounds
 	// Quantum, if not 0, is how many slices one Drive runs before it returns
@@ -184,6 +189,7 @@ func (e *Engine) Start(ctx context.Context, inv, prog string, source, input []by
 		return nil, err
 	}
 	hash := fmt.Sprintf("%x", info.Hash)
+	var first []events.Event
 	err = e.Store.Retry(store.Synced, func(tx *store.Tx) error {
 		i, err := e.invs.admit(tx, inv, prog, hash)
 		if err != nil {
@@ -198,11 +204,20 @@ func (e *Engine) Start(ctx context.Context, inv, prog string, source, input []by
 		if err := tx.PutRaw(srcKey(hash), source); err != nil {
 			return err
 		}
-		return tx.PutRaw(cpKey(inv), cp)
+		if err := tx.PutRaw(cpKey(inv), cp); err != nil {
+			return err
+		}
+		at := e.Clock()
+		first, err = appendLog(tx, inv, []events.Event{
+			{At: at, Kind: events.KindInput, Input: &events.Input{Text: e.clean(inputText(input), 0)}},
+			{At: at, Kind: events.KindRunMeta, RunMeta: &events.RunMeta{Prog: prog, Revision: i.Revision, Limit: limit, Program: hash}},
+		})
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
+	e.published(first)
 	return e.Drive(ctx, inv)
 }
 
@@ -219,17 +234,53 @@ func (e *Engine) Drive(ctx context.Context, inv string) (*RunState, error) {
 	}
 	out, err := e.drive(ctx, inv)
 	if err == nil && out.Status != i.Status {
-		note := out.Waiting
-		if out.Err != nil {
-			note = out.Err.Kind + ": " + out.Err.Msg
-		}
-		var data []byte
-		if note != "" {
-			data, _ = checkpoint.EncodeData(note)
-		}
-		err = e.log(inv, RunEvent{At: e.Clock(), Kind: EventStatus, Name: out.Status.String(), Data: data})
+		err = e.log(inv, e.statusNote(out)...)
+	}
+	if err == nil && out.Status.Terminal() {
+		err = e.conclude(inv)
 	}
 	return out, err
+}
+
+// conclude logs a run's verification and outcome once it has ended, unless
+// its log already ends with them.
+func (e *Engine) conclude(inv string) error {
+	i, err := e.invs.get(inv)
+	if err != nil || !i.Status.Terminal() {
+		return err
+	}
+	var last events.Event
+	err = e.Store.View(func(tx *store.Tx) error {
+		var c logCounter
+		if _, err := tx.Get(store.K("evn", inv), &c); err != nil || c.Next == 0 {
+			return err
+		}
+		_, err := tx.Get(runEventKey(inv, c.Next), &last)
+		return err
+	})
+	if err != nil || last.Kind == events.KindOutcome {
+		return err
+	}
+	var final []events.Event
+	for _, ev := range e.finalEvents(inv, i.Status, i.Result) {
+		if !ev.Content() {
+			final = append(final, ev)
+		}
+	}
+	return e.log(inv, final...)
+}
+
+// inputText is a run's input as text: a string as it is, else JSON.
+func inputText(b []byte) string {
+	if len(b) == 0 {
+		return "null"
+	}
+	if d, err := checkpoint.DecodeData(b); err == nil {
+		if s, ok := d.(string); ok {
+			return s
+		}
+	}
+	return dataText(b)
 }
 
 func (e *Engine) drive(ctx context.Context, inv string) (*RunState, error) {
@@ -319,9 +370,9 @@ func (e *Engine) drive(ctx context.Context, inv string) (*RunState, error) {
 		if nearly(uint64(len(cp)), uint64(len(res.Checkpoint)), uint64(e.Bounds.Checkpoint)) {
 			e.warn(inv, "checkpoint", fmt.Sprintf("checkpoint of %d bytes is near the cap of %d", len(res.Checkpoint), e.Bounds.Checkpoint))
 		}
-		var logged []RunEvent
+		var logged []events.Event
 		for _, em := range res.Emits {
-			logged = append(logged, RunEvent{At: now, Kind: EventEmit, Name: em.Kind, Data: em.Data})
+			logged = append(logged, e.emitEvent(now, em.Kind, em.Data))
 		}
 		// The settlement goes with the checkpoint: if a crash loses both,
 		// the reservation stays held and is charged in full on recovery.
@@ -338,6 +389,7 @@ func (e *Engine) drive(ctx context.Context, inv string) (*RunState, error) {
 			}
 		}
 		attempted := false
+		var stored []events.Event
 		err = e.Store.Retry(d, func(tx *store.Tx) error {
 			attempted = false
 			if _, err := changeAllowance(tx, inv, settle(inv, n, used)); err != nil {
@@ -354,10 +406,11 @@ func (e *Engine) drive(ctx context.Context, inv string) (*RunState, error) {
 						return err
 					}
 					attempted = true
-					evs = append(slices.Clip(logged), actEvent(act, prep))
+					evs = append(slices.Clip(logged), e.callEvents(act, prep.attempt.At, prep.attempt.Grant)...)
 				}
 			}
-			if err := appendLog(tx, inv, evs); err != nil {
+			var err error
+			if stored, err = appendLog(tx, inv, evs); err != nil {
 				return err
 			}
 			return tx.PutRaw(cpKey(inv), res.Checkpoint)
@@ -372,6 +425,7 @@ func (e *Engine) drive(ctx context.Context, inv string) (*RunState, error) {
 		if attempted {
 			fresh = prep
 		}
+		e.published(stored)
 		for _, em := range res.Emits {
 			emits = append(emits, Emit{Kind: em.Kind, Data: em.Data})
 			if e.OnEmit != nil {
@@ -380,6 +434,13 @@ func (e *Engine) drive(ctx context.Context, inv string) (*RunState, error) {
 		}
 		switch res.Kind {
 		case port.Done:
+			for _, ev := range e.finalEvents(inv, Completed, res.Result) {
+				if ev.Kind == events.KindAnswer {
+					if err := e.log(inv, ev); err != nil {
+						return nil, err
+					}
+				}
+			}
 			i, err := e.invs.Publish(inv, res.Result)
 			if err != nil {
 				return nil, err
@@ -685,13 +746,10 @@ func (e *Engine) dispatch(ctx context.Context, id OpID, op *Operation) (*Outcome
 	if _, err := e.ledger.Attempt(id, pr.attempt); err != nil {
 		return nil, err
 	}
-	e.log(id.Invocation, actEvent(op, pr)) // the log is a view; the attempt is recorded
+	e.log(id.Invocation, e.callEvents(op, pr.attempt.At, pr.attempt.Grant)...) // the log is a view; the attempt is recorded
 	return e.perform(context.WithoutCancel(ctx), op, pr), nil
 }
 
-func actEvent(op *Operation, pr *prepared) RunEvent {
-	return RunEvent{At: pr.attempt.At, Kind: EventAct, Name: op.Tag, Data: op.Args, Ordinal: op.Ordinal}
-}
 
 // perform runs an attempted act's adapter, unless it was denied or refused,
 // and returns its outcome.
@@ -716,7 +774,12 @@ func (e *Engine) perform(ctx context.Context, op *Operation, pr *prepared) *Outc
 		} else if err != nil {
 			r.Err = &checkpoint.Error{Kind: "failed", Msg: err.Error()}
 		} else {
-			r.Value = v
+			r.Value = e.hostSecrets(v)
+		}
+		if r.Err != nil && e.Redactor != nil {
+			c := *r.Err
+			c.Msg = e.Redactor.Known(c.Msg)
+			r.Err = &c
 		}
 	}
 	b, err := encodeReply(r)
@@ -791,16 +854,13 @@ func (e *Engine) record(id OpID, tag string, o Outcome) (*Operation, error) {
 	return op, e.outcomeRecorded(op)
 }
 
-// outcomeRecorded logs a recorded outcome and tells OnAct.
+// outcomeRecorded logs a recorded outcome.
 func (e *Engine) outcomeRecorded(op *Operation) error {
-	o := op.Outcome
-	if err := e.log(op.Invocation, RunEvent{At: o.At, Kind: EventOutcome, Name: op.Tag, Data: o.Reply, Ref: o.Ref, Ordinal: op.Ordinal}); err != nil {
+	reply, err := e.reply(op.Outcome)
+	if err != nil {
 		return err
 	}
-	if e.OnAct != nil {
-		e.OnAct(op)
-	}
-	return nil
+	return e.log(op.Invocation, e.resultEvents(op, op.Outcome, reply)...)
 }
 
 func (e *Engine) awaitReply(inv string, p *checkpoint.Pending) ([]byte, *RunState, error) {
@@ -941,7 +1001,7 @@ func (e *Engine) Resume(ctx context.Context, inv string) (*RunState, error) {
 		if _, perr := e.invs.Pause(inv, err.Error()); perr != nil {
 			return nil, errors.Join(err, perr)
 		}
-		e.log(inv, RunEvent{At: e.Clock(), Kind: EventStatus, Name: "paused", Data: mustText(err.Error())})
+		e.log(inv, e.note(events.NotePaused, err.Error()))
 	}
 	return out, err
 }
@@ -1106,6 +1166,26 @@ func (e *Engine) Cancel(inv string) error {
 	if _, err := e.accounts.Recover(inv); err != nil {
 		return err
 	}
-	_, err := e.invs.Move(inv, Cancelled)
+	if _, err := e.invs.Move(inv, Cancelled); err != nil {
+		return err
+	}
+	return e.concludeTree(inv)
+}
+
+// concludeTree concludes an invocation and every descendant that has ended.
+func (e *Engine) concludeTree(inv string) error {
+	ids := []string{inv}
+	err := e.Store.View(func(tx *store.Tx) error {
+		return tx.Scan(append(store.K("inv"), inv+"."...), func(k store.Key, _ func(any) error) (bool, error) {
+			parts := k.Parts()
+			ids = append(ids, parts[len(parts)-1])
+			return true, nil
+		})
+	})
+	for _, id := range ids {
+		if err == nil {
+			err = e.conclude(id)
+		}
+	}
 	return err
 }

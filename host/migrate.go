@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/events"
 	"github.com/runehost/runehost/guest/compile"
 	"github.com/runehost/runehost/guest/machine"
 	"github.com/runehost/runehost/store"
@@ -78,7 +79,8 @@ func (e *Engine) Migrate(inv string, cp, source []byte, dryRun bool) (*checkpoin
 		if err := dropWait(tx, inv); err != nil { // the await it waited at is gone
 			return err
 		}
-		return appendLog(tx, inv, []RunEvent{{At: e.Clock(), Kind: EventStatus, Name: "migrated", Data: mustText("checkpoint replaced, program " + hash[:16])}})
+		_, err = appendLog(tx, inv, []events.Event{e.note(events.NoteMigrated, "checkpoint replaced, program "+hash[:16])})
+		return err
 	})
 	return &c.Header, err
 }

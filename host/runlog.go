@@ -1,38 +1,24 @@
-// runlog.go holds the run log: the events of each invocation, numbered from
-// 1, stored with the run so that a reader can start from any seq.
+// runlog.go holds the run log: each invocation's typed events
+// (events.Event), numbered from 1 without gaps, stored with the run so that
+// a reader can start from any seq, and handed to OnEvent as they are stored.
+// Every free text is stripped, redacted and capped before it is made.
 //
 // A slice's emits are stored in the transaction that stores the checkpoint
-// after it: a slice re-run after a crash does not log them twice. Act lines
-// are written after the ledger records that they describe; the ledger, not
-// the log, is the authority on effects.
+// after it, and an act's call with its attempt: a slice re-run after a crash
+// does not log them twice. The ledger, not the log, is the authority on
+// effects. Content published after the run ended is dropped.
 
 package host
 
 import (
 	"fmt"
+	"strings"
 
+	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/events"
+	"github.com/runehost/runehost/events/redact"
 	"github.com/runehost/runehost/store"
 )
-
-// The kinds of run events.
-const (
-	EventEmit    = "emit"    // the prog emitted: Name is its kind, Data its data
-	EventAct     = "act"     // an act was attempted (or denied): Name is its tag, Data its arguments
-	EventOutcome = "outcome" // an act's outcome was recorded: Name is its tag, Data the reply
-	EventStatus  = "status"  // the invocation stopped a drive: Name is its status, Data a note
-)
-
-// RunEvent is one line of an invocation's run log.
-type RunEvent struct {
-	Invocation string `cbor:"1,keyasint"`
-	Seq        uint64 `cbor:"2,keyasint"`
-	At         int64  `cbor:"3,keyasint"` // unix ms
-	Kind       string `cbor:"4,keyasint"`
-	Name       string `cbor:"5,keyasint,omitempty"`
-	Data       []byte `cbor:"6,keyasint,omitempty"` // data value (for an outcome: checkpoint.EncodeReply)
-	Ordinal    uint64 `cbor:"7,keyasint,omitempty"` // the act's, for act and outcome
-	Ref        string `cbor:"8,keyasint,omitempty"` // an outcome whose reply is stored by reference
-}
 
 func runEventKey(inv string, seq uint64) store.Key { return store.K("ev", inv, seq) }
 
@@ -40,49 +26,399 @@ type logCounter struct {
 	Next uint64 `cbor:"1,keyasint"`
 }
 
-// appendLog numbers and stores events of one invocation within tx.
-func appendLog(tx *store.Tx, inv string, evs []RunEvent) error {
+// appendLog numbers and stores events of one invocation within tx, and
+// returns those stored: content is dropped once the invocation has ended.
+func appendLog(tx *store.Tx, inv string, evs []events.Event) ([]events.Event, error) {
 	if len(evs) == 0 {
-		return nil
+		return nil, nil
+	}
+	i, err := getInv(tx, inv)
+	if err != nil {
+		return nil, err
 	}
 	var c logCounter
 	if _, err := tx.Get(store.K("evn", inv), &c); err != nil {
-		return err
+		return nil, err
 	}
-	for i := range evs {
-		c.Next++
-		evs[i].Invocation, evs[i].Seq = inv, c.Next
-		if err := tx.Put(runEventKey(inv, c.Next), evs[i]); err != nil {
-			return err
+	var kept []events.Event
+	for _, ev := range evs {
+		if i.Status.Terminal() && ev.Content() {
+			continue
 		}
+		c.Next++
+		ev.Run, ev.Seq = inv, c.Next
+		if err := ev.Check(); err != nil {
+			return nil, err
+		}
+		if err := tx.Put(runEventKey(inv, c.Next), ev); err != nil {
+			return nil, err
+		}
+		kept = append(kept, ev)
 	}
-	return tx.Put(store.K("evn", inv), c)
+	return kept, tx.Put(store.K("evn", inv), c)
 }
 
-// log stores events in a transaction of their own.
-func (e *Engine) log(inv string, evs ...RunEvent) error {
-	return e.Store.Retry(store.Buffered, func(tx *store.Tx) error { return appendLog(tx, inv, evs) })
+// log stores events in a transaction of their own and hands them on.
+func (e *Engine) log(inv string, evs ...events.Event) error {
+	var kept []events.Event
+	err := e.Store.Retry(store.Buffered, func(tx *store.Tx) error {
+		var err error
+		kept, err = appendLog(tx, inv, evs)
+		return err
+	})
+	if err == nil {
+		e.published(kept)
+	}
+	return err
+}
+
+// published hands stored events to OnEvent.
+func (e *Engine) published(evs []events.Event) {
+	if e.OnEvent == nil {
+		return
+	}
+	for _, ev := range evs {
+		e.OnEvent(ev)
+	}
 }
 
 // Events returns up to max events of an invocation from seq from (1 is the
-// first), in order; max 0 means all.
-func (e *Engine) Events(inv string, from uint64, max int) ([]RunEvent, error) {
+// first), in order; max 0 means all. Each is checked as it is read.
+func (e *Engine) Events(inv string, from uint64, max int) ([]events.Event, error) {
 	if _, err := e.invs.get(inv); err != nil {
 		return nil, err
 	}
-	var out []RunEvent
+	var out []events.Event
 	err := e.Store.View(func(tx *store.Tx) error {
-		return tx.ScanFrom(store.K("ev", inv), runEventKey(inv, from), func(k store.Key, decode func(any) error) (bool, error) {
-			var ev RunEvent
+		return tx.ScanFrom(store.K("ev", inv), runEventKey(inv, max64(from, 1)), func(k store.Key, decode func(any) error) (bool, error) {
+			var ev events.Event
 			if err := decode(&ev); err != nil {
 				return false, err
 			}
-			if ev.Invocation != inv {
-				return false, fmt.Errorf("event %s belongs to %s: %w", k, ev.Invocation, store.ErrCorrupt)
+			if err := ev.Check(); err != nil || ev.Run != inv {
+				return false, fmt.Errorf("record %s: %w: %v", k, store.ErrCorrupt, err)
 			}
 			out = append(out, ev)
 			return max == 0 || len(out) < max, nil
 		})
 	})
 	return out, err
+}
+
+func max64(a, b uint64) uint64 {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// The builders. Each makes one event, its text cleaned.
+
+func (e *Engine) redactor() *redact.Redactor {
+	if e.Redactor != nil {
+		return e.Redactor
+	}
+	return redact.Default
+}
+
+// clean is events.Clean with the engine's redactor.
+func (e *Engine) clean(s string, n int) string { return events.Clean(e.redactor(), s, n) }
+
+func (e *Engine) note(note, summary string) events.Event {
+	return events.Event{At: e.Clock(), Kind: events.KindRunNote, RunNote: &events.RunNote{Note: note, Summary: e.clean(summary, events.SummaryCap)}}
+}
+
+func (e *Engine) emitEvent(at int64, name string, data []byte) events.Event {
+	text := ""
+	if len(data) > 0 {
+		text = dataText(data)
+	}
+	return events.Event{At: at, Kind: events.KindEmit, Emit: &events.Emit{Name: e.clean(name, events.SummaryCap), Data: e.clean(text, events.OutputCap)}}
+}
+
+// dataText is a data value as JSON, or what was wrong with it.
+func dataText(b []byte) string {
+	d, err := checkpoint.DecodeData(b)
+	if err != nil {
+		return "<" + err.Error() + ">"
+	}
+	j, err := checkpoint.DataToJSON(d)
+	if err != nil {
+		return "<" + err.Error() + ">"
+	}
+	return string(j)
+}
+
+// targetKeys are the argument names that say what an act is about, in order.
+var targetKeys = []string{"path", "url", "tool", "endpoint", "question", "prog", "name", "query", "key"}
+
+// describe is the one line of a tool_call: the tag and its target.
+func describe(op *Operation) string {
+	d, err := checkpoint.DecodeData(op.Args)
+	if err != nil {
+		return op.Tag
+	}
+	m, ok := d.(*checkpoint.Map)
+	if !ok {
+		return op.Tag
+	}
+	for _, k := range targetKeys {
+		if v, ok := m.Get(k); ok {
+			if s, ok := v.(string); ok {
+				return op.Tag + " " + s
+			}
+		}
+	}
+	return op.Tag
+}
+
+func (e *Engine) callEvents(op *Operation, at int64, grant string) []events.Event {
+	id := events.CallID(op.Invocation, op.Ordinal)
+	return []events.Event{
+		{At: at, Kind: events.KindSpanStart, SpanStart: &events.SpanStart{SpanID: "act:" + id, Name: op.Tag}},
+		{At: at, Kind: events.KindToolCall, ToolCall: &events.ToolCall{CallID: id, Tool: op.Tag, Description: e.clean(describe(op), events.SummaryCap), Grant: grant}},
+	}
+}
+
+// resultText renders an act's reply for the stream: an error as "error
+// KIND: MSG"; a tool's result as its output, opened with "exit N:" (or
+// "exit STOP:" when it was stopped) unless it exited 0; the text of a file,
+// a page or a completion; else the reply as JSON.
+func resultText(v any) string {
+	m, ok := v.(*checkpoint.Map)
+	if !ok {
+		if s, ok := v.(string); ok {
+			return s
+		}
+		b, _ := checkpoint.EncodeData(v)
+		return dataText(b)
+	}
+	get := func(k string) (string, bool) {
+		x, ok := m.Get(k)
+		s, isStr := x.(string)
+		return s, ok && isStr
+	}
+	if code, ok := m.Get("exit_code"); ok {
+		out, _ := get("stdout")
+		errText, _ := get("stderr")
+		stop, _ := get("stop")
+		text := out + errText
+		switch {
+		case stop != "" && stop != "exited":
+			detail, _ := get("detail")
+			return "exit " + stop + ": " + detail + "\n" + text
+		case code != int64(0):
+			return fmt.Sprintf("exit %v: %s", code, text)
+		}
+		return text
+	}
+	for _, k := range []string{"content", "body"} {
+		if s, ok := get(k); ok {
+			return s
+		}
+	}
+	b, _ := checkpoint.EncodeData(m)
+	return dataText(b)
+}
+
+// resultEvents are an act's tool_result, the end of its span, its
+// observation, a refusal note and, when the reply says how a model's context
+// was assembled, a memory query.
+func (e *Engine) resultEvents(op *Operation, o *Outcome, reply []byte) []events.Event {
+	id := events.CallID(op.Invocation, op.Ordinal)
+	r, err := checkpoint.DecodeReply(reply)
+	res := &events.ToolResult{CallID: id, Tool: op.Tag, OK: true}
+	var text string
+	var value any
+	switch {
+	case err != nil:
+		res.OK, text = false, "error: "+err.Error()
+	case r.Err != nil:
+		res.OK, text = false, "error "+r.Err.Kind+": "+r.Err.Msg
+	default:
+		value = r.Value
+		text = resultText(r.Value)
+		if m, ok := r.Value.(*checkpoint.Map); ok {
+			if _, isTool := m.Get("exit_code"); isTool {
+				code, hasCode, failed := events.ParseExitPrefix(text)
+				if hasCode {
+					res.ExitCode = &code
+				}
+				res.OK = !failed
+			}
+		}
+	}
+	res.Summary = events.Summary(e.redactor(), text)
+	res.Output = e.clean(text, events.OutputCap)
+	at := o.At
+	out := []events.Event{{At: at, Kind: events.KindToolResult, ToolResult: res}}
+	start := int64(0)
+	if op.Attempt != nil {
+		start = op.Attempt.At
+	}
+	status := "ok"
+	if !res.OK {
+		status = "error"
+	}
+	out = append(out, events.Event{At: at, Kind: events.KindSpanEnd, SpanEnd: &events.SpanEnd{SpanID: "act:" + id, Name: op.Tag, StartedAt: start, DurationMs: max(at-start, 0), Status: status}})
+	obsKind := events.ObsToolResult
+	if k, ok := e.Adapters[op.Tag].(Observed); ok {
+		obsKind = k.ObservationKind()
+	}
+	out = append(out, events.Event{At: at, Kind: events.KindObservation, Observation: &events.Observation{
+		ObservationID: events.ObservationID(op.Invocation, op.Ordinal), Kind: obsKind,
+		Summary: e.clean(op.Tag+": "+res.Summary, events.SummaryCap), Detail: e.clean(text, events.DetailCap)}})
+	if r.Err != nil && (r.Err.Kind == "denied" || r.Err.Kind == "limit") {
+		out = append(out, e.note(events.NoteRefused, op.Tag+" "+r.Err.Kind+": "+r.Err.Msg))
+	}
+	if mq := memoryQuery(op, value); mq != nil {
+		out = append(out, events.Event{At: at, Kind: events.KindMemoryQuery, MemoryQuery: mq})
+	}
+	return out
+}
+
+// Observed is an adapter whose acts are observed as a kind other than
+// tool_result (an approval, say).
+type Observed interface {
+	ObservationKind() string
+}
+
+// memoryQuery reads a reply's "context": {admitted, dropped: [{name,
+// tokens}]}, the convention by which an adapter (model.chat) reports how it
+// assembled a model's context.
+func memoryQuery(op *Operation, v any) *events.MemoryQuery {
+	m, ok := v.(*checkpoint.Map)
+	if !ok {
+		return nil
+	}
+	c, ok := m.Get("context")
+	cm, isMap := c.(*checkpoint.Map)
+	if !ok || !isMap {
+		return nil
+	}
+	blocks := func(k string) []events.Block {
+		var out []events.Block
+		l, _ := cm.Get(k)
+		list, _ := l.([]any)
+		for _, x := range list {
+			bm, ok := x.(*checkpoint.Map)
+			if !ok {
+				continue
+			}
+			n, _ := bm.Get("name")
+			t, _ := bm.Get("tokens")
+			name, _ := n.(string)
+			tokens, _ := t.(int64)
+			out = append(out, events.Block{Name: name, Tokens: tokens})
+		}
+		return out
+	}
+	mq := &events.MemoryQuery{QueryID: events.QueryID(op.Invocation, op.Ordinal), Admitted: blocks("admitted"), Dropped: blocks("dropped")}
+	for _, b := range mq.Admitted {
+		mq.MemoryTokens += b.Tokens
+	}
+	return mq
+}
+
+// hostSecrets takes the host's own secrets out of a reply's strings before
+// it is recorded: what the prog sees, the ledger keeps and a replay feeds
+// back are the same, and none of them holds a secret the host knows.
+func (e *Engine) hostSecrets(v any) any {
+	if e.Redactor == nil {
+		return v
+	}
+	switch x := v.(type) {
+	case string:
+		return e.Redactor.Known(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, y := range x {
+			out[i] = e.hostSecrets(y)
+		}
+		return out
+	case *checkpoint.Map:
+		out := &checkpoint.Map{}
+		for i, k := range x.Keys {
+			out.Set(e.hostSecrets(k), e.hostSecrets(x.Values[i]))
+		}
+		return out
+	}
+	return v
+}
+
+// statusNote is the note of a drive that left the invocation in a new status.
+func (e *Engine) statusNote(out *RunState) []events.Event {
+	switch out.Status {
+	case Waiting, Joining:
+		return []events.Event{e.note(events.NoteWaiting, "waiting for "+out.Waiting)}
+	case Failed, Cancelled:
+		msg := out.Status.String()
+		if out.Err != nil {
+			msg += ": " + out.Err.Kind + ": " + out.Err.Msg
+		}
+		return []events.Event{e.note(events.NoteStopped, msg)}
+	}
+	return nil
+}
+
+// finalEvents are what a run says as it ends: its answer (when it
+// completed), and its verification and outcome. Building them never fails
+// the run: a failure is noted as a degraded subsystem.
+func (e *Engine) finalEvents(inv string, status Status, result []byte) (out []events.Event) {
+	defer func() {
+		if p := recover(); p != nil {
+			out = []events.Event{e.note(events.NoteDegraded, fmt.Sprintf("runtime_objects: %v", p))}
+		}
+	}()
+	at := e.Clock()
+	if status == Completed || status == Conflict {
+		text := dataText(result)
+		if d, err := checkpoint.DecodeData(result); err == nil {
+			if s, ok := d.(string); ok {
+				text = s
+			} else if m, ok := d.(*checkpoint.Map); ok {
+				if a, ok := m.Get("answer"); ok {
+					if s, ok := a.(string); ok {
+						text = s
+					}
+				}
+			}
+		}
+		out = append(out, events.Event{At: at, Kind: events.KindAnswer, Answer: &events.Answer{Text: e.clean(text, 0)}})
+	}
+	var results []events.ToolResult
+	var degraded []string
+	prior, err := e.Events(inv, 1, 0)
+	if err != nil {
+		degraded = append(degraded, "run_log")
+	}
+	called := map[string]string{} // call id: the call's one line
+	for _, ev := range prior {
+		if ev.ToolCall != nil {
+			called[ev.ToolCall.CallID] = ev.ToolCall.Description
+		}
+		if ev.ToolResult != nil {
+			results = append(results, *ev.ToolResult)
+		}
+		if ev.RunNote != nil && ev.RunNote.Note == events.NoteDegraded {
+			degraded = append(degraded, strings.SplitN(ev.RunNote.Summary, ":", 2)[0])
+		}
+	}
+	isTest := func(r events.ToolResult) bool {
+		name, _, _ := strings.Cut(strings.TrimPrefix(called[r.CallID], r.Tool+" "), " ")
+		return isTestTool(name)
+	}
+	v := events.Verify(inv, status == Completed, results, isTest)
+	if v != nil {
+		out = append(out, events.Event{At: at, Kind: events.KindVerification, Verification: v})
+	}
+	st := map[Status]string{Completed: events.OutcomeCompleted, Failed: events.OutcomeFailed, Conflict: events.OutcomeSuperseded, Cancelled: events.OutcomeCancelled}[status]
+	out = append(out, events.Event{At: at, Kind: events.KindOutcome, Outcome: events.Conclude(inv, st, v, degraded)})
+	return out
+}
+
+// isTestTool says whether a tool is a test runner, whose clean exit is a
+// test verification: by convention its name is test or ends in -test/_test.
+func isTestTool(tool string) bool {
+	return tool == "test" || strings.HasSuffix(tool, "-test") || strings.HasSuffix(tool, "_test")
 }

@@ -207,6 +207,9 @@ func (e *Engine) RunTree(ctx context.Context, root string) (*RunState, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := e.concludeTree(rootOf(root)); err != nil {
+		return nil, err
+	}
 	st, err := e.State(root)
 	if err != nil {
 		return nil, err

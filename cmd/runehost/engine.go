@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/runehost/runehost/acts"
-	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/events"
+	"github.com/runehost/runehost/events/redact"
 	"github.com/runehost/runehost/guest/port"
 	"github.com/runehost/runehost/host"
 	"github.com/runehost/runehost/store"
@@ -60,21 +62,12 @@ func openEngine(c *cli.Context, runs bool) (*host.Engine, func(), error) {
 	}
 	closeActs := acts.Register(e, cfg)
 	testAdapters(e)
-	w := c.App.ErrWriter
-	e.OnEmit = func(inv string, em host.Emit) { fmt.Fprintf(w, "emit %s %s\n", em.Kind, dataJSON(em.Data)) }
-	e.OnWarn = func(inv, msg string) { fmt.Fprintf(w, "warning: %s: %s\n", inv, msg) }
-	e.OnAct = func(op *host.Operation) {
-		r, err := checkpoint.DecodeReply(op.Outcome.Reply)
-		outcome := "ok"
-		switch {
-		case op.Outcome.Ref != "":
-			outcome = fmt.Sprintf("ok (reply of %d bytes, stored by reference)", op.Outcome.Size)
-		case err != nil:
-			outcome = "undecodable outcome"
-		case r.Err != nil:
-			outcome = r.Err.Kind + ": " + r.Err.Msg
+	e.Redactor = redact.New(cfg.Secrets()...)
+	w, color := c.App.ErrWriter, isTerminal(c.App.ErrWriter)
+	e.OnEvent = func(ev events.Event) {
+		if !events.Quiet(&ev) {
+			fmt.Fprintf(w, "%s %s\n", ev.Run, events.Line(&ev, color))
 		}
-		fmt.Fprintf(w, "act %s %s: %s\n", op.Tag, dataJSON(op.Args), outcome)
 	}
 	return e, func() { closeActs(); closeRT(); s.Close() }, nil
 }
@@ -104,4 +97,14 @@ func report(out, events io.Writer, inv, file string, rs *host.RunState) error {
 	}
 	fmt.Fprintf(events, "%s is %s\n", inv, rs.Status)
 	return nil
+}
+
+// isTerminal reports whether w is a terminal: colour goes only there.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0 && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
 }

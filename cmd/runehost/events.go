@@ -11,7 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/events"
 	"github.com/runehost/runehost/host"
 	"github.com/runehost/runehost/store"
 )
@@ -30,6 +30,7 @@ func eventsCommand() *cli.Command {
 			&cli.Uint64Flag{Name: "from", Value: 1, Usage: "the first seq to print"},
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing until the invocation ends"},
 			&cli.DurationFlag{Name: "poll", Value: 300 * time.Millisecond, Usage: "how often --follow looks"},
+			&cli.BoolFlag{Name: "all", Usage: "also print spans, observations and memory queries"},
 			jsonOutFlag(),
 		},
 		Action: func(c *cli.Context) error {
@@ -46,7 +47,7 @@ func eventsCommand() *cli.Command {
 					return err
 				default:
 					for _, ev := range evs {
-						printEvent(c.App.Writer, ev, c.Bool("json"))
+						printEvent(c.App.Writer, ev, c.Bool("json"), c.Bool("all"), isTerminal(c.App.Writer))
 						next = ev.Seq + 1
 					}
 					if !c.Bool("follow") || status.Terminal() {
@@ -64,7 +65,7 @@ func eventsCommand() *cli.Command {
 }
 
 // readEvents opens the store just long enough to read the new events.
-func readEvents(c *cli.Context, inv string, from uint64) ([]host.RunEvent, host.Status, error) {
+func readEvents(c *cli.Context, inv string, from uint64) ([]events.Event, host.Status, error) {
 	s, err := store.Open(store.Options{Dir: c.String("store")})
 	if err != nil {
 		var le *store.LockedError
@@ -86,42 +87,13 @@ func readEvents(c *cli.Context, inv string, from uint64) ([]host.RunEvent, host.
 	return evs, st.Status, nil
 }
 
-func printEvent(w io.Writer, ev host.RunEvent, asJSON bool) {
-	at := time.UnixMilli(ev.At).UTC().Format("2006-01-02T15:04:05.000Z")
-	detail := ""
-	switch {
-	case ev.Ref != "":
-		detail = fmt.Sprintf("reply stored as blob/%.16s", ev.Ref)
-	case ev.Kind == host.EventOutcome:
-		if r, err := checkpoint.DecodeReply(ev.Data); err != nil {
-			detail = fmt.Sprintf("<%v>", err)
-		} else if r.Err != nil {
-			detail = "error " + r.Err.Kind + ": " + r.Err.Msg
-		} else if b, err := checkpoint.EncodeData(r.Value); err == nil {
-			detail = dataJSON(b)
-		}
-	case len(ev.Data) > 0:
-		detail = dataJSON(ev.Data)
-	}
+func printEvent(w io.Writer, ev events.Event, asJSON, all, color bool) {
 	if asJSON {
-		m := map[string]any{"invocation": ev.Invocation, "seq": ev.Seq, "at": at, "kind": ev.Kind, "name": ev.Name}
-		if detail != "" {
-			if json.Valid([]byte(detail)) {
-				m["data"] = json.RawMessage(detail)
-			} else {
-				m["data"] = detail
-			}
-		}
-		if ev.Ordinal != 0 {
-			m["act"] = ev.Ordinal
-		}
-		b, _ := json.Marshal(m)
+		b, _ := json.Marshal(ev)
 		fmt.Fprintln(w, string(b))
 		return
 	}
-	name := ev.Name
-	if ev.Ordinal != 0 {
-		name = fmt.Sprintf("%s #%d", name, ev.Ordinal)
+	if all || !events.Quiet(&ev) {
+		fmt.Fprintln(w, events.Line(&ev, color))
 	}
-	fmt.Fprintf(w, "%4d %s %-7s %s %s\n", ev.Seq, at, ev.Kind, name, detail)
 }

@@ -10,7 +10,19 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/events"
+	"github.com/runehost/runehost/host"
 )
+
+// act is an act as inspect shows it.
+type act struct {
+	Ordinal uint64  `json:"ordinal"`
+	Tag     string  `json:"tag"`
+	Args    any     `json:"args"`
+	Phase   string  `json:"phase"`
+	Grant   *string `json:"grant,omitempty"` // the statement that allowed it; "" when denied
+	Outcome string  `json:"outcome,omitempty"`
+}
 
 func inspectCommand() *cli.Command {
 	return &cli.Command{
@@ -36,14 +48,6 @@ func inspectCommand() *cli.Command {
 				if err := os.WriteFile(f, in.Checkpoint, 0o600); err != nil {
 					return exitf(exitUsage, "inspect: %v", err)
 				}
-			}
-			type act struct {
-				Ordinal uint64  `json:"ordinal"`
-				Tag     string  `json:"tag"`
-				Args    any     `json:"args"`
-				Phase   string  `json:"phase"`
-				Grant   *string `json:"grant,omitempty"` // the statement that allowed it; "" when denied
-				Outcome string  `json:"outcome,omitempty"`
 			}
 			var acts []act
 			for _, op := range in.Operations {
@@ -88,9 +92,60 @@ func inspectCommand() *cli.Command {
 				fmt.Fprintln(c.App.Writer, string(b))
 				return nil
 			}
-			b, _ := json.MarshalIndent(view, "", "  ")
-			fmt.Fprintln(c.App.Writer, string(b))
-			return nil
+			return printInspection(c, e, in, acts)
 		},
 	}
+}
+
+// printInspection writes an invocation for a person: its state, its acts,
+// and the work pane of its run's objects, newest first.
+func printInspection(c *cli.Context, e *host.Engine, in *host.Inspection, acts []act) error {
+	w := c.App.Writer
+	i, h, al := in.Invocation, in.Header, in.Allowance
+	fmt.Fprintf(w, "%s  %s  prog %s (admitted at revision %d, now %d)\n", i.ID, i.Status, in.Prog.Name, i.Revision, in.Prog.Revision)
+	if i.Parent != "" || i.Live > 0 {
+		fmt.Fprintf(w, "  parent %q, depth %d, %d children unsettled\n", i.Parent, i.Depth, i.Live)
+	}
+	if i.Paused != "" {
+		fmt.Fprintf(w, "  paused: %s\n", i.Paused)
+	}
+	if i.Err != nil {
+		fmt.Fprintf(w, "  error %s: %s\n", i.Err.Kind, i.Err.Msg)
+	}
+	if len(i.Result) > 0 {
+		fmt.Fprintf(w, "  result %s\n", e.Redactor.String(dataJSON(i.Result)))
+	}
+	fmt.Fprintf(w, "  allowance: %d limit, %d charged, %d held, %d lent\n", al.Limit, al.Charged, al.Held, al.Lent)
+	fmt.Fprintf(w, "  checkpoint: format %d, semantics %d, program %.16x, %d steps, %s\n", h.Format, h.Semantics, h.Program, h.Used, h.Status)
+	if len(acts) > 0 {
+		fmt.Fprintln(w, "\nActs")
+		for _, a := range acts {
+			grant := ""
+			if a.Grant != nil {
+				grant = " grant " + *a.Grant
+				if *a.Grant == "" {
+					grant = " not granted"
+				}
+			}
+			line := fmt.Sprintf("  #%d %s %s %s%s", a.Ordinal, a.Tag, a.Phase, string(a.Args.(json.RawMessage)), grant)
+			if a.Outcome != "" {
+				line += " -> " + a.Outcome
+			}
+			fmt.Fprintln(w, events.Cap(e.Redactor.String(line), 300))
+		}
+	}
+	evs, err := e.Events(i.ID, 1, 0)
+	if err != nil {
+		return exitf(exitInternal, "inspect: %v", err)
+	}
+	for _, sec := range events.WorkPane(evs) {
+		if len(sec.Lines) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s\n", sec.Title)
+		for _, l := range sec.Lines {
+			fmt.Fprintln(w, "  "+l)
+		}
+	}
+	return nil
 }

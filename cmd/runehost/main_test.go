@@ -39,7 +39,7 @@ func TestRunHello(t *testing.T) {
 	if code != exitOK || out != `{"greeting":"Hello, Ada!","letters":3}`+"\n" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
 	}
-	if !strings.Contains(errs, `emit greeting {"to":"Ada"}`) {
+	if !strings.Contains(errs, `3 greeting {"to":"Ada"}`) || !strings.Contains(errs, `answer {"greeting":"Hello, Ada!","letters":3}`) {
 		t.Fatalf("events missing from stderr: %q", errs)
 	}
 }
@@ -77,7 +77,7 @@ func TestRunLimit(t *testing.T) {
 func TestRunActDenied(t *testing.T) {
 	f := writeProg(t, `try { act "fs.read" {path: "x"} } catch e { return e.kind }`)
 	code, out, errs := invoke(t, "run", f)
-	if code != exitOK || out != "\"denied\"\n" || !strings.Contains(errs, `act fs.read {"path":"x"}: denied`) {
+	if code != exitOK || out != "\"denied\"\n" || !strings.Contains(errs, `→    4 fs.read x`) || !strings.Contains(errs, `✗    5 fs.read: error denied: no grant for act fs.read`) {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 }
@@ -279,22 +279,31 @@ return v`)
 		t.Fatalf("send: %d %s", code, errs)
 	}
 	code, out, errs := invoke(t, "events", "r1")
-	want := []string{`emit    step {"n":1}`, `act     fs.read #1 {"path":"x"}`, `outcome fs.read #1 error denied: no grant for act fs.read`,
-		`status  waiting "an event [go]"`, `emit    step {"n":2}`, `status  completed`}
-	if code != exitOK || strings.Count(out, "\n") != len(want) {
+	want := []string{`▶    1 input null`, `ℹ    2 p rev 0`, `◆    3 step {"n":1}`, `→    5 fs.read x`, `✗    6 fs.read: error denied: no grant for act fs.read`,
+		`⊘    9 refused: fs.read denied`, `•   10 waiting: waiting for an event [go]`, `◆   11 step {"n":2}`, `★   12 answer yes`, `■   13 out:r1 completed`}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != exitOK || len(lines) != len(want) {
 		t.Fatalf("exit %d, stdout %s, stderr %s", code, out, errs)
 	}
-	for i, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		if !strings.Contains(line, want[i]) || !strings.HasPrefix(strings.TrimSpace(line), fmt.Sprint(i+1)) {
+	for i, line := range lines {
+		if !strings.HasPrefix(line, want[i]) {
 			t.Errorf("line %d: %q, want %q", i+1, line, want[i])
 		}
 	}
-	code, out, _ = invoke(t, "events", "r1", "--from", "5", "--json")
-	if code != exitOK || strings.Count(out, "\n") != 2 || !strings.Contains(out, `"seq":5}`) || !strings.Contains(out, `"data":{"n":2}`) {
-		t.Fatalf("from 5: %d %s", code, out)
+	// Every seq, spans included, once and in order; from N: exactly the rest.
+	code, out, _ = invoke(t, "events", "r1", "--json")
+	all := strings.Split(strings.TrimSpace(out), "\n")
+	for i, line := range all {
+		if !strings.HasPrefix(line, fmt.Sprintf(`{"seq":%d,`, i+1)) {
+			t.Fatalf("line %d of --json: %s", i+1, line)
+		}
+	}
+	code, out, _ = invoke(t, "events", "r1", "--from", "11", "--json")
+	if code != exitOK || strings.Count(out, "\n") != len(all)-10 || !strings.HasPrefix(out, `{"seq":11,`) || !strings.Contains(out, `"type":"emit","name":"step","data":"{\"n\":2}"`) {
+		t.Fatalf("from 11: %d %s", code, out)
 	}
 	// --follow on an ended invocation prints and returns.
-	if code, out, _ = invoke(t, "events", "r1", "--follow", "--from", "6"); code != exitOK || !strings.Contains(out, "completed") {
+	if code, out, _ = invoke(t, "events", "r1", "--follow", "--from", "12"); code != exitOK || !strings.Contains(out, "completed") {
 		t.Fatalf("follow: %d %s", code, out)
 	}
 	if code, _, errs = invoke(t, "events", "r9"); code != exitUsage || !strings.Contains(errs, "no such invocation") {
