@@ -50,7 +50,13 @@ func (Adapter) Do(_ context.Context, op *host.Operation) (any, error) {
 	return out, nil
 }
 
+// ObservationKind: an approval is observed as one.
+func (Adapter) ObservationKind() string { return "approval" }
+
 // Lookup: asking again is harmless, so an attempt cut short is reopened.
 func (Adapter) Lookup(context.Context, *host.Operation) (any, bool, error) { return nil, false, nil }
 
-var _ host.Reconciler = Adapter{}
+var (
+	_ host.Reconciler = Adapter{}
+	_ host.Observed   = Adapter{}
+)

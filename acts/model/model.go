@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,11 +34,18 @@ type Endpoint struct {
 	BaseURL string // up to /v1: the request goes to BaseURL + "/chat/completions"
 	Model   string
 	Key     string // sent as a bearer token; never shown
+	// ContextTokens is the budget of a request's messages, estimated at four
+	// characters a token; DefaultContextTokens when 0.
+	ContextTokens int64
 }
 
+// DefaultContextTokens is an endpoint's context budget when it names none.
+const DefaultContextTokens = 8192
+
 // FromEnv reads endpoints from the environment: RUNEHOST_MODEL_URL,
-// RUNEHOST_MODEL and RUNEHOST_MODEL_KEY configure "default";
-// RUNEHOST_MODEL_<NAME>_URL, _MODEL and _KEY configure <name>.
+// RUNEHOST_MODEL, RUNEHOST_MODEL_KEY and RUNEHOST_MODEL_CONTEXT_TOKENS
+// configure "default"; RUNEHOST_MODEL_<NAME>_URL, _MODEL, _KEY and
+// _CONTEXT_TOKENS configure <name>.
 func FromEnv() map[string]Endpoint {
 	out := map[string]Endpoint{}
 	for _, kv := range os.Environ() {
@@ -54,7 +62,8 @@ func FromEnv() map[string]Endpoint {
 		if prefix == "RUNEHOST_MODEL_" {
 			model = os.Getenv("RUNEHOST_MODEL")
 		}
-		out[name] = Endpoint{Name: name, BaseURL: strings.TrimSuffix(v, "/"), Model: model, Key: os.Getenv(prefix + "KEY")}
+		budget, _ := strconv.ParseInt(os.Getenv(prefix+"CONTEXT_TOKENS"), 10, 64)
+		out[name] = Endpoint{Name: name, BaseURL: strings.TrimSuffix(v, "/"), Model: model, Key: os.Getenv(prefix + "KEY"), ContextTokens: budget}
 	}
 	return out
 }
@@ -202,6 +211,8 @@ func (a *Adapter) Do(ctx context.Context, op *host.Operation) (any, error) {
 	}
 	ep := a.Endpoints[name]
 	req.Model = ep.Model
+	var admitted, dropped []any
+	req.Messages, admitted, dropped = assemble(req.Messages, ep.ContextTokens)
 	body, _ := json.Marshal(req)
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.BaseURL+"/chat/completions", bytes.NewReader(body))
 	if err != nil {
@@ -240,7 +251,61 @@ func (a *Adapter) Do(ctx context.Context, op *host.Operation) (any, error) {
 	u.Set("completion_tokens", r.Usage.CompletionTokens)
 	u.Set("total_tokens", r.Usage.TotalTokens)
 	out.Set("usage", u)
+	ctxm := &checkpoint.Map{}
+	ctxm.Set("admitted", admitted)
+	ctxm.Set("dropped", dropped)
+	out.Set("context", ctxm)
 	return out, nil
+}
+
+// tokens estimates a message's tokens: four characters a token, and a few
+// for the message itself.
+func tokens(m message) int64 { return int64(len(m.Content)+3)/4 + 4 }
+
+// assemble fits messages to a budget: every system message and the last
+// message stay; the others are admitted newest first while they fit, and
+// the older ones dropped. It returns the messages in their order, and the
+// admitted and dropped blocks as {name, tokens}.
+func assemble(msgs []message, budget int64) ([]message, []any, []any) {
+	if budget <= 0 {
+		budget = DefaultContextTokens
+	}
+	keep := make([]bool, len(msgs))
+	var used int64
+	for i, m := range msgs {
+		if m.Role == "system" || i == len(msgs)-1 {
+			keep[i] = true
+			used += tokens(m)
+		}
+	}
+	for i := len(msgs) - 2; i >= 0; i-- {
+		if !keep[i] && used+tokens(msgs[i]) <= budget {
+			keep[i] = true
+			used += tokens(msgs[i])
+		} else if !keep[i] {
+			break // older ones are dropped too: no holes in a conversation
+		}
+	}
+	var out []message
+	var admitted, dropped []any
+	for i, m := range msgs {
+		b := &checkpoint.Map{}
+		b.Set("name", fmt.Sprintf("%s#%d", m.Role, i+1))
+		b.Set("tokens", tokens(m))
+		if keep[i] {
+			out = append(out, m)
+			admitted = append(admitted, b)
+		} else {
+			dropped = append(dropped, b)
+		}
+	}
+	if admitted == nil {
+		admitted = []any{}
+	}
+	if dropped == nil {
+		dropped = []any{}
+	}
+	return out, admitted, dropped
 }
 
 // failed is an error the prog sees, with the endpoint's key taken out

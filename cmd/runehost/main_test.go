@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/runehost/runehost/acts/model/modeltest"
 	"github.com/runehost/runehost/internal/testtools"
 	"github.com/runehost/runehost/store"
 )
@@ -385,4 +386,75 @@ func TestToolRun(t *testing.T) {
 	if code, _, errs = invoke(t, "tool", "run", wc, "--grant", "net:everything"); code != exitUsage {
 		t.Fatalf("bad grant: %d %q", code, errs)
 	}
+}
+
+func TestRedactFilter(t *testing.T) {
+	t.Setenv("RUNEHOST_MODEL_URL", "http://127.0.0.1:1/v1")
+	t.Setenv("RUNEHOST_MODEL_KEY", "host-sentinel-Qx81")
+	in := "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\nPORT=3000\nkey host-sentinel-Qx81 here\n-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\n-----END EC PRIVATE KEY-----\n"
+	app := newApp()
+	var out, errb bytes.Buffer
+	app.Writer, app.ErrWriter, app.Reader = &out, &errb, strings.NewReader(in)
+	if err := app.Run([]string{"runehost", "redact"}); err != nil {
+		t.Fatal(err)
+	}
+	want := "AWS_SECRET_ACCESS_KEY=«redacted»\nPORT=3000\nkey «redacted» here\n-----BEGIN EC PRIVATE KEY-----«redacted»-----END EC PRIVATE KEY-----\n"
+	if out.String() != want {
+		t.Fatalf("got %q", out.String())
+	}
+}
+
+// A secret set in the host's configuration and echoed by a tool (and by a
+// model) never appears in the store, the events, or the CLI's output.
+func TestSentinelSecretNeverLeaks(t *testing.T) {
+	const sentinel = "sk-sentinel-Zz81Qw77Lm"
+	srv := modeltest.New(sentinel, "your key is "+sentinel)
+	defer srv.Close()
+	storeDir := filepath.Join(t.TempDir(), "store")
+	t.Setenv("RUNEHOST_STORE", storeDir)
+	t.Setenv("RUNEHOST_MODEL_URL", srv.URL+"/v1")
+	t.Setenv("RUNEHOST_MODEL_KEY", sentinel)
+	tools := t.TempDir()
+	os.WriteFile(filepath.Join(tools, "envsnoop.wasm"), testtools.Build(t, "envsnoop"), 0o644)
+	t.Setenv("RUNEHOST_TOOLS", tools)
+	var all strings.Builder
+	run := func(args ...string) (int, string) {
+		code, out, errs := invoke(t, args...)
+		all.WriteString(out + errs)
+		return code, out + errs
+	}
+	if code, out := run("grant", "--prog", "p", "tool.run:envsnoop", "tool.env:RUNEHOST_MODEL_KEY", "model.chat:default"); code != exitOK {
+		t.Fatal(out)
+	}
+	f := writeProg(t, `let r = act "tool.run" {tool: "envsnoop", args: ["RUNEHOST_MODEL_KEY"]}
+emit("tool", {out: r.stdout})
+log(r.stdout)
+let m = act "model.chat" {messages: [{role: "user", content: "echo: " + r.stdout}]}
+return {tool: r.stdout, model: m.content}`)
+	code, out := run("run", f)
+	if code != exitOK || !strings.Contains(out, "found RUNEHOST_MODEL_KEY=«redacted»") || !strings.Contains(out, "your key is «redacted»") {
+		t.Fatalf("run: %d %s", code, out)
+	}
+	for _, args := range [][]string{{"events", "r1", "--all"}, {"events", "r1", "--json"}, {"inspect", "r1"}, {"inspect", "r1", "--json"}, {"ps", "--json"}} {
+		if code, out := run(args...); code != exitOK {
+			t.Fatalf("%v: %d %s", args, code, out)
+		}
+	}
+	if strings.Contains(all.String(), sentinel) || strings.Contains(all.String(), sentinel[:12]) {
+		t.Fatalf("the secret reached the CLI's output:\n%s", all.String())
+	}
+	if srv.Calls() != 1 {
+		t.Fatalf("model calls: %d", srv.Calls())
+	}
+	// Grep the whole store directory.
+	filepath.Walk(storeDir, func(path string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return err
+		}
+		b, _ := os.ReadFile(path)
+		if bytes.Contains(b, []byte(sentinel)) || bytes.Contains(b, []byte(sentinel[:12])) {
+			t.Errorf("the secret is in %s", path)
+		}
+		return nil
+	})
 }
