@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/runehost/runehost/checkpoint"
@@ -58,6 +59,9 @@ type Engine struct {
 	// Quantum, if not 0, is how many slices one Drive runs before it returns
 	// the invocation Running, so that a scheduler can be fair.
 	Quantum int
+
+	mu       sync.Mutex
+	backlogs map[string]*events.Backlog // by invocation
 
 	ward     *Ward
 	ledger   *Ledger
@@ -225,6 +229,11 @@ func (e *Engine) Start(ctx context.Context, inv, prog string, source, input []by
 // for an event, or meets an act of unknown outcome. A change of status is
 // logged.
 func (e *Engine) Drive(ctx context.Context, inv string) (*RunState, error) {
+	return e.driveTurn(ctx, inv, e.Quantum)
+}
+
+// driveTurn is Drive for at most quantum slices (0: no limit).
+func (e *Engine) driveTurn(ctx context.Context, inv string, quantum int) (*RunState, error) {
 	i, err := e.invs.get(inv)
 	if err != nil {
 		return nil, err
@@ -232,7 +241,7 @@ func (e *Engine) Drive(ctx context.Context, inv string) (*RunState, error) {
 	if i.Status.Terminal() || i.Status == Joining {
 		return &RunState{Status: i.Status, Result: i.Result, Err: i.Err}, nil
 	}
-	out, err := e.drive(ctx, inv)
+	out, err := e.drive(ctx, inv, quantum)
 	if err == nil && out.Status != i.Status {
 		err = e.log(inv, e.statusNote(out)...)
 	}
@@ -283,7 +292,7 @@ func inputText(b []byte) string {
 	return dataText(b)
 }
 
-func (e *Engine) drive(ctx context.Context, inv string) (*RunState, error) {
+func (e *Engine) drive(ctx context.Context, inv string, quantum int) (*RunState, error) {
 	// The stored checkpoint is read and decoded once; after that each step's
 	// result says where the machine stands.
 	cp, err := e.checkpoint(inv)
@@ -308,7 +317,7 @@ func (e *Engine) drive(ctx context.Context, inv string) (*RunState, error) {
 		if err := ctx.Err(); err != nil && fresh == nil {
 			return nil, err
 		}
-		over := e.Quantum > 0 && turn >= e.Quantum // its turn is over, once an attempt made is carried out
+		over := quantum > 0 && turn >= quantum // its turn is over, once an attempt made is carried out
 		if over && fresh == nil && !reported {
 			return &RunState{Status: Running, Emits: emits}, nil
 		}
@@ -990,13 +999,18 @@ func (e *Engine) NewInvocationID() (string, error) {
 // as it was, inspectable, out of the scheduler's turns, until an operator
 // resumes (or migrates) it.
 func (e *Engine) Resume(ctx context.Context, inv string) (*RunState, error) {
+	return e.resumeTurn(ctx, inv, e.Quantum)
+}
+
+// resumeTurn is Resume for at most quantum slices (0: no limit).
+func (e *Engine) resumeTurn(ctx context.Context, inv string, quantum int) (*RunState, error) {
 	if _, err := e.accounts.Recover(inv); err != nil {
 		return nil, err
 	}
 	if _, err := e.invs.Pause(inv, ""); err != nil {
 		return nil, err
 	}
-	out, err := e.Drive(ctx, inv)
+	out, err := e.driveTurn(ctx, inv, quantum)
 	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrNoSuchInvocation) {
 		if _, perr := e.invs.Pause(inv, err.Error()); perr != nil {
 			return nil, errors.Join(err, perr)

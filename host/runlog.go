@@ -72,14 +72,30 @@ func (e *Engine) log(inv string, evs ...events.Event) error {
 	return err
 }
 
-// published hands stored events to OnEvent.
+// published hands stored events to the run's backlog and to OnEvent.
 func (e *Engine) published(evs []events.Event) {
-	if e.OnEvent == nil {
-		return
-	}
 	for _, ev := range evs {
-		e.OnEvent(ev)
+		e.Backlog(ev.Run).Add(ev)
+		if e.OnEvent != nil {
+			e.OnEvent(ev)
+		}
 	}
+}
+
+// Backlog returns the in-memory window of a run's newest events, for live
+// readers in this process (a status card); the store has the whole run.
+func (e *Engine) Backlog(inv string) *events.Backlog {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.backlogs == nil {
+		e.backlogs = map[string]*events.Backlog{}
+	}
+	b, ok := e.backlogs[inv]
+	if !ok {
+		b = &events.Backlog{}
+		e.backlogs[inv] = b
+	}
+	return b
 }
 
 // Events returns up to max events of an invocation from seq from (1 is the

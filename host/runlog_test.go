@@ -75,6 +75,11 @@ return act "calc" {n: 4}`), data(t, "go"), 100_000, 1)
 	if o := find(evs, events.KindObservation).Observation; o.ObservationID != "obs:r1#1" || o.Kind != events.ObsToolResult {
 		t.Fatalf("observation %+v", o)
 	}
+	// Live readers in this process see the same events, from any seq.
+	live, truncated := e.Backlog("r1").Since(3)
+	if len(live) != len(evs)-3 || truncated || live[0].Seq != 4 {
+		t.Fatalf("backlog: %d from %d, truncated %v", len(live), live[0].Seq, truncated)
+	}
 }
 
 func TestToolResultOfAnError(t *testing.T) {

@@ -88,9 +88,7 @@ func (s *Scheduler) Step(ctx context.Context) (Turn, bool, error) {
 	if q == 0 {
 		q = DefaultQuantum
 	}
-	e := *s.E // a copy, to set the quantum without touching the caller's
-	e.Quantum = q
-	st, err := e.Resume(ctx, id)
+	st, err := s.E.resumeTurn(ctx, id, q)
 	if err != nil && ctx.Err() != nil {
 		return Turn{}, false, ctx.Err()
 	}

@@ -1,5 +1,6 @@
-// Command runehost runs Rune progs: check them, run them, and (in later
-// versions) keep them durably in a store and show them in Slack.
+// Command runehost runs Rune progs durably in a sandbox: check and run
+// them, keep them in a store, grant their acts, watch their events, and run
+// untrusted WASI tools.
 package main
 
 import (
@@ -9,6 +10,9 @@ import (
 	"os"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/runehost/runehost/acts"
+	"github.com/runehost/runehost/events/redact"
 )
 
 // Exit codes.
@@ -65,7 +69,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &ee) && ee.err == nil {
 		return ee.code
 	}
-	fmt.Fprintln(stderr, "runehost:", err)
+	// An error can quote an adapter, a tool or a server: redacted like events.
+	fmt.Fprintln(stderr, "runehost:", redact.New(acts.FromEnv().Secrets()...).String(err.Error()))
 	if errors.As(err, &ee) {
 		return ee.code
 	}
