@@ -32,7 +32,6 @@ var DefaultBounds = Bounds{
 	ByRef:      64 << 10,
 }
 
-
 // nearly reports whether n has just crossed 80% of limit, coming from prev.
 func nearly(prev, n, limit uint64) bool {
 	w := limit - limit/5

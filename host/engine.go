@@ -759,7 +759,6 @@ func (e *Engine) dispatch(ctx context.Context, id OpID, op *Operation) (*Outcome
 	return e.perform(context.WithoutCancel(ctx), op, pr), nil
 }
 
-
 // perform runs an attempted act's adapter, unless it was denied or refused,
 // and returns its outcome.
 func (e *Engine) perform(ctx context.Context, op *Operation, pr *prepared) *Outcome {
