@@ -14,7 +14,7 @@ FUZZ_TARGETS := \
 	./wasmvm/fuel:FuzzInject \
 	./events:FuzzCleanNeverLeaks
 
-.PHONY: all build guest guest-check test vet unit fuzz fuzz-short crash crash-short park tools bench clean
+.PHONY: all build guest guest-check test vet unit fuzz fuzz-short crash crash-short park tools load-cards bench clean
 
 CRASH_KILLS ?= 300
 CRASH_SEED  ?= $(shell date +%s)
@@ -33,6 +33,10 @@ guest:
 	GOOS=wasip1 GOARCH=wasm $(GO) build $(GUEST_FLAGS) -o wasmvm/guest.raw.wasm ./guest/wasm
 	$(GO) run ./wasmvm/fuel/inject wasmvm/guest.raw.wasm wasmvm/guest.wasm
 	rm -f wasmvm/guest.raw.wasm
+
+## load-cards: 50 live status cards against the rate-limited fake Slack, on a virtual clock.
+load-cards:
+	$(GO) run ./internal/loadcards/cmd -cards 50 -limit 50
 
 ## tools: the test tools of testdata/tools, as WASI commands in testdata/tools/bin (tool.run finds them with RUNEHOST_TOOLS=testdata/tools/bin).
 TOOLS = cat wc grep spin grow flood escape envsnoop

@@ -13,9 +13,10 @@ import (
 
 // BudgetConfig configures a Budget. Zero fields take the defaults.
 type BudgetConfig struct {
-	PerMinute  float64       // edits a minute for the whole app: 50 (chat.update, Tier 3)
-	Burst      float64       // tokens the bucket holds: PerMinute/2
-	Reserve    float64       // tokens kept for terminal frames: PerMinute/5
+	PerMinute  float64       // Slack's limit, edits a minute for the whole app: 50 (chat.update, Tier 3)
+	Burst      float64       // tokens the bucket holds: PerMinute/5
+	Refill     float64       // tokens a minute: PerMinute-Burst, so that no minute ever sees more than PerMinute
+	Reserve    float64       // tokens kept for terminal frames: Burst/2
 	ChannelGap time.Duration // least time between two edits in one channel: 1 s
 	LiveWindow time.Duration // a card silent longer leaves the fair share: 30 s
 	ShareSpan  time.Duration // the span a card's share is counted over: 1 min
@@ -26,10 +27,16 @@ func (c *BudgetConfig) defaults() {
 		c.PerMinute = 50
 	}
 	if c.Burst <= 0 {
-		c.Burst = c.PerMinute / 2
+		c.Burst = c.PerMinute / 5
+	}
+	if c.Refill <= 0 {
+		c.Refill = c.PerMinute - c.Burst
+		if c.Refill <= 0 {
+			c.Refill = c.PerMinute
+		}
 	}
 	if c.Reserve <= 0 {
-		c.Reserve = c.PerMinute / 5
+		c.Reserve = c.Burst / 2
 	}
 	if c.ChannelGap <= 0 {
 		c.ChannelGap = time.Second
@@ -42,7 +49,9 @@ func (c *BudgetConfig) defaults() {
 	}
 }
 
-// Budget funds card edits. Progress frames are refused (and dropped by the
+// Budget funds card edits. A full bucket and a minute's refill together
+// never exceed Slack's limit, so no sliding minute sees more edits than it
+// allows. Progress frames are refused (and dropped by the
 // caller) when the bucket is down to the reserve, when their card has had
 // its fair share of the live cards', or when their channel was edited less
 // than ChannelGap ago. A terminal frame takes a token at once, from the
@@ -73,7 +82,7 @@ func NewBudget(clk clock.Clock, cfg BudgetConfig) *Budget {
 	return &Budget{cfg: cfg, clk: clk, tokens: cfg.Burst, last: clk.Now(), cards: map[string]*cardUse{}, channels: map[string]time.Time{}}
 }
 
-func (b *Budget) rate() float64 { return b.cfg.PerMinute / 60 } // tokens a second
+func (b *Budget) rate() float64 { return b.cfg.Refill / 60 } // tokens a second
 
 func (b *Budget) refill(now time.Time) {
 	if now.After(b.last) {
@@ -115,7 +124,7 @@ func (b *Budget) share(now time.Time) int {
 			live++
 		}
 	}
-	perSpan := b.cfg.PerMinute * b.cfg.ShareSpan.Minutes()
+	perSpan := b.cfg.Refill * b.cfg.ShareSpan.Minutes()
 	return max(1, int(perSpan/float64(max(live, 1))))
 }
 

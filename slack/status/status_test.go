@@ -80,7 +80,7 @@ func TestCoalescerTerminalAtOnceNothingAfter(t *testing.T) {
 
 func budget() (*Budget, *clock.Fake) {
 	clk := clock.NewFake(t0)
-	return NewBudget(clk, BudgetConfig{PerMinute: 60, Burst: 10, Reserve: 4, ChannelGap: time.Second, LiveWindow: 30 * time.Second}), clk
+	return NewBudget(clk, BudgetConfig{PerMinute: 70, Burst: 10, Refill: 60, Reserve: 4, ChannelGap: time.Second, LiveWindow: 30 * time.Second}), clk
 }
 
 func TestBudgetProgressStopsAtReserve(t *testing.T) {
@@ -112,7 +112,7 @@ func TestBudgetChannelSpacing(t *testing.T) {
 
 func TestBudgetFairShare(t *testing.T) {
 	clk := clock.NewFake(t0)
-	b := NewBudget(clk, BudgetConfig{PerMinute: 6, Burst: 100, Reserve: 1, ChannelGap: time.Millisecond, LiveWindow: 30 * time.Second})
+	b := NewBudget(clk, BudgetConfig{PerMinute: 106, Burst: 100, Refill: 6, Reserve: 1, ChannelGap: time.Millisecond, LiveWindow: 30 * time.Second})
 	b.Touch("quiet")
 	n := 0
 	for i := 0; i < 10; i++ {

@@ -1,0 +1,32 @@
+// Command loadcards is `make load-cards`: many live cards against the
+// rate-limited fake Slack. Its last line reads
+// "load-cards: N cards, R refused terminal frames, M max edits/min".
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/runehost/runehost/internal/loadcards"
+)
+
+func main() {
+	n := flag.Int("cards", 50, "concurrent cards")
+	limit := flag.Int("limit", 50, "chat.update calls a minute the fake allows")
+	seed := flag.Int64("seed", 1, "seed of the runs' timing")
+	flag.Parse()
+	res, err := loadcards.Compare(*n, *limit, *seed)
+	if err != nil {
+		fmt.Println("load-cards:", err)
+		os.Exit(1)
+	}
+	for _, v := range res.Violations {
+		fmt.Println("load-cards: violation:", v)
+	}
+	fmt.Printf("load-cards: %d edits, %d cards closed, seed %d\n", len(res.Edits), res.Closed, *seed)
+	fmt.Printf("load-cards: %d cards, %d refused terminal frames, %d max edits/min\n", res.Cards, res.RefusedTerminal, res.MaxPerMinute)
+	if len(res.Violations) > 0 {
+		os.Exit(1)
+	}
+}

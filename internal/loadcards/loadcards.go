@@ -1,0 +1,175 @@
+// Package loadcards simulates many live status cards against the fake
+// Slack's rate limits, on a virtual clock: each card ticks with its run's
+// events and closes; the harness checks that no terminal frame was refused,
+// every card ended on its final frame, no minute saw more edits than the
+// limit, and that the edits are the same with the limit lifted.
+package loadcards
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/runehost/runehost/events"
+	"github.com/runehost/runehost/slack/clock"
+	"github.com/runehost/runehost/slack/fakeslack"
+	"github.com/runehost/runehost/slack/status"
+)
+
+// Result is one simulation's outcome.
+type Result struct {
+	Cards, RefusedTerminal, MaxPerMinute, Closed int
+	Finals                                       []string // each card's final blocks, in card order
+	Edits                                        []string // card:key of every accepted edit, in order
+	Violations                                   []string
+}
+
+var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+
+// Run simulates n cards with the fake limiting chat.update to limit a minute
+// (0: no limit), seeded, with the budget at Slack's rate.
+func Run(n, limit int, seed int64) (*Result, error) { return RunWith(n, limit, 50, seed) }
+
+// RunWith is Run with the budget set to budgetPerMinute.
+func RunWith(n, limit int, budgetPerMinute float64, seed int64) (*Result, error) {
+	clk := clock.NewFake(t0)
+	fake := fakeslack.New(clk)
+	fake.UpdatesPerMinute = limit
+	defer fake.Close()
+	api := slack.New("xoxb-load", slack.OptionAPIURL(fake.URL()))
+	cards := &status.Cards{API: api, Budget: status.NewBudget(clk, status.BudgetConfig{PerMinute: budgetPerMinute}), Clock: clk}
+	rng := rand.New(rand.NewSource(seed))
+	type plan struct {
+		live   *status.Live
+		at     []time.Duration // event times
+		end    time.Duration
+		next   int
+		closed bool
+	}
+	plans := make([]*plan, n)
+	for i := range plans {
+		c := &status.Card{Run: fmt.Sprintf("r%d", i+1), Prog: "load", Started: t0, Verbosity: status.Verbose}
+		live, err := cards.Open(context.Background(), fmt.Sprintf("C%d", i%7), "", c)
+		if err != nil {
+			return nil, err
+		}
+		p := &plan{live: live}
+		k := 20 + rng.Intn(30)
+		start := time.Duration(rng.Intn(60)) * time.Second
+		t := start
+		for j := 0; j < k; j++ {
+			t += time.Duration(200+rng.Intn(8000)) * time.Millisecond
+			p.at = append(p.at, t)
+		}
+		p.end = t + time.Duration(rng.Intn(5000))*time.Millisecond
+		plans[i] = p
+	}
+	step := 100 * time.Millisecond
+	for now := time.Duration(0); ; now += step {
+		open := 0
+		for i, p := range plans {
+			for p.next < len(p.at) && p.at[p.next] <= now {
+				j := p.next
+				p.next++
+				at := t0.Add(p.at[j]).UnixMilli()
+				ev := events.Event{At: at, Kind: events.KindToolCall, ToolCall: &events.ToolCall{CallID: fmt.Sprintf("r%d#%d", i+1, j), Tool: "tool.run", Description: fmt.Sprintf("tool.run step-%d", j)}}
+				if j%2 == 1 {
+					ev = events.Event{At: at, Kind: events.KindToolResult, ToolResult: &events.ToolResult{Tool: "tool.run", OK: true, Summary: fmt.Sprintf("done %d", j)}}
+				}
+				p.live.Update(func(c *status.Card) { c.Apply(ev) })
+			}
+			if !p.closed && p.next == len(p.at) && p.end <= now {
+				p.closed = true
+				p.live.Close(func(c *status.Card) { c.Status, c.Answer = "completed", fmt.Sprintf("card %d finished", i+1) })
+			}
+			if !p.closed {
+				open++
+			}
+		}
+		if open == 0 {
+			break
+		}
+		clk.Advance(step)
+	}
+	for i := 0; i < 20*60*10; i++ { // drain the funded terminal frames
+		done := true
+		for _, p := range plans {
+			select {
+			case <-p.live.Done():
+			default:
+				done = false
+			}
+		}
+		if done {
+			break
+		}
+		clk.Advance(step)
+	}
+	res := &Result{Cards: n, RefusedTerminal: int(cards.RefusedTerminal.Load()), MaxPerMinute: fake.MaxUpdatesPerMinute()}
+	msgs := map[string]fakeslack.Message{}
+	for _, m := range fake.Messages() {
+		msgs[m.Channel+"/"+m.TS] = m
+	}
+	for i, p := range plans {
+		select {
+		case <-p.live.Done():
+			res.Closed++
+		default:
+			res.Violations = append(res.Violations, fmt.Sprintf("card %d never got its terminal frame", i+1))
+		}
+		m := msgs[p.live.Channel+"/"+p.live.TS]
+		final := status.Paint(ptr(p.live.Card()), time.Time{})
+		if !strings.Contains(m.Text, "✅ load completed") {
+			res.Violations = append(res.Violations, fmt.Sprintf("card %d ends on %q, not its final frame", i+1, m.Text))
+		}
+		_ = final
+		res.Finals = append(res.Finals, m.Text+"\n"+m.Blocks)
+	}
+	for _, r := range fake.Requests() {
+		if r.Method == "chat.update" && r.Status == 200 {
+			res.Edits = append(res.Edits, r.Body)
+		}
+	}
+	if limit > 0 && res.MaxPerMinute > limit {
+		res.Violations = append(res.Violations, fmt.Sprintf("%d edits in a minute, over the limit of %d", res.MaxPerMinute, limit))
+	}
+	if res.RefusedTerminal > 0 {
+		res.Violations = append(res.Violations, fmt.Sprintf("%d terminal frames refused", res.RefusedTerminal))
+	}
+	return res, nil
+}
+
+func ptr(c status.Card) *status.Card { return &c }
+
+// Compare runs the simulation with the limit and with it lifted, and checks
+// that the edits are the same.
+func Compare(n, limit int, seed int64) (*Result, error) {
+	limited, err := Run(n, limit, seed)
+	if err != nil {
+		return nil, err
+	}
+	free, err := Run(n, 0, seed)
+	if err != nil {
+		return nil, err
+	}
+	if len(limited.Edits) != len(free.Edits) {
+		limited.Violations = append(limited.Violations, fmt.Sprintf("%d edits with the limit, %d without", len(limited.Edits), len(free.Edits)))
+	} else {
+		for i := range limited.Edits {
+			if limited.Edits[i] != free.Edits[i] {
+				limited.Violations = append(limited.Violations, fmt.Sprintf("edit %d differs with the limit lifted", i+1))
+				break
+			}
+		}
+	}
+	for i := range limited.Finals {
+		if limited.Finals[i] != free.Finals[i] {
+			limited.Violations = append(limited.Violations, fmt.Sprintf("card %d's final frame differs with the limit lifted", i+1))
+		}
+	}
+	return limited, nil
+}

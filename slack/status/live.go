@@ -1,0 +1,179 @@
+// live.go holds Cards: posting a run's card at once, then editing it through
+// its coalescer and the process-wide budget, on a slack-go client that does
+// not retry rate-limited calls (a retry would queue a stale frame, and the
+// reply, behind it).
+
+package status
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/runehost/runehost/slack/clock"
+)
+
+// MaxTerminalRetries bounds the re-sends of a rate-limited terminal frame.
+const MaxTerminalRetries = 5
+
+// API is what cards need of a Slack client.
+type API interface {
+	PostMessageContext(ctx context.Context, channel string, options ...slack.MsgOption) (string, string, error)
+	UpdateMessageContext(ctx context.Context, channel, ts string, options ...slack.MsgOption) (string, string, string, error)
+}
+
+// Cards posts and edits status cards.
+type Cards struct {
+	API         API
+	Budget      *Budget
+	Clock       clock.Clock
+	MinInterval time.Duration
+
+	// Counters, for the load harness and the logs.
+	Edits, DroppedProgress, RefusedTerminal, TerminalRetries atomic.Int64
+}
+
+// Live is one card on Slack.
+type Live struct {
+	cards            *Cards
+	Channel, TS, key string
+	coal             *Coalescer
+
+	mu     sync.Mutex
+	card   *Card
+	closed bool
+	done   chan struct{} // closed when the terminal frame landed or gave up
+}
+
+// Open posts a card's first frame at once (before any work on the run) in a
+// thread, and returns it live.
+func (cs *Cards) Open(ctx context.Context, channel, threadTS string, c *Card) (*Live, error) {
+	p := Paint(c, cs.Clock.Now())
+	opts := []slack.MsgOption{slack.MsgOptionText(p.Text, false), slack.MsgOptionBlocks(p.Blocks...)}
+	if threadTS != "" {
+		opts = append(opts, slack.MsgOptionTS(threadTS))
+	}
+	_, ts, err := cs.API.PostMessageContext(ctx, channel, opts...)
+	if err != nil {
+		return nil, err
+	}
+	l := &Live{cards: cs, Channel: channel, TS: ts, key: channel + "/" + ts, card: c, done: make(chan struct{})}
+	l.coal = NewCoalescer(cs.Clock, cs.MinInterval, l.send)
+	l.coal.mark(Frame{Key: p.Key()}, cs.Clock.Now())
+	cs.Budget.Touch(l.key)
+	return l, nil
+}
+
+// Update changes the card's state under f and offers the new frame.
+func (l *Live) Update(f func(c *Card)) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	f(l.card)
+	p := Paint(l.card, l.cards.Clock.Now())
+	l.mu.Unlock()
+	l.cards.Budget.Touch(l.key)
+	l.coal.Update(Frame{Key: p.Key(), Payload: p})
+}
+
+// Close paints the terminal frame and sends it as soon as the budget funds
+// it; it returns at once. Done is closed when it has landed or given up.
+func (l *Live) Close(f func(c *Card)) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	l.closed = true
+	f(l.card)
+	l.card.Ended = true
+	p := Paint(l.card, l.cards.Clock.Now())
+	l.mu.Unlock()
+	l.coal.Close(Frame{Key: p.Key(), Payload: p, Terminal: true})
+}
+
+// Done is closed once the terminal frame landed or was given up.
+func (l *Live) Done() <-chan struct{} { return l.done }
+
+// Card returns a copy of the card's state.
+func (l *Live) Card() Card {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return *l.card
+}
+
+func (l *Live) edit(p Painted) error {
+	_, _, _, err := l.cards.API.UpdateMessageContext(context.Background(), l.Channel, l.TS,
+		slack.MsgOptionText(p.Text, false), slack.MsgOptionBlocks(p.Blocks...))
+	if err == nil {
+		l.cards.Edits.Add(1)
+	}
+	return err
+}
+
+// retryAfter says whether err is a rate limit, and for how long.
+func retryAfter(err error) (time.Duration, bool) {
+	var rl *slack.RateLimitedError
+	if errors.As(err, &rl) {
+		return max(rl.RetryAfter, time.Second), true
+	}
+	var sc slack.StatusCodeError
+	if errors.As(err, &sc) && sc.Code == 429 {
+		return time.Second, true
+	}
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) && se.Err == "ratelimited" {
+		return time.Second, true
+	}
+	return 0, false
+}
+
+// send is the coalescer's: a progress frame is sent if the budget allows
+// and dropped otherwise (or when rate-limited); a terminal frame is sent
+// when funded, re-sent after Retry-After up to MaxTerminalRetries.
+func (l *Live) send(f Frame) {
+	cs := l.cards
+	p, _ := f.Payload.(Painted)
+	if !f.Terminal {
+		if !cs.Budget.Progress(l.key, l.Channel) {
+			cs.DroppedProgress.Add(1)
+			return
+		}
+		if err := l.edit(p); err != nil {
+			if d, ok := retryAfter(err); ok {
+				cs.Budget.Throttled(d)
+			}
+			cs.DroppedProgress.Add(1)
+		}
+		return
+	}
+	var try func(n int)
+	try = func(n int) {
+		err := l.edit(p)
+		if err == nil {
+			close(l.done)
+			return
+		}
+		d, limited := retryAfter(err)
+		if !limited || n >= MaxTerminalRetries {
+			cs.RefusedTerminal.Add(1)
+			close(l.done)
+			return
+		}
+		cs.Budget.Throttled(d)
+		cs.TerminalRetries.Add(1)
+		cs.Clock.AfterFunc(d, func() { try(n + 1) })
+	}
+	at := cs.Budget.Terminal(l.key, l.Channel)
+	if wait := at.Sub(cs.Clock.Now()); wait > 0 {
+		cs.Clock.AfterFunc(wait, func() { try(0) })
+		return
+	}
+	try(0)
+}
