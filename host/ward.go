@@ -128,11 +128,16 @@ func (w *Ward) List(subject string) ([]Grant, error) {
 	return out, err
 }
 
-// For returns the grants that can allow prog's act tag: its own and those
-// for every prog.
+// For returns the grants that can allow prog's act tag: its own, those of
+// its scope (SCOPE/* for a prog named SCOPE/NAME, as Slack runs are: the
+// channel's) and those for every prog.
 func (w *Ward) For(prog, tag string) ([]Grant, error) {
 	var out []Grant
-	for _, subject := range []string{prog, AnyProg} {
+	subjects := []string{prog, AnyProg}
+	if scope, _, ok := strings.Cut(prog, "/"); ok {
+		subjects = append(subjects, scope+"/*") // a Slack channel's grants: C123/* for every prog run there
+	}
+	for _, subject := range subjects {
 		gs, err := w.List(subject)
 		if err != nil {
 			return nil, err

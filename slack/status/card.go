@@ -52,6 +52,7 @@ type Card struct {
 	Verbosity Verbosity
 	Started   time.Time
 	LastEvent time.Time
+	Acts      int    // acts attempted so far: the title ticks with each
 	InFlight  string // the act running, "" when none
 	InFlightT time.Time
 	Checklist []Item
@@ -73,7 +74,9 @@ func (c *Card) Apply(ev events.Event) {
 	c.LastEvent = at
 	switch {
 	case ev.ToolCall != nil:
+		c.Acts++
 		c.InFlight, c.InFlightT = ev.ToolCall.Description, at
+		c.Current = ev.ToolCall.Description
 		c.activity("→ " + ev.ToolCall.Description)
 	case ev.ToolResult != nil:
 		c.InFlight = ""
@@ -185,6 +188,9 @@ func Paint(c *Card, now time.Time) Painted {
 		title = "👀 " + c.Prog + " starting"
 	default:
 		title = fmt.Sprintf("⏳ %s running %s", c.Prog, Clock(now.Sub(c.Started)))
+		if c.Acts > 0 {
+			title += fmt.Sprintf(" · %d acts", c.Acts)
+		}
 		if s := QuietSuffix(now, c.LastEvent, c.InFlight, c.InFlightT); s != "" {
 			title += " · " + s
 		}

@@ -86,6 +86,13 @@ func (c *Coalescer) mark(f Frame, now time.Time) {
 	c.lastKey, c.lastAt, c.sent = f.Key, now, true
 }
 
+// unmark forgets the last frame sent (it did not land).
+func (c *Coalescer) unmark() {
+	c.mu.Lock()
+	c.lastKey = ""
+	c.mu.Unlock()
+}
+
 func (c *Coalescer) stopTimer() {
 	if c.stop != nil {
 		c.stop()

@@ -43,10 +43,32 @@ type Live struct {
 	Channel, TS, key string
 	coal             *Coalescer
 
-	mu     sync.Mutex
-	card   *Card
-	closed bool
-	done   chan struct{} // closed when the terminal frame landed or gave up
+	mu       sync.Mutex
+	card     *Card
+	closed   bool
+	retrying bool          // a repaint is due after a refused progress frame
+	done     chan struct{} // closed when the terminal frame landed or gave up
+}
+
+// RetryRefused is when a card whose progress frame the budget refused is
+// repainted, so that it catches up even if its run goes quiet.
+const RetryRefused = 2 * time.Second
+
+// later repaints the card after RetryRefused, once.
+func (l *Live) later() {
+	l.mu.Lock()
+	if l.retrying || l.closed {
+		l.mu.Unlock()
+		return
+	}
+	l.retrying = true
+	l.mu.Unlock()
+	l.cards.Clock.AfterFunc(RetryRefused, func() {
+		l.mu.Lock()
+		l.retrying = false
+		l.mu.Unlock()
+		l.Update(func(*Card) {})
+	})
 }
 
 // Open posts a card's first frame at once (before any work on the run) in a
@@ -108,6 +130,10 @@ func (l *Live) Card() Card {
 	return *l.card
 }
 
+// forgetSent tells the coalescer the frame it passed on did not land, so
+// that the same frame offered again is not skipped as identical.
+func (l *Live) forgetSent() { l.coal.unmark() }
+
 func (l *Live) edit(p Painted) error {
 	_, _, _, err := l.cards.API.UpdateMessageContext(context.Background(), l.Channel, l.TS,
 		slack.MsgOptionText(p.Text, false), slack.MsgOptionBlocks(p.Blocks...))
@@ -143,6 +169,8 @@ func (l *Live) send(f Frame) {
 	if !f.Terminal {
 		if !cs.Budget.Progress(l.key, l.Channel) {
 			cs.DroppedProgress.Add(1)
+			l.forgetSent()
+			l.later()
 			return
 		}
 		if err := l.edit(p); err != nil {
@@ -150,6 +178,8 @@ func (l *Live) send(f Frame) {
 				cs.Budget.Throttled(d)
 			}
 			cs.DroppedProgress.Add(1)
+			l.forgetSent()
+			l.later()
 		}
 		return
 	}

@@ -1,0 +1,426 @@
+// Package dispatch runs progs from Slack: a mention names a prog (from the
+// configured directory) and its input; a status card is posted at once, in
+// the mention's thread, and kept true while the run works; a reply in the
+// thread that matches what the run awaits is delivered to it (approvals from
+// Slack). Events arrive over Socket Mode or the Events API.
+package dispatch
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/events"
+	"github.com/runehost/runehost/host"
+	"github.com/runehost/runehost/slack/clock"
+	"github.com/runehost/runehost/slack/status"
+)
+
+// Config configures a Dispatcher.
+type Config struct {
+	BotToken      string // xoxb-…: posts and edits cards
+	AppToken      string // xapp-…: Socket Mode
+	SigningSecret string // the Events API's requests are signed with it
+	APIURL        string // Slack's API (a fake in tests); the real one when ""
+	ProgDir       string // where a mention's prog NAME.rune is found
+	BaseURL       string // a run's link is BaseURL/runs/INV, when set
+	Verbosity     status.Verbosity
+	Limit         uint64        // steps a run may take
+	MinInterval   time.Duration // between two edits of a card
+	Heartbeat     time.Duration // repaint of live cards (elapsed time, quiet suffix); 0: 5 s
+	Budget        status.BudgetConfig
+}
+
+// Dispatcher turns Slack events into runs and runs into cards.
+type Dispatcher struct {
+	cfg   Config
+	api   *slack.Client
+	e     *host.Engine
+	cards *status.Cards
+	clk   clock.Clock
+
+	mu      sync.Mutex
+	runs    map[string]*run // by root invocation
+	threads map[string]*run // by channel/thread ts
+	seen    map[string]bool // event ids already handled
+	botUser string
+	wg      sync.WaitGroup
+}
+
+type run struct {
+	inv, channel, thread string
+	live                 *status.Live
+	drive                sync.Mutex // one drive of a run at a time
+}
+
+// New returns a dispatcher over an engine. It sets the engine's OnEvent.
+func New(cfg Config, e *host.Engine) *Dispatcher {
+	opts := []slack.Option{}
+	if cfg.APIURL != "" {
+		opts = append(opts, slack.OptionAPIURL(cfg.APIURL))
+	}
+	if cfg.AppToken != "" {
+		opts = append(opts, slack.OptionAppLevelToken(cfg.AppToken))
+	}
+	if cfg.Limit == 0 {
+		cfg.Limit = 10_000_000
+	}
+	clk := clock.Clock(clock.Real{})
+	d := &Dispatcher{cfg: cfg, api: slack.New(cfg.BotToken, opts...), e: e, clk: clk,
+		runs: map[string]*run{}, threads: map[string]*run{}, seen: map[string]bool{}}
+	// The card client never retries a 429: a retried frame is stale, and it
+	// would hold up the reply behind it.
+	d.cards = &status.Cards{API: d.api, Budget: status.NewBudget(clk, cfg.Budget), Clock: clk, MinInterval: cfg.MinInterval}
+	prev := e.OnEvent
+	e.OnEvent = func(ev events.Event) {
+		if prev != nil {
+			prev(ev)
+		}
+		d.onEvent(ev)
+	}
+	return d
+}
+
+// Cards returns the dispatcher's card sender (its counters, for the logs).
+func (d *Dispatcher) Cards() *status.Cards { return d.cards }
+
+func rootOf(inv string) string { r, _, _ := strings.Cut(inv, "."); return r }
+
+func (d *Dispatcher) onEvent(ev events.Event) {
+	d.mu.Lock()
+	r := d.runs[rootOf(ev.Run)]
+	d.mu.Unlock()
+	if r == nil || r.live == nil {
+		return
+	}
+	r.live.Update(func(c *status.Card) { c.Apply(ev) })
+}
+
+var mentionRE = regexp.MustCompile(`<@[A-Z0-9]+>`)
+
+// progName is a prog name as a mention may give it.
+var progNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+
+// Mention starts a run for a mention: NAME [INPUT], INPUT being JSON or
+// text. The card is posted before anything else is done.
+func (d *Dispatcher) Mention(ctx context.Context, channel, user, text, ts string) {
+	text = strings.TrimSpace(mentionRE.ReplaceAllString(text, ""))
+	name, rest, _ := strings.Cut(text, " ")
+	rest = strings.TrimSpace(rest)
+	card := &status.Card{Prog: name, Verbosity: d.cfg.Verbosity}
+	if name == "" {
+		card.Prog = "runehost"
+	}
+	live, err := d.cards.Open(ctx, channel, ts, card)
+	if err != nil {
+		return // nothing to show it on
+	}
+	fail := func(msg string) {
+		live.Close(func(c *status.Card) { c.Status, c.Answer = "failed", msg })
+	}
+	if !progNameRE.MatchString(name) {
+		fail("mention me with a prog and its input: @runehost NAME [JSON or text]")
+		return
+	}
+	src, err := os.ReadFile(filepath.Join(d.cfg.ProgDir, name+".rune"))
+	if err != nil {
+		fail(fmt.Sprintf("no prog %q here", name))
+		return
+	}
+	var input any = rest
+	if rest == "" {
+		input = nil
+	} else if v, err := checkpoint.DataFromJSON([]byte(rest)); err == nil {
+		input = v
+	}
+	in, err := checkpoint.EncodeData(input)
+	if err != nil {
+		fail("the input is not data: " + err.Error())
+		return
+	}
+	inv, err := d.e.NewInvocationID()
+	if err != nil {
+		fail("the host cannot start it: " + err.Error())
+		return
+	}
+	r := &run{inv: inv, channel: channel, thread: ts, live: live}
+	d.mu.Lock()
+	d.runs[inv] = r
+	d.threads[channel+"/"+ts] = r
+	d.mu.Unlock()
+	live.Update(func(c *status.Card) {
+		c.Run, c.Started = inv, d.clk.Now()
+		if d.cfg.BaseURL != "" {
+			c.Link = strings.TrimSuffix(d.cfg.BaseURL, "/") + "/runs/" + inv
+		}
+	})
+	seed := sha256.Sum256([]byte(inv + ts))
+	r.drive.Lock()
+	defer r.drive.Unlock()
+	// The prog runs as CHANNEL/NAME: the channel's grants are its grants.
+	st, err := d.e.Start(ctx, inv, channel+"/"+name, src, in, d.cfg.Limit, uint64(seed[0])<<8|uint64(seed[1]))
+	if err == nil {
+		st, err = d.e.RunTree(ctx, inv)
+	}
+	d.settle(r, st, err)
+}
+
+// Reply delivers a thread reply to the run of that thread, if it waits for
+// an event: "KEY JSON" names the key; any other text goes, as {text, user},
+// to the run's only awaited key.
+func (d *Dispatcher) Reply(ctx context.Context, channel, threadTS, user, text string) {
+	d.mu.Lock()
+	r := d.threads[channel+"/"+threadTS]
+	d.mu.Unlock()
+	if r == nil || user == "" || user == d.botUser {
+		return
+	}
+	r.drive.Lock()
+	defer r.drive.Unlock()
+	st, err := d.e.State(r.inv)
+	if err != nil || st.Status != host.Waiting || !strings.HasPrefix(st.Waiting, "an event [") {
+		return
+	}
+	tags := strings.Fields(strings.Trim(strings.TrimPrefix(st.Waiting, "an event "), "[]"))
+	text = strings.TrimSpace(mentionRE.ReplaceAllString(text, ""))
+	var tag string
+	var payload any
+	first, rest, _ := strings.Cut(text, " ")
+	for _, t := range tags {
+		if t == first {
+			tag = t
+			payload = strings.TrimSpace(rest)
+			if v, err := checkpoint.DataFromJSON([]byte(rest)); err == nil {
+				payload = v
+			}
+		}
+	}
+	if tag == "" {
+		if len(tags) != 1 {
+			return
+		}
+		m := &checkpoint.Map{}
+		m.Set("text", text)
+		m.Set("user", user)
+		tag, payload = tags[0], m
+	}
+	b, err := checkpoint.EncodeData(payload)
+	if err != nil {
+		return
+	}
+	if _, err = d.e.Send(ctx, r.inv, tag, b); err == nil {
+		st, err = d.e.RunTree(ctx, r.inv)
+	}
+	d.settle(r, st, err)
+}
+
+// settle closes a run's card once the run has ended; a waiting run's card
+// stays live, saying what it waits for.
+func (d *Dispatcher) settle(r *run, st *host.RunState, err error) {
+	if err != nil {
+		r.live.Close(func(c *status.Card) { c.Status, c.Answer = "failed", "the host failed: "+err.Error() })
+		d.forget(r)
+		return
+	}
+	switch {
+	case st.Status.Terminal():
+		r.live.Close(func(c *status.Card) {
+			c.Status = st.Status.String()
+			if st.Err != nil {
+				c.Answer = st.Err.Kind + ": " + st.Err.Msg
+			}
+		})
+		d.forget(r)
+	default:
+		r.live.Update(func(c *status.Card) {
+			c.Waiting = st.Waiting
+			if st.Unknown != nil {
+				c.Unknown = true
+			}
+		})
+	}
+}
+
+func (d *Dispatcher) forget(r *run) {
+	d.mu.Lock()
+	delete(d.runs, r.inv)
+	delete(d.threads, r.channel+"/"+r.thread)
+	d.mu.Unlock()
+}
+
+// handle routes one Events API event; it reports whether it was new.
+func (d *Dispatcher) handle(ctx context.Context, id string, ev slackevents.EventsAPIEvent) bool {
+	if id != "" {
+		d.mu.Lock()
+		dup := d.seen[id]
+		d.seen[id] = true
+		d.mu.Unlock()
+		if dup {
+			return false // Slack delivers again after a slow ack
+		}
+	}
+	switch inner := ev.InnerEvent.Data.(type) {
+	case *slackevents.AppMentionEvent:
+		if inner.BotID != "" {
+			return true
+		}
+		if inner.ThreadTimeStamp != "" && d.known(inner.Channel, inner.ThreadTimeStamp) {
+			d.spawn(func() { d.Reply(ctx, inner.Channel, inner.ThreadTimeStamp, inner.User, inner.Text) })
+			return true
+		}
+		d.spawn(func() { d.Mention(ctx, inner.Channel, inner.User, inner.Text, inner.TimeStamp) })
+	case *slackevents.MessageEvent:
+		if inner.ThreadTimeStamp != "" && inner.BotID == "" && inner.SubType == "" {
+			d.spawn(func() { d.Reply(ctx, inner.Channel, inner.ThreadTimeStamp, inner.User, inner.Text) })
+		}
+	}
+	return true
+}
+
+func (d *Dispatcher) known(channel, thread string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.threads[channel+"/"+thread] != nil
+}
+
+func (d *Dispatcher) spawn(f func()) {
+	d.wg.Add(1)
+	go func() { defer d.wg.Done(); f() }()
+}
+
+// Wait waits for the runs started from events to settle or wait.
+func (d *Dispatcher) Wait() { d.wg.Wait() }
+
+// identify learns the bot's own user id, to ignore its messages.
+func (d *Dispatcher) identify(ctx context.Context) {
+	if resp, err := d.api.AuthTestContext(ctx); err == nil {
+		d.mu.Lock()
+		d.botUser = resp.UserID
+		d.mu.Unlock()
+	}
+}
+
+// heartbeat repaints live cards, so that elapsed time and the quiet suffix
+// move between events.
+func (d *Dispatcher) heartbeat(ctx context.Context) {
+	every := d.cfg.Heartbeat
+	if every <= 0 {
+		every = 5 * time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		d.mu.Lock()
+		var lives []*status.Live
+		for _, r := range d.runs {
+			if r.live != nil {
+				lives = append(lives, r.live)
+			}
+		}
+		d.mu.Unlock()
+		for _, l := range lives {
+			l.Update(func(*status.Card) {})
+		}
+	}
+}
+
+// RunSocketMode receives events over Socket Mode until ctx ends.
+func (d *Dispatcher) RunSocketMode(ctx context.Context) error {
+	d.identify(ctx)
+	go d.heartbeat(ctx)
+	client := socketmode.New(d.api)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case evt, ok := <-client.Events:
+				if !ok {
+					return
+				}
+				if evt.Type != socketmode.EventTypeEventsAPI || evt.Request == nil {
+					continue
+				}
+				client.Ack(*evt.Request) // at once: Slack retries a slow ack
+				ev, ok := evt.Data.(slackevents.EventsAPIEvent)
+				if !ok {
+					continue
+				}
+				id := ""
+				if cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent); ok {
+					id = cb.EventID
+				}
+				d.handle(ctx, id, ev)
+			}
+		}
+	}()
+	err := client.RunContext(ctx)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// EventsHandler serves the Events API: it checks each request's signature,
+// answers a URL verification, acknowledges an event at once (Slack wants an
+// answer within 3 s) and handles it after, dropping a delivery it has seen.
+func (d *Dispatcher) EventsHandler(ctx context.Context) http.Handler {
+	go d.identify(ctx)
+	go d.heartbeat(ctx)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, "bad body", http.StatusBadRequest)
+			return
+		}
+		sv, err := slack.NewSecretsVerifier(r.Header, d.cfg.SigningSecret)
+		if err == nil {
+			sv.Write(body)
+			err = sv.Ensure()
+		}
+		if err != nil {
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+			return
+		}
+		ev, err := slackevents.ParseEvent(json.RawMessage(body), slackevents.OptionNoVerifyToken())
+		if err != nil {
+			http.Error(w, "bad event", http.StatusBadRequest)
+			return
+		}
+		if ev.Type == slackevents.URLVerification {
+			var ch slackevents.ChallengeResponse
+			if json.Unmarshal(body, &ch) != nil {
+				http.Error(w, "bad challenge", http.StatusBadRequest)
+				return
+			}
+			w.Header().Set("Content-Type", "text/plain")
+			io.WriteString(w, ch.Challenge)
+			return
+		}
+		id := ""
+		if cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent); ok {
+			id = cb.EventID
+		}
+		w.WriteHeader(http.StatusOK)
+		d.handle(ctx, id, ev)
+	})
+}

@@ -1,0 +1,138 @@
+// dispatch_test.go runs a prog from a mention, end to end through the fake
+// Slack and the real slack-go client over Socket Mode: the card comes at
+// once, ticks per act, waits for an approval answered in the thread, and
+// closes honestly; no secret from an act's output is ever sent to Slack.
+
+package dispatch
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runehost/runehost/acts/approval"
+	"github.com/runehost/runehost/guest/port"
+	"github.com/runehost/runehost/host"
+	"github.com/runehost/runehost/slack/fakeslack"
+	"github.com/runehost/runehost/slack/status"
+	"github.com/runehost/runehost/store"
+)
+
+const secret = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
+
+// leaky answers with text that holds a secret, as a careless tool would.
+type leaky struct{}
+
+func (leaky) Do(_ context.Context, op *host.Operation) (any, error) {
+	time.Sleep(60 * time.Millisecond)
+	return "found token " + secret + " in the config", nil
+}
+
+const agentProg = `emit("checklist", [{text: "look", state: "done"}, {text: "ask", state: "in_progress"}, {text: "finish", state: "open"}])
+let a = act "test.leak" {n: 1}
+let b = act "test.leak" {n: 2}
+let c = act "test.leak" {n: 3}
+let req = act "approval" {question: "Ship it?"}
+let ans = await {key: req.key}
+emit("checklist", [{text: "look", state: "done"}, {text: "ask", state: "done"}, {text: "finish", state: "open"}])
+return "shipped: " + ans.text`
+
+func setup(t *testing.T) (*fakeslack.Server, *Dispatcher, context.Context) {
+	fake := fakeslack.New(nil)
+	t.Cleanup(fake.Close)
+	s, err := store.Open(store.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	e := host.NewEngine(s, port.NewNative(), 1, func() int64 { return time.Now().UnixMilli() })
+	e.Adapters["test.leak"] = leaky{}
+	e.Adapters[approval.Tag] = approval.Adapter{}
+	for _, g := range []string{"test.leak", "approval"} {
+		if _, err := e.Grant("C1/*", g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	progs := t.TempDir()
+	os.WriteFile(filepath.Join(progs, "agent.rune"), []byte(agentProg), 0o644)
+	d := New(Config{BotToken: "xoxb-test", AppToken: "xapp-test", APIURL: fake.URL(), ProgDir: progs, BaseURL: "https://runs.example.com",
+		MinInterval: 20 * time.Millisecond, Heartbeat: time.Hour, Budget: status.BudgetConfig{ChannelGap: 10 * time.Millisecond}}, e)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go d.RunSocketMode(ctx)
+	if !fake.WaitConnected(5 * time.Second) {
+		t.Fatal("no Socket Mode connection")
+	}
+	return fake, d, ctx
+}
+
+func waitFor(t *testing.T, what string, d time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if ok() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+func card(fake *fakeslack.Server) *fakeslack.Message {
+	ms := fake.Messages()
+	if len(ms) == 0 {
+		return nil
+	}
+	return &ms[0]
+}
+
+func TestMentionToClose(t *testing.T) {
+	fake, d, _ := setup(t)
+	start := time.Now()
+	thread := fake.Mention("C1", "U1", "agent please ship")
+	waitFor(t, "the card", 2*time.Second, func() bool { return card(fake) != nil })
+	if time.Since(start) > 2*time.Second {
+		t.Fatal("the card came late")
+	}
+	if c := card(fake); c.ThreadTS != thread || c.Channel != "C1" {
+		t.Fatalf("card %+v", c)
+	}
+	waitFor(t, "the approval wait", 5*time.Second, func() bool { return strings.Contains(card(fake).Text, "waiting for an event [approval:4]") })
+	edits := card(fake).Edits
+	if edits < 4 { // a start, and a tick per act at least
+		t.Fatalf("%d edits before the approval", edits)
+	}
+	fake.Reply("C1", thread, "U2", "yes")
+	waitFor(t, "the close", 5*time.Second, func() bool { return strings.HasPrefix(card(fake).Text, "⚠️ agent completed") })
+	c := card(fake)
+	if !strings.Contains(c.Blocks, "shipped: yes") || !strings.Contains(c.Blocks, "https://runs.example.com/runs/r1") {
+		t.Fatalf("the close: %s\n%s", c.Text, c.Blocks)
+	}
+	d.Wait()
+	for _, r := range fake.Requests() {
+		body, _ := url.QueryUnescape(r.Body)
+		if strings.Contains(body, secret[:12]) {
+			t.Fatalf("a secret was sent to Slack in %s: %s", r.Method, body)
+		}
+	}
+}
+
+// A prog that does not exist closes its card with ❌ at once.
+func TestUnknownProg(t *testing.T) {
+	fake, _, _ := setup(t)
+	fake.Mention("C1", "U1", "nosuch {}")
+	waitFor(t, "the close", 2*time.Second, func() bool { c := card(fake); return c != nil && strings.HasPrefix(c.Text, "❌ nosuch failed") })
+}
+
+// An act refused by the ward makes the close ⚠️ even when the prog completes.
+func TestRefusedActWarns(t *testing.T) {
+	fake, d, _ := setup(t)
+	os.WriteFile(filepath.Join(d.cfg.ProgDir, "sneaky.rune"), []byte(`try { act "fs.read" {path: "/etc/passwd"} } catch e { }
+return "done"`), 0o644)
+	fake.Mention("C1", "U1", "sneaky")
+	waitFor(t, "the close", 3*time.Second, func() bool { c := card(fake); return c != nil && strings.HasPrefix(c.Text, "⚠️ sneaky completed") })
+}
