@@ -81,11 +81,12 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.Clock.Now()
+	retry := 1
 	reply := func(status int, v map[string]any) {
 		s.requests = append(s.requests, Request{Method: method, At: now, Body: body, Status: status})
 		w.Header().Set("Content-Type", "application/json")
 		if status == http.StatusTooManyRequests {
-			w.Header().Set("Retry-After", "2")
+			w.Header().Set("Retry-After", fmt.Sprint(retry))
 		}
 		w.WriteHeader(status)
 		json.NewEncoder(w).Encode(v)
@@ -122,6 +123,8 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 			s.updates = kept
 			if len(s.updates) >= s.UpdatesPerMinute {
 				s.refused[m.TS]++
+				// Retry-After: until the oldest call in the window leaves it.
+				retry = int(s.updates[0].Add(time.Minute).Sub(now).Seconds()) + 1
 				reply(http.StatusTooManyRequests, map[string]any{"ok": false, "error": "ratelimited"})
 				return
 			}
