@@ -175,6 +175,13 @@ func srcKey(hash string) store.Key { return store.K("src", hash) }
 // Start admits an invocation of prog with input and a step limit, stores its
 // first checkpoint, and drives it.
 func (e *Engine) Start(ctx context.Context, inv, prog string, source, input []byte, limit uint64, seed uint64) (*RunState, error) {
+	return e.StartFrom(ctx, inv, prog, "", source, input, limit, seed)
+}
+
+// StartFrom is Start for an invocation that came from somewhere the caller
+// must find it again after a restart (a Slack thread, say): origin is kept
+// on the invocation, opaque to the engine.
+func (e *Engine) StartFrom(ctx context.Context, inv, prog, origin string, source, input []byte, limit uint64, seed uint64) (*RunState, error) {
 	info, err := e.Runtime.Load(ctx, source)
 	if err != nil {
 		return nil, err
@@ -198,6 +205,12 @@ func (e *Engine) Start(ctx context.Context, inv, prog string, source, input []by
 		i, err := e.invs.admit(tx, inv, prog, hash)
 		if err != nil {
 			return err
+		}
+		if origin != "" {
+			i.Origin = origin
+			if err := putInv(tx, i); err != nil {
+				return err
+			}
 		}
 		if i.Revision != p.Revision {
 			return fmt.Errorf("prog %s moved to revision %d while %s was admitted with the state of revision %d; run it again", prog, i.Revision, inv, p.Revision)

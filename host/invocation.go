@@ -83,6 +83,7 @@ type Invocation struct {
 	Admitted int64             `cbor:"11,keyasint,omitempty"` // unix ms
 	Ended    int64             `cbor:"12,keyasint,omitempty"` // unix ms, once terminal
 	Paused   string            `cbor:"13,keyasint,omitempty"` // why the engine cannot run it, until an operator resumes or migrates it
+	Origin   string            `cbor:"14,keyasint,omitempty"` // where it came from, for its caller (StartFrom)
 }
 
 // Runnable reports whether a scheduler may give it a turn.

@@ -172,11 +172,54 @@ func (d *Dispatcher) Mention(ctx context.Context, channel, user, text, ts string
 	r.drive.Lock()
 	defer r.drive.Unlock()
 	// The prog runs as CHANNEL/NAME: the channel's grants are its grants.
-	st, err := d.e.Start(ctx, inv, channel+"/"+name, src, in, d.cfg.Limit, uint64(seed[0])<<8|uint64(seed[1]))
+	// Its origin finds the thread and the card again after a restart.
+	origin := strings.Join([]string{"slack", channel, ts, live.TS}, ":")
+	st, err := d.e.StartFrom(ctx, inv, channel+"/"+name, origin, src, in, d.cfg.Limit, uint64(seed[0])<<8|uint64(seed[1]))
 	if err == nil {
 		st, err = d.e.RunTree(ctx, inv)
 	}
 	d.settle(r, st, err)
+}
+
+// Recover takes up the runs a previous process left unfinished: their
+// threads are listened to again, their cards edited again (rebuilt from
+// their run logs), and those that were running are driven on.
+func (d *Dispatcher) Recover(ctx context.Context) error {
+	invs, err := d.e.List(host.Running, host.Waiting, host.Joining)
+	if err != nil {
+		return err
+	}
+	for _, i := range invs {
+		parts := strings.Split(i.Origin, ":")
+		if len(parts) != 4 || parts[0] != "slack" || i.Parent != "" {
+			continue
+		}
+		channel, thread, cardTS := parts[1], parts[2], parts[3]
+		_, name, _ := strings.Cut(i.Prog, "/")
+		c := &status.Card{Run: i.ID, Prog: name, Verbosity: d.cfg.Verbosity, Started: time.UnixMilli(i.Admitted)}
+		if d.cfg.BaseURL != "" {
+			c.Link = strings.TrimSuffix(d.cfg.BaseURL, "/") + "/runs/" + i.ID
+		}
+		evs, err := d.e.Events(i.ID, 1, 0)
+		if err != nil {
+			continue
+		}
+		for _, ev := range evs {
+			c.Apply(ev)
+		}
+		r := &run{inv: i.ID, channel: channel, thread: thread, live: d.cards.Attach(channel, cardTS, c)}
+		d.mu.Lock()
+		d.runs[i.ID] = r
+		d.threads[channel+"/"+thread] = r
+		d.mu.Unlock()
+		d.spawn(func() {
+			r.drive.Lock()
+			defer r.drive.Unlock()
+			st, err := d.e.RunTree(ctx, r.inv)
+			d.settle(r, st, err)
+		})
+	}
+	return nil
 }
 
 // Reply delivers a thread reply to the run of that thread, if it waits for
@@ -346,6 +389,9 @@ func (d *Dispatcher) heartbeat(ctx context.Context) {
 // RunSocketMode receives events over Socket Mode until ctx ends.
 func (d *Dispatcher) RunSocketMode(ctx context.Context) error {
 	d.identify(ctx)
+	if err := d.Recover(ctx); err != nil {
+		return err
+	}
 	go d.heartbeat(ctx)
 	client := socketmode.New(d.api)
 	go func() {
@@ -385,6 +431,7 @@ func (d *Dispatcher) RunSocketMode(ctx context.Context) error {
 // answer within 3 s) and handles it after, dropping a delivery it has seen.
 func (d *Dispatcher) EventsHandler(ctx context.Context) http.Handler {
 	go d.identify(ctx)
+	d.Recover(ctx)
 	go d.heartbeat(ctx)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))

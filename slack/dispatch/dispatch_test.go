@@ -44,11 +44,17 @@ return "shipped: " + ans.text`
 func setup(t *testing.T) (*fakeslack.Server, *Dispatcher, context.Context) {
 	fake := fakeslack.New(nil)
 	t.Cleanup(fake.Close)
-	s, err := store.Open(store.Options{Dir: t.TempDir()})
+	d, ctx, _ := start(t, fake, t.TempDir())
+	return fake, d, ctx
+}
+
+// start runs a dispatcher on a store in dir against fake; stop ends it and
+// closes its store, as a process that exits.
+func start(t *testing.T, fake *fakeslack.Server, dir string) (*Dispatcher, context.Context, func()) {
+	s, err := store.Open(store.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
 	e := host.NewEngine(s, port.NewNative(), 1, func() int64 { return time.Now().UnixMilli() })
 	e.Adapters["test.leak"] = leaky{}
 	e.Adapters[approval.Tag] = approval.Adapter{}
@@ -57,17 +63,30 @@ func setup(t *testing.T) (*fakeslack.Server, *Dispatcher, context.Context) {
 			t.Fatal(err)
 		}
 	}
-	progs := t.TempDir()
+	progs := filepath.Join(dir, "progs")
+	os.MkdirAll(progs, 0o755)
 	os.WriteFile(filepath.Join(progs, "agent.rune"), []byte(agentProg), 0o644)
 	d := New(Config{BotToken: "xoxb-test", AppToken: "xapp-test", APIURL: fake.URL(), ProgDir: progs, BaseURL: "https://runs.example.com",
 		MinInterval: 20 * time.Millisecond, Heartbeat: time.Hour, Budget: status.BudgetConfig{ChannelGap: 10 * time.Millisecond}}, e)
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go d.RunSocketMode(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); d.RunSocketMode(ctx) }()
 	if !fake.WaitConnected(5 * time.Second) {
 		t.Fatal("no Socket Mode connection")
 	}
-	return fake, d, ctx
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		<-done
+		d.Wait()
+		s.Close()
+	}
+	t.Cleanup(stop)
+	return d, ctx, stop
 }
 
 func waitFor(t *testing.T, what string, d time.Duration, ok func() bool) {
@@ -135,4 +154,22 @@ func TestRefusedActWarns(t *testing.T) {
 return "done"`), 0o644)
 	fake.Mention("C1", "U1", "sneaky")
 	waitFor(t, "the close", 3*time.Second, func() bool { c := card(fake); return c != nil && strings.HasPrefix(c.Text, "⚠️ sneaky completed") })
+}
+
+// A run waiting in a thread survives the process: after a restart the
+// thread's reply still reaches it, and the same card is closed.
+func TestRestartKeepsWaitingRun(t *testing.T) {
+	fake := fakeslack.New(nil)
+	defer fake.Close()
+	dir := t.TempDir()
+	_, _, stop := start(t, fake, dir)
+	thread := fake.Mention("C1", "U1", "agent go")
+	waitFor(t, "the approval wait", 5*time.Second, func() bool { c := card(fake); return c != nil && strings.Contains(c.Text, "waiting for an event") })
+	stop()
+	start(t, fake, dir)
+	fake.Reply("C1", thread, "U2", "yes after a restart")
+	waitFor(t, "the close", 5*time.Second, func() bool { return strings.HasPrefix(card(fake).Text, "⚠️ agent completed") })
+	if n := len(fake.Messages()); n != 1 || !strings.Contains(card(fake).Blocks, "shipped: yes after a restart") {
+		t.Fatalf("%d messages; %s", n, card(fake).Blocks)
+	}
 }

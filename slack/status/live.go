@@ -90,6 +90,15 @@ func (cs *Cards) Open(ctx context.Context, channel, threadTS string, c *Card) (*
 	return l, nil
 }
 
+// Attach takes up a card already on Slack (after a restart): it is edited
+// from now on, nothing is posted.
+func (cs *Cards) Attach(channel, ts string, c *Card) *Live {
+	l := &Live{cards: cs, Channel: channel, TS: ts, key: channel + "/" + ts, card: c, done: make(chan struct{})}
+	l.coal = NewCoalescer(cs.Clock, cs.MinInterval, l.send)
+	cs.Budget.Touch(l.key)
+	return l
+}
+
 // Update changes the card's state under f and offers the new frame.
 func (l *Live) Update(f func(c *Card)) {
 	l.mu.Lock()
