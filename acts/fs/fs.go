@@ -19,6 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/runehost/runehost/acts/args"
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/host"
 	"github.com/runehost/runehost/internal/confine"
@@ -83,26 +84,23 @@ func (a *Adapter) CheckGrant(_, target string) (string, error) {
 	return abs, nil
 }
 
-type args struct {
+type fsArgs struct {
 	path    string
 	content []byte
 	append  bool
 	base64  bool // content is, or is wanted, in base64
 }
 
-func (a *Adapter) args(op *host.Operation) (*args, error) {
-	d, err := checkpoint.DecodeData(op.Args)
+func (a *Adapter) args(op *host.Operation) (*fsArgs, error) {
+	m, err := args.Map(op.Args, a.Tag, "{path}")
 	if err != nil {
 		return nil, err
 	}
-	m, ok := d.(*checkpoint.Map)
-	if !ok {
-		return nil, valueErr("%s wants a map with a path", a.Tag)
-	}
 	p, _ := m.Get("path")
-	out := &args{}
+	out := &fsArgs{}
+	var ok bool
 	if out.path, ok = p.(string); !ok || out.path == "" {
-		return nil, valueErr("%s: path must be a non-empty string", a.Tag)
+		return nil, args.Errorf("%s: path must be a non-empty string", a.Tag)
 	}
 	b64, _ := m.Get("base64")
 	out.base64 = b64 == true
@@ -110,12 +108,12 @@ func (a *Adapter) args(op *host.Operation) (*args, error) {
 		c, _ := m.Get("content")
 		s, ok := c.(string)
 		if !ok {
-			return nil, valueErr("fs.write: content must be a string (base64 with base64: true)")
+			return nil, args.Errorf("fs.write: content must be a string (base64 with base64: true)")
 		}
 		out.content = []byte(s)
 		if out.base64 {
 			if out.content, err = base64.StdEncoding.DecodeString(s); err != nil {
-				return nil, valueErr("fs.write: content is not base64: %v", err)
+				return nil, args.Errorf("fs.write: content is not base64: %v", err)
 			}
 		}
 		ap, _ := m.Get("append")
@@ -124,9 +122,6 @@ func (a *Adapter) args(op *host.Operation) (*args, error) {
 	return out, nil
 }
 
-func valueErr(format string, args ...any) error {
-	return &checkpoint.Error{Kind: "value", Msg: fmt.Sprintf(format, args...)}
-}
 
 // resolved returns the act's path, absolute with symlinks resolved.
 func (a *Adapter) resolved(p string) (string, error) {
@@ -209,7 +204,7 @@ func (a *Adapter) Do(_ context.Context, op *host.Operation) (any, error) {
 			return base64.StdEncoding.EncodeToString(b), nil
 		}
 		if !utf8.Valid(b) {
-			return nil, valueErr("fs.read %s: not UTF-8 text (read it with base64: true)", ar.path)
+			return nil, args.Errorf("fs.read %s: not UTF-8 text (read it with base64: true)", ar.path)
 		}
 		return string(b), nil
 	case List:

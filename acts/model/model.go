@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runehost/runehost/acts/args"
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/host"
 )
@@ -129,48 +130,41 @@ type response struct {
 	} `json:"usage"`
 }
 
-func valueErr(format string, args ...any) error {
-	return &checkpoint.Error{Kind: "value", Msg: fmt.Sprintf(format, args...)}
-}
 
 func (a *Adapter) parse(op *host.Operation) (string, *request, error) {
-	d, err := checkpoint.DecodeData(op.Args)
+	m, err := args.Map(op.Args, Tag, "{messages, endpoint, max_tokens, temperature}")
 	if err != nil {
 		return "", nil, err
-	}
-	m, ok := d.(*checkpoint.Map)
-	if !ok {
-		return "", nil, valueErr("model.chat wants a map with messages")
 	}
 	name := DefaultEndpoint
 	if v, ok := m.Get("endpoint"); ok {
 		if name, ok = v.(string); !ok {
-			return "", nil, valueErr("model.chat: endpoint must be a string")
+			return "", nil, args.Errorf("model.chat: endpoint must be a string")
 		}
 	}
 	req := &request{}
 	msgs, _ := m.Get("messages")
 	list, ok := msgs.([]any)
 	if !ok || len(list) == 0 {
-		return "", nil, valueErr("model.chat: messages must be a non-empty list of {role, content}")
+		return "", nil, args.Errorf("model.chat: messages must be a non-empty list of {role, content}")
 	}
 	for _, x := range list {
 		mm, ok := x.(*checkpoint.Map)
 		if !ok {
-			return "", nil, valueErr("model.chat: each message must be a map {role, content}")
+			return "", nil, args.Errorf("model.chat: each message must be a map {role, content}")
 		}
 		r, _ := mm.Get("role")
 		c, _ := mm.Get("content")
 		rs, rok := r.(string)
 		cs, cok := c.(string)
 		if !rok || !cok || (rs != "system" && rs != "user" && rs != "assistant") {
-			return "", nil, valueErr("model.chat: a message needs role system, user or assistant and a string content")
+			return "", nil, args.Errorf("model.chat: a message needs role system, user or assistant and a string content")
 		}
 		req.Messages = append(req.Messages, message{rs, cs})
 	}
 	if v, ok := m.Get("max_tokens"); ok {
 		if req.MaxTokens, ok = v.(int64); !ok || req.MaxTokens <= 0 {
-			return "", nil, valueErr("model.chat: max_tokens must be a positive int")
+			return "", nil, args.Errorf("model.chat: max_tokens must be a positive int")
 		}
 	}
 	if v, ok := m.Get("temperature"); ok {
@@ -179,7 +173,7 @@ func (a *Adapter) parse(op *host.Operation) (string, *request, error) {
 			f, ok = float64(i), true
 		}
 		if !ok {
-			return "", nil, valueErr("model.chat: temperature must be a number")
+			return "", nil, args.Errorf("model.chat: temperature must be a number")
 		}
 		req.Temperature = &f
 	}

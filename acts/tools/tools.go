@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/runehost/runehost/acts/fs"
+	"github.com/runehost/runehost/acts/args"
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/host"
 	"github.com/runehost/runehost/wasmvm/tool"
@@ -64,36 +65,33 @@ func (a *Adapter) CheckGrant(tag, target string) (string, error) {
 	return target, nil
 }
 
-type args struct {
+type toolArgs struct {
 	name  string
 	argv  []string
 	stdin []byte
 	fuel  uint64
 }
 
-func (a *Adapter) parse(op *host.Operation) (*args, error) {
-	d, err := checkpoint.DecodeData(op.Args)
+func (a *Adapter) parse(op *host.Operation) (*toolArgs, error) {
+	m, err := args.Map(op.Args, Tag, "{tool, args, stdin, fuel}")
 	if err != nil {
 		return nil, err
 	}
-	m, ok := d.(*checkpoint.Map)
-	if !ok {
-		return nil, valueErr("tool.run wants a map {tool, args, stdin, fuel}")
-	}
-	out := &args{}
+	out := &toolArgs{}
+	var ok bool
 	t, _ := m.Get("tool")
 	if out.name, ok = t.(string); !ok || out.name == "" || strings.ContainsAny(out.name, "/\\. ") {
-		return nil, valueErr("tool.run: tool must be a tool name")
+		return nil, args.Errorf("tool.run: tool must be a tool name")
 	}
 	if v, ok := m.Get("args"); ok {
 		l, ok := v.([]any)
 		if !ok {
-			return nil, valueErr("tool.run: args must be a list of strings")
+			return nil, args.Errorf("tool.run: args must be a list of strings")
 		}
 		for _, x := range l {
 			s, ok := x.(string)
 			if !ok {
-				return nil, valueErr("tool.run: args must be a list of strings")
+				return nil, args.Errorf("tool.run: args must be a list of strings")
 			}
 			out.argv = append(out.argv, s)
 		}
@@ -101,23 +99,20 @@ func (a *Adapter) parse(op *host.Operation) (*args, error) {
 	if v, ok := m.Get("stdin"); ok {
 		s, ok := v.(string)
 		if !ok {
-			return nil, valueErr("tool.run: stdin must be a string")
+			return nil, args.Errorf("tool.run: stdin must be a string")
 		}
 		out.stdin = []byte(s)
 	}
 	if v, ok := m.Get("fuel"); ok {
 		n, ok := v.(int64)
 		if !ok || n <= 0 || n > MaxFuel {
-			return nil, valueErr("tool.run: fuel must be a positive int, at most %d", int64(MaxFuel))
+			return nil, args.Errorf("tool.run: fuel must be a positive int, at most %d", int64(MaxFuel))
 		}
 		out.fuel = uint64(n)
 	}
 	return out, nil
 }
 
-func valueErr(format string, args ...any) error {
-	return &checkpoint.Error{Kind: "value", Msg: fmt.Sprintf(format, args...)}
-}
 
 // Authorize allows a granted tool that exists.
 func (a *Adapter) Authorize(_ context.Context, op *host.Operation, grants []host.Grant) (string, error) {

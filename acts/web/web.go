@@ -19,6 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/runehost/runehost/acts/args"
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/host"
 )
@@ -101,46 +102,42 @@ func allowed(u *url.URL, grants []host.Grant) (string, bool) {
 	return "", false
 }
 
-type args struct {
+type webArgs struct {
 	url         *url.URL
 	headers     map[string]string
 	body        []byte
 	contentType string
 }
 
-func (a *Adapter) args(op *host.Operation) (*args, error) {
-	d, err := checkpoint.DecodeData(op.Args)
+func (a *Adapter) args(op *host.Operation) (*webArgs, error) {
+	m, err := args.Map(op.Args, a.Tag, "{url, headers, body}")
 	if err != nil {
 		return nil, err
-	}
-	m, ok := d.(*checkpoint.Map)
-	if !ok {
-		return nil, valueErr("%s wants a map with a url", a.Tag)
 	}
 	raw, _ := m.Get("url")
 	s, ok := raw.(string)
 	if !ok {
-		return nil, valueErr("%s: url must be a string", a.Tag)
+		return nil, args.Errorf("%s: url must be a string", a.Tag)
 	}
 	u, err := url.Parse(s)
 	if err != nil || u.Host == "" {
-		return nil, valueErr("%s: bad url %q", a.Tag, s)
+		return nil, args.Errorf("%s: bad url %q", a.Tag, s)
 	}
-	out := &args{url: u, headers: map[string]string{}}
+	out := &webArgs{url: u, headers: map[string]string{}}
 	if h, ok := m.Get("headers"); ok {
 		hm, ok := h.(*checkpoint.Map)
 		if !ok {
-			return nil, valueErr("%s: headers must be a map of strings", a.Tag)
+			return nil, args.Errorf("%s: headers must be a map of strings", a.Tag)
 		}
 		for i, k := range hm.Keys {
 			v := hm.Values[i]
 			ks, kok := k.(string)
 			vs, vok := v.(string)
 			if !kok || !vok {
-				return nil, valueErr("%s: headers must be a map of strings", a.Tag)
+				return nil, args.Errorf("%s: headers must be a map of strings", a.Tag)
 			}
 			if strings.EqualFold(ks, "host") || strings.EqualFold(ks, IdempotencyHeader) {
-				return nil, valueErr("%s: header %s is the host's to set", a.Tag, ks)
+				return nil, args.Errorf("%s: header %s is the host's to set", a.Tag, ks)
 			}
 			out.headers[ks] = vs
 		}
@@ -152,7 +149,7 @@ func (a *Adapter) args(op *host.Operation) (*args, error) {
 		default:
 			j, err := checkpoint.DataToJSON(b)
 			if err != nil {
-				return nil, valueErr("%s: body: %v", a.Tag, err)
+				return nil, args.Errorf("%s: body: %v", a.Tag, err)
 			}
 			out.body, out.contentType = j, "application/json"
 		}
@@ -160,9 +157,6 @@ func (a *Adapter) args(op *host.Operation) (*args, error) {
 	return out, nil
 }
 
-func valueErr(format string, args ...any) error {
-	return &checkpoint.Error{Kind: "value", Msg: fmt.Sprintf(format, args...)}
-}
 
 func deniedErr(format string, args ...any) error {
 	return &checkpoint.Error{Kind: "denied", Msg: fmt.Sprintf(format, args...)}
@@ -217,7 +211,7 @@ func (a *Adapter) Do(ctx context.Context, op *host.Operation) (any, error) {
 	}
 	req, err := http.NewRequestWithContext(ctx, method, ar.url.String(), body)
 	if err != nil {
-		return nil, valueErr("%s: %v", a.Tag, err)
+		return nil, args.Errorf("%s: %v", a.Tag, err)
 	}
 	for k, v := range ar.headers {
 		req.Header.Set(k, v)
