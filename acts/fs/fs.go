@@ -122,7 +122,6 @@ func (a *Adapter) args(op *host.Operation) (*fsArgs, error) {
 	return out, nil
 }
 
-
 // resolved returns the act's path, absolute with symlinks resolved.
 func (a *Adapter) resolved(p string) (string, error) {
 	if !filepath.IsAbs(p) {

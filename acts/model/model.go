@@ -130,7 +130,6 @@ type response struct {
 	} `json:"usage"`
 }
 
-
 func (a *Adapter) parse(op *host.Operation) (string, *request, error) {
 	m, err := args.Map(op.Args, Tag, "{messages, endpoint, max_tokens, temperature}")
 	if err != nil {

@@ -18,8 +18,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/runehost/runehost/acts/fs"
 	"github.com/runehost/runehost/acts/args"
+	"github.com/runehost/runehost/acts/fs"
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/host"
 	"github.com/runehost/runehost/wasmvm/tool"
@@ -112,7 +112,6 @@ func (a *Adapter) parse(op *host.Operation) (*toolArgs, error) {
 	}
 	return out, nil
 }
-
 
 // Authorize allows a granted tool that exists.
 func (a *Adapter) Authorize(_ context.Context, op *host.Operation, grants []host.Grant) (string, error) {

@@ -157,7 +157,6 @@ func (a *Adapter) args(op *host.Operation) (*webArgs, error) {
 	return out, nil
 }
 
-
 func deniedErr(format string, args ...any) error {
 	return &checkpoint.Error{Kind: "denied", Msg: fmt.Sprintf(format, args...)}
 }
