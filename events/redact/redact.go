@@ -59,10 +59,13 @@ var rules = []rule{
 	// Cookies: the whole value.
 	{regexp.MustCompile(`(?im)^((?:set-)?cookie\s*:\s*)[^\r\n]+`), "${1}" + Mark},
 	{regexp.MustCompile(`(?i)(-H\s*["']?(?:set-)?cookie\s*:\s*)[^"'\r\n]+`), "${1}" + Mark},
-	// scheme://user:password@host
-	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)([^/\s:@'"]+):([^/\s@'"]+)@`), "${1}${2}:" + Mark + "@"},
-	// curl -u user:password
-	{regexp.MustCompile(`((?:^|\s)(?:-u|--user)\s*=?\s*["']?)([^\s:"']+):([^\s"']+)`), "${1}${2}:" + Mark},
+	// scheme://user:password@host (a password may hold @: up to the last)
+	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)([^/\s:@'"]+):([^/\s'"]*)@`), "${1}${2}:" + Mark + "@"},
+	// curl -u user:password, quoted (with spaces) or not
+	{regexp.MustCompile(`((?:^|\s)(?:-u|--user)\s*=?\s*)(["'])([^:"'\r\n]+):([^"'\r\n]*)(["'])`), "${1}${2}${3}:" + Mark + "${5}"},
+	{regexp.MustCompile(`((?:^|\s)(?:-u|--user)\s*=?\s*)([^\s:"']+):([^\s"']+)`), "${1}${2}:" + Mark},
+	// Slack incoming webhooks and signed URLs' signatures
+	{regexp.MustCompile(`(hooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9/_-]+`), "${1}" + Mark},
 	// Vendor formats.
 	{regexp.MustCompile(`xox[abposre]-[A-Za-z0-9-]{10,}`), Mark},
 	{regexp.MustCompile(`xapp-[A-Za-z0-9-]{10,}`), Mark},
@@ -80,15 +83,22 @@ var rules = []rule{
 // "NAME": "VALUE", where NAME marks a secret.
 var (
 	assignEq   = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_.-]*)(\s*=\s*)("[^"\r\n]*"|'[^'\r\n]*'|[^\s"'&;,()=]+)`)
-	assignYAML = regexp.MustCompile(`(?m)^(\s*-?\s*)([A-Za-z_][A-Za-z0-9_.-]*)(\s*:[ \t]+)("[^"\r\n]*"|'[^'\r\n]*'|[^\s#]+)[ \t]*$`)
+	assignYAML = regexp.MustCompile(`(?m)^(\s*-?\s*)([A-Za-z_][A-Za-z0-9_.-]*)(\s*:[ \t]+)("[^"\r\n]*"|'[^'\r\n]*'|[^#\r\n]*[^\s#])([ \t]+#[^\r\n]*)?[ \t]*$`)
 	assignJSON = regexp.MustCompile(`"([A-Za-z_][A-Za-z0-9_.-]*)"(\s*:\s*)"((?:[^"\\\r\n]|\\.)*)"`)
+	// {'name': 'value'} (Python reprs) and {\"name\":\"value\"} (JSON in a string)
+	assignSingle  = regexp.MustCompile(`'([A-Za-z_][A-Za-z0-9_.-]*)'(\s*:\s*)'([^'\r\n]*)'`)
+	assignEscaped = regexp.MustCompile(`\\"([A-Za-z_][A-Za-z0-9_.-]*)\\"(\s*:\s*)\\"((?:[^"\\\r\n]|\\[^"])*)\\"`)
+	// Header: value anywhere on a line (curl -v's "> X-Api-Key: …", -H "…")
+	assignHeader = regexp.MustCompile(`((?:^|[\s"'<>])[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+)(\s*:\s*)([^\s"',;]+)`)
+	// --password VALUE and --api-key=VALUE
+	assignFlag = regexp.MustCompile(`((?:^|\s)--?[A-Za-z][A-Za-z0-9-]*)(\s+|=)([^\s-][^\s]*)`)
 )
 
 // secretWords are the components of a name that mark its value secret.
 var secretWords = map[string]bool{
 	"secret": true, "secrets": true, "key": true, "apikey": true, "token": true, "tokens": true,
 	"password": true, "passwd": true, "pwd": true, "pass": true, "passphrase": true,
-	"credential": true, "credentials": true, "auth": true, "signature": true, "dsn": true, "cookie": true,
+	"credential": true, "credentials": true, "auth": true, "signature": true, "sig": true, "dsn": true, "cookie": true,
 	"privatekey": true, "accesskey": true, "secretkey": true, "clientsecret": true,
 }
 
@@ -98,8 +108,8 @@ var errorWords = map[string]bool{
 	"failed": true, "fail": true, "failure": true, "error": true, "err": true, "expired": true,
 	"invalid": true, "missing": true, "denied": true, "revoked": true, "refused": true, "rejected": true,
 	"unauthorized": true, "forbidden": true, "mismatch": true, "required": true, "notfound": true,
-	"length": true, "len": true, "count": true, "type": true, "id": true, "name": true, "file": true,
-	"path": true, "url": true, "ttl": true, "expiry": true, "expires": true, "header": true,
+	"length": true, "len": true, "count": true, "type": true, "name": true, "file": true,
+	"path": true, "url": true, "ttl": true, "expiry": true, "expires": true,
 }
 
 // components splits a name at _, -, . and camelCase boundaries, lower-cased.
@@ -200,9 +210,42 @@ func (r *Redactor) String(s string) string {
 		if !SecretName(g[2]) || emptyish(g[4]) {
 			return m
 		}
-		return g[1] + g[2] + g[3] + quoteLike(g[4], Mark)
+		return g[1] + g[2] + g[3] + quoteLike(g[4], Mark) + g[5]
 	})
+	for _, re := range []*regexp.Regexp{assignSingle, assignEscaped, assignHeader, assignFlag} {
+		re := re
+		s = re.ReplaceAllStringFunc(s, func(m string) string {
+			g := re.FindStringSubmatch(m)
+			if !SecretName(strings.TrimLeft(g[1], " \t\"'<>-")) || emptyish(g[3]) {
+				return m
+			}
+			if re == assignFlag && !secretish(g[3]) {
+				return m // "use the --password flag": prose, not a value
+			}
+			if re == assignSingle {
+				return "'" + g[1] + "'" + g[2] + "'" + Mark + "'"
+			}
+			if re == assignEscaped {
+				return `\"` + g[1] + `\"` + g[2] + `\"` + Mark + `\"`
+			}
+			return g[1] + g[2] + Mark
+		})
+	}
 	return s
+}
+
+// secretish reports whether a bare word could be a secret: long enough, and
+// not only letters.
+func secretish(v string) bool {
+	if len(v) < 6 {
+		return false
+	}
+	for _, r := range v {
+		if !unicode.IsLetter(r) {
+			return true
+		}
+	}
+	return false
 }
 
 func quoteLike(orig, v string) string {

@@ -91,10 +91,35 @@ func TestHostSecrets(t *testing.T) {
 func TestSecretName(t *testing.T) {
 	for name, want := range map[string]bool{
 		"AWS_SECRET_ACCESS_KEY": true, "apiKey": true, "GITHUB_TOKEN": true, "db.password": true, "client-secret": true,
-		"MONKEY_BARS": false, "PORT": false, "token_type": false, "github-token-mint-failed": false, "KEY_ID": false, "keyboard": false,
+		"MONKEY_BARS": false, "PORT": false, "token_type": false, "github-token-mint-failed": false, "KEY_ID": true, "keyboard": false,
 	} {
 		if got := SecretName(name); got != want {
 			t.Errorf("%s: %v", name, got)
+		}
+	}
+}
+
+// Shapes found by a review: each must be redacted.
+func TestReviewedShapes(t *testing.T) {
+	for _, c := range []struct{ text, secret string }{
+		{"password: correct horse battery", "correct horse"},
+		{"api_key: Xk29dk2 # prod", "Xk29dk2"},
+		{"> X-Api-Key: abcdef123456", "abcdef123456"},
+		{"< Set-Cookie: sid=31d4d96e407aad42", "31d4d96e407aad42"},
+		{`curl -H "X-Auth-Token: tok9876543" https://x`, "tok9876543"},
+		{"{'api_key': 'py-secret-999'}", "py-secret-999"},
+		{`{\"password\":\"esc-secret-77\"}`, "esc-secret-77"},
+		{"id_token=eyJraWQiOiIxIn0.abc", "eyJraWQiOiIxIn0"},
+		{"auth_header: Zm9vYmFyYmF6", "Zm9vYmFyYmF6"},
+		{"https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXX", "XXXXXXXXXXXXXXXX"},
+		{"https://acct.blob.core.windows.net/c/f?sv=2020&sig=AbCdEf123%3D", "AbCdEf123"},
+		{"postgres://u:p@ss@word1@host/db", "ss@word1"},
+		{"curl -u 'bob:pass word' https://x", "pass word"},
+		{"mysql --password hunter2hunter2 db", "hunter2hunter2"},
+		{"run --api-key=sk9sk9sk9sk9", "sk9sk9sk9sk9"},
+	} {
+		if got := String(c.text); strings.Contains(got, c.secret) {
+			t.Errorf("%q survived: %q", c.secret, got)
 		}
 	}
 }
