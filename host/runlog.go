@@ -152,17 +152,40 @@ func (e *Engine) emitEvent(at int64, name string, data []byte) events.Event {
 	return events.Event{At: at, Kind: events.KindEmit, Emit: &events.Emit{Name: e.clean(name, events.SummaryCap), Data: e.clean(text, events.OutputCap)}}
 }
 
-// dataText is a data value as JSON, or what was wrong with it.
+// dataText is a data value as JSON, or what was wrong with it, every string
+// in it redacted first: once in JSON, a multi-line text's lines would escape
+// the redactor's line rules.
 func dataText(b []byte) string {
 	d, err := checkpoint.DecodeData(b)
 	if err != nil {
 		return "<" + err.Error() + ">"
 	}
-	j, err := checkpoint.DataToJSON(d)
+	j, err := checkpoint.DataToJSON(redactStrings(d))
 	if err != nil {
 		return "<" + err.Error() + ">"
 	}
 	return string(j)
+}
+
+// redactStrings redacts (known formats only) every string of a data value.
+func redactStrings(v any) any {
+	switch x := v.(type) {
+	case string:
+		return redact.String(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, y := range x {
+			out[i] = redactStrings(y)
+		}
+		return out
+	case *checkpoint.Map:
+		out := &checkpoint.Map{}
+		for i, k := range x.Keys {
+			out.Set(redactStrings(k), redactStrings(x.Values[i]))
+		}
+		return out
+	}
+	return v
 }
 
 // targetKeys are the argument names that say what an act is about, in order.

@@ -281,3 +281,15 @@ return x`)
 		t.Fatalf("from 5: %d events from %d", len(rest), rest[0].Seq)
 	}
 }
+
+// A multi-line string emitted as data is redacted line by line, not as one
+// JSON-escaped line the redactor's line rules cannot see.
+func TestEmitDataRedactedByLine(t *testing.T) {
+	e := engine(t, memStore(t), 1)
+	e.Start(context.Background(), "r1", "p", []byte(`emit("log", "db:\n  password: hunter2hunter2\n")
+return 1`), nil, 100_000, 1)
+	evs, _ := kinds(t, e, "r1")
+	if em := find(evs, events.KindEmit).Emit; strings.Contains(em.Data, "hunter2") {
+		t.Fatalf("emit data %q", em.Data)
+	}
+}
