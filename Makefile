@@ -39,7 +39,7 @@ load-cards:
 	$(GO) run ./internal/loadcards/cmd -cards 50 -limit 50
 
 ## tools: the test tools of testdata/tools, as WASI commands in testdata/tools/bin (tool.run finds them with RUNEHOST_TOOLS=testdata/tools/bin).
-TOOLS = cat wc grep spin grow flood escape envsnoop
+TOOLS = cat wc grep spin grow flood escape envsnoop scribble
 tools:
 	@mkdir -p testdata/tools/bin
 	@for t in $(TOOLS); do GOOS=wasip1 GOARCH=wasm $(GO) build -o testdata/tools/bin/$$t.wasm ./testdata/tools/$$t || exit 1; done

@@ -175,7 +175,7 @@ func (sp spawner) Do(ctx context.Context, op *Operation) (any, error) {
 		return nil, err
 	}
 	progName, source := parent.Prog, ""
-	if p, ok := m.Get("prog"); ok {
+	if p, ok := m.Get("prog"); ok && p != parent.Prog {
 		if progName, ok = p.(string); !ok || progName == "" || len(progName) > 200 || strings.ContainsRune(progName, 0) {
 			return nil, &checkpoint.Error{Kind: "value", Msg: "spawn: prog must be the name of a prog"}
 		}
@@ -189,6 +189,23 @@ func (sp spawner) Do(ctx context.Context, op *Operation) (any, error) {
 			return nil, err
 		}
 		source = fmt.Sprintf("%x", h.Program)
+	}
+	if progName != parent.Prog {
+		// Another prog runs with its own grants: the parent needs a grant
+		// to start it (spawn:NAME, or spawn:* for any).
+		gs, err := e.ward.For(parent.Prog, SpawnTag)
+		if err != nil {
+			return nil, err
+		}
+		allowed := false
+		for _, g := range gs {
+			if t := g.Target(); t == progName || t == "*" {
+				allowed = true
+			}
+		}
+		if !allowed {
+			return nil, &checkpoint.Error{Kind: "denied", Msg: fmt.Sprintf("spawn: %s may not start prog %q (runehost grant --prog %s spawn:%s)", parent.Prog, progName, parent.Prog, progName)}
+		}
 	}
 	prog, err := e.invs.Prog(progName)
 	if errors.Is(err, ErrNoSuchProg) {

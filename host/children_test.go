@@ -130,7 +130,7 @@ try { ` + body + ` } catch err { return [err.kind, err.msg] }`
 		{"more steps than it has", catch(`act "spawn" {steps: 2000000, input: 1}`), `steps to lend`},
 		{"fan-out", catch(`for i in range(20) { act "spawn" {steps: 10, input: 1} }`), `unsettled children (at most 16)`},
 		{"bad steps", catch(`act "spawn" {steps: 0}`), `steps must be a positive int`},
-		{"unknown prog", catch(`act "spawn" {steps: 10, prog: "nope"}`), `no prog`},
+		{"another prog, ungranted", catch(`act "spawn" {steps: 10, prog: "nope"}`), `may not start prog`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := engine(t, memStore(t), 1)
@@ -296,5 +296,21 @@ func TestSchedulerWakesTimeouts(t *testing.T) {
 	i, _ = e.invs.get("r1")
 	if i.Status != Completed || porttestJSON(t, i.Result) != `"timeout"` {
 		t.Fatalf("got %s", i.Status)
+	}
+}
+
+// Starting another prog takes a grant: it runs with its own grants.
+func TestSpawnAnotherProgNeedsAGrant(t *testing.T) {
+	e := engine(t, memStore(t), 1)
+	e.Start(context.Background(), "r1", "helper", []byte(`return input`), data(t, int64(1)), 100_000, 1)
+	src := `try { let k = act "spawn" {steps: 1000, prog: "helper", input: 5}; return (await {key: k.id}).result } catch err { return err.kind }`
+	i := runTree(t, e, "r2", src, nil, 100_000)
+	if porttestJSON(t, i.Result) != `"denied"` {
+		t.Fatalf("ungranted: %s", porttestJSON(t, i.Result))
+	}
+	e.Ward().Grant("p", "spawn:helper")
+	i = runTree(t, e, "r3", src, nil, 100_000)
+	if porttestJSON(t, i.Result) != `5` {
+		t.Fatalf("granted: %s", porttestJSON(t, i.Result))
 	}
 }

@@ -11,6 +11,7 @@
 package host
 
 import (
+	"encoding/base64"
 	"fmt"
 	"strings"
 
@@ -368,6 +369,13 @@ func (e *Engine) hostSecrets(v any) any {
 	}
 	switch x := v.(type) {
 	case string:
+		// A secret may come back encoded: base64 that decodes to one is
+		// taken out whole.
+		if len(x) >= 8 && len(x)%4 == 0 {
+			if b, err := base64.StdEncoding.DecodeString(x); err == nil && e.Redactor.Known(string(b)) != string(b) {
+				return redact.Mark
+			}
+		}
 		return e.Redactor.Known(x)
 	case []any:
 		out := make([]any, len(x))

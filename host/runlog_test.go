@@ -6,12 +6,14 @@ package host
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/events"
+	"github.com/runehost/runehost/events/redact"
 	"github.com/runehost/runehost/store"
 )
 
@@ -292,4 +294,21 @@ return 1`), nil, 100_000, 1)
 	if em := find(evs, events.KindEmit).Emit; strings.Contains(em.Data, "hunter2") {
 		t.Fatalf("emit data %q", em.Data)
 	}
+}
+
+// A host secret coming back base64-encoded is taken out too.
+func TestHostSecretInBase64(t *testing.T) {
+	e := engine(t, memStore(t), 1)
+	e.Redactor = redact.New("host-secret-QQ77")
+	e.Adapters["calc"] = b64adapter{}
+	out, _ := e.Start(context.Background(), "r1", "p", []byte(`return act "calc" {}`), nil, 100_000, 1)
+	if got := porttestJSON(t, out.Result); strings.Contains(got, base64.StdEncoding.EncodeToString([]byte("key=host-secret-QQ77"))) {
+		t.Fatalf("got %s", got)
+	}
+}
+
+type b64adapter struct{}
+
+func (b64adapter) Do(context.Context, *Operation) (any, error) {
+	return base64.StdEncoding.EncodeToString([]byte("key=host-secret-QQ77")), nil
 }

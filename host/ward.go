@@ -71,10 +71,18 @@ func checkStatement(subject, statement string) error {
 		return fmt.Errorf("%w: the prog is empty or has a zero byte", ErrBadStatement)
 	case tag == "" || strings.ContainsAny(tag, " \t\r\n\x00") || strings.ContainsAny(statement, "\r\n\x00"):
 		return fmt.Errorf("%w: %q: want TAG or TAG:TARGET", ErrBadStatement, statement)
-	case tag == SpawnTag:
-		return fmt.Errorf("%w: %q: spawn needs no grant; the allowance bounds it", ErrBadStatement, statement)
+	case tag == SpawnTag && !strings.Contains(statement, ":"):
+		return fmt.Errorf("%w: %q: spawning its own prog needs no grant; spawning another needs spawn:NAME", ErrBadStatement, statement)
+	case tag == "tool.env" && hostOwnVariable(statement[len(tag)+1:]):
+		return fmt.Errorf("%w: %q: the host's own configuration is never given to a tool", ErrBadStatement, statement)
 	}
 	return nil
+}
+
+// hostOwnVariable reports whether an environment variable is the host's own
+// configuration, secrets included.
+func hostOwnVariable(name string) bool {
+	return strings.HasPrefix(name, "RUNEHOST_") || strings.HasPrefix(name, "SLACK_")
 }
 
 // Grant records a grant (synced). Granting it again changes nothing.

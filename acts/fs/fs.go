@@ -75,6 +75,14 @@ func (a *Adapter) CheckGrant(_, target string) (string, error) {
 	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
 		return "", fmt.Errorf("%s is not a directory", abs)
 	}
+	// The grant names the directory as it is now, symlinks resolved: if it
+	// is later pointed elsewhere, acts under it are refused.
+	if abs, err = filepath.EvalSymlinks(abs); err != nil {
+		return "", err
+	}
+	if strings.ContainsAny(abs, "=\x00\n") {
+		return "", fmt.Errorf("%q: a granted directory cannot have = in its path", abs)
+	}
 	if guest != "" {
 		if !strings.HasPrefix(guest, "/") || filepath.Clean(guest) != guest {
 			return "", fmt.Errorf("guest path %q: want a clean absolute path", guest)
@@ -122,8 +130,27 @@ func (a *Adapter) args(op *host.Operation) (*fsArgs, error) {
 	return out, nil
 }
 
+// grantRoot is a granted directory, which must still be what it was when
+// granted: resolving it again must give itself.
+func grantRoot(dir string) (string, error) {
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", err
+	}
+	if root != filepath.Clean(dir) {
+		return "", fmt.Errorf("the granted directory now resolves elsewhere")
+	}
+	return root, nil
+}
+
+// MaxPath bounds an act's path.
+const MaxPath = 4096
+
 // resolved returns the act's path, absolute with symlinks resolved.
 func (a *Adapter) resolved(p string) (string, error) {
+	if len(p) > MaxPath {
+		return "", fmt.Errorf("a path of %d bytes (at most %d)", len(p), MaxPath)
+	}
 	if !filepath.IsAbs(p) {
 		base := a.Base
 		if base == "" {
@@ -150,12 +177,12 @@ func (a *Adapter) Authorize(_ context.Context, op *host.Operation, grants []host
 	}
 	for _, g := range grants {
 		dir, _ := SplitTarget(g.Target())
-		root, err := confine.Resolve(dir)
+		root, err := grantRoot(dir)
 		if err == nil && confine.Within(root, real) {
 			return g.Statement, nil
 		}
 	}
-	return "", fmt.Errorf("%s %s: the path (%s) is outside every granted directory", a.Tag, ar.path, real)
+	return "", fmt.Errorf("%s %s: the path is outside every granted directory", a.Tag, ar.path)
 }
 
 // Do performs the act through os.Root at the granted directory.
@@ -168,9 +195,9 @@ func (a *Adapter) Do(_ context.Context, op *host.Operation) (any, error) {
 		return nil, errors.New("no attempt: the engine did not authorize this act")
 	}
 	dir, _ := SplitTarget(strings.TrimPrefix(op.Attempt.Grant, a.Tag+":"))
-	root, err := confine.Resolve(dir)
+	root, err := grantRoot(dir)
 	if err != nil {
-		return nil, err
+		return nil, &checkpoint.Error{Kind: "denied", Msg: fmt.Sprintf("%s %s: %v", a.Tag, ar.path, err)}
 	}
 	real, err := a.resolved(ar.path)
 	if err != nil {
@@ -178,7 +205,7 @@ func (a *Adapter) Do(_ context.Context, op *host.Operation) (any, error) {
 	}
 	rel, err := filepath.Rel(root, real)
 	if err != nil || !confine.Within(root, real) {
-		return nil, &checkpoint.Error{Kind: "denied", Msg: fmt.Sprintf("%s %s: outside %s", a.Tag, ar.path, root)}
+		return nil, &checkpoint.Error{Kind: "denied", Msg: fmt.Sprintf("%s %s: outside the granted directory", a.Tag, ar.path)}
 	}
 	r, err := os.OpenRoot(root)
 	if err != nil {

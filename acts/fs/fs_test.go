@@ -142,3 +142,25 @@ func TestGrantChecked(t *testing.T) {
 		}
 	}
 }
+
+// A granted directory later replaced by a symlink to elsewhere is refused.
+func TestGrantedDirRepointed(t *testing.T) {
+	base := world(t)
+	e := engine(t, base)
+	acttest.Grant(t, e, "fs.read:"+base+"/data")
+	os.Rename(filepath.Join(base, "data"), filepath.Join(base, "data.old"))
+	os.Symlink(filepath.Join(base, "data2"), filepath.Join(base, "data"))
+	got, _ := acttest.Run(t, e, acttest.Catch(`act "fs.read" {path: "data/b.txt"}`), nil)
+	if !strings.HasPrefix(got, `["denied",`) || strings.Contains(got, "sibling") {
+		t.Fatalf("got %s", got)
+	}
+}
+
+func TestGrantPathWithEquals(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "proj=x")
+	os.MkdirAll(filepath.Join(dir, "data"), 0o755)
+	e := engine(t, dir)
+	if _, err := e.Grant(host.AnyProg, "fs.read:"+dir+"/data"); err == nil {
+		t.Fatal("granted a directory whose path has =")
+	}
+}

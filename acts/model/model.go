@@ -69,6 +69,13 @@ func FromEnv() map[string]Endpoint {
 	return out
 }
 
+// defaultClient uses no proxy from the environment and follows no
+// redirect: the key goes to the configured endpoint and nowhere else.
+var defaultClient = &http.Client{
+	Transport:     &http.Transport{Proxy: nil, ForceAttemptHTTP2: true, TLSHandshakeTimeout: 10 * time.Second},
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+}
+
 // Adapter is the model.chat act.
 type Adapter struct {
 	Endpoints map[string]Endpoint
@@ -217,7 +224,7 @@ func (a *Adapter) Do(ctx context.Context, op *host.Operation) (any, error) {
 	}
 	c := a.Client
 	if c == nil {
-		c = http.DefaultClient
+		c = defaultClient
 	}
 	resp, err := c.Do(hr)
 	if err != nil {
@@ -229,11 +236,11 @@ func (a *Adapter) Do(ctx context.Context, op *host.Operation) (any, error) {
 		return nil, a.failed(ep, "model.chat %s: reading the reply: %v", name, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, a.failed(ep, "model.chat %s: HTTP %d: %.300s", name, resp.StatusCode, b)
+		return nil, a.failed(ep, "model.chat %s: HTTP %d: %s", name, resp.StatusCode, b)
 	}
 	var r response
 	if err := json.Unmarshal(b, &r); err != nil || len(r.Choices) == 0 {
-		return nil, a.failed(ep, "model.chat %s: not a chat completion: %.300s", name, b)
+		return nil, a.failed(ep, "model.chat %s: not a chat completion: %s", name, b)
 	}
 	out := &checkpoint.Map{}
 	out.Set("content", r.Choices[0].Message.Content)
@@ -306,7 +313,10 @@ func assemble(msgs []message, budget int64) ([]message, []any, []any) {
 func (a *Adapter) failed(ep Endpoint, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
 	if ep.Key != "" {
-		msg = strings.ReplaceAll(msg, ep.Key, "[redacted]")
+		msg = strings.ReplaceAll(msg, ep.Key, "[redacted]") // before the cut, so no part of it is left
+	}
+	if r := []rune(msg); len(r) > 400 {
+		msg = string(r[:400]) + "…"
 	}
 	return &checkpoint.Error{Kind: "failed", Msg: msg}
 }

@@ -37,10 +37,10 @@ func TestToolRun(t *testing.T) {
 	data := t.TempDir()
 	os.WriteFile(filepath.Join(data, "f.txt"), []byte("from the data dir"), 0o644)
 	os.WriteFile(filepath.Join(filepath.Dir(data), "outside.txt"), []byte("SECRET"), 0o644)
-	t.Setenv("RUNEHOST_TEST_GRANTED", "yes")
-	t.Setenv("RUNEHOST_TEST_HIDDEN", "no")
+	t.Setenv("TOOLTEST_GRANTED", "yes")
+	t.Setenv("TOOLTEST_HIDDEN", "no")
 	acttest.Grant(t, e, "tool.run:wc", "tool.run:cat", "tool.run:escape", "tool.run:envsnoop", "tool.run:spin", "tool.run:flood",
-		"fs.read:"+data+"=/data", "tool.env:RUNEHOST_TEST_GRANTED")
+		"fs.read:"+data+"=/data", "tool.env:TOOLTEST_GRANTED")
 	run := func(expr string) string {
 		got, _ := acttest.Run(t, e, acttest.Catch(expr), nil)
 		return got
@@ -55,8 +55,8 @@ func TestToolRun(t *testing.T) {
 	if strings.Contains(got, "SECRET") || strings.Count(got, "denied ") != 3 {
 		t.Errorf("escape: %s", got)
 	}
-	got = run(`act "tool.run" {tool: "envsnoop", args: ["RUNEHOST_TEST_GRANTED", "RUNEHOST_TEST_HIDDEN", "HOME"]}`)
-	if !strings.Contains(got, "found RUNEHOST_TEST_GRANTED=yes") || !strings.Contains(got, "missing RUNEHOST_TEST_HIDDEN") || !strings.Contains(got, "missing HOME") {
+	got = run(`act "tool.run" {tool: "envsnoop", args: ["TOOLTEST_GRANTED", "TOOLTEST_HIDDEN", "HOME"]}`)
+	if !strings.Contains(got, "found TOOLTEST_GRANTED=yes") || !strings.Contains(got, "missing TOOLTEST_HIDDEN") || !strings.Contains(got, "missing HOME") {
 		t.Errorf("envsnoop: %s", got)
 	}
 	if got := run(`act "tool.run" {tool: "spin", fuel: 1000000}`); !strings.Contains(got, `"stop":"fuel"`) || !strings.Contains(got, `"ok":false`) {

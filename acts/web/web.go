@@ -189,6 +189,9 @@ func (a *Adapter) client(grants []host.Grant) *http.Client {
 		if len(via) >= MaxRedirects {
 			return deniedErr("more than %d redirects", MaxRedirects)
 		}
+		if via[len(via)-1].URL.Scheme == "https" && req.URL.Scheme != "https" {
+			return deniedErr("redirect from https to %s refused", req.URL.Scheme)
+		}
 		if _, ok := allowed(req.URL, grants); !ok {
 			return deniedErr("redirect to %s: host %s is not granted", redact(req.URL), req.URL.Host)
 		}

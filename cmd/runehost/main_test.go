@@ -415,24 +415,26 @@ func TestSentinelSecretNeverLeaks(t *testing.T) {
 	t.Setenv("RUNEHOST_MODEL_URL", srv.URL+"/v1")
 	t.Setenv("RUNEHOST_MODEL_KEY", sentinel)
 	tools := t.TempDir()
-	os.WriteFile(filepath.Join(tools, "envsnoop.wasm"), testtools.Build(t, "envsnoop"), 0o644)
+	os.WriteFile(filepath.Join(tools, "cat.wasm"), testtools.Build(t, "cat"), 0o644)
 	t.Setenv("RUNEHOST_TOOLS", tools)
+	data := t.TempDir()
+	os.WriteFile(filepath.Join(data, "app.env"), []byte("MODEL_KEY="+sentinel+"\n"), 0o644)
 	var all strings.Builder
 	run := func(args ...string) (int, string) {
 		code, out, errs := invoke(t, args...)
 		all.WriteString(out + errs)
 		return code, out + errs
 	}
-	if code, out := run("grant", "--prog", "p", "tool.run:envsnoop", "tool.env:RUNEHOST_MODEL_KEY", "model.chat:default"); code != exitOK {
+	if code, out := run("grant", "--prog", "p", "tool.run:cat", "fs.read:"+data+"=/d", "model.chat:default"); code != exitOK {
 		t.Fatal(out)
 	}
-	f := writeProg(t, `let r = act "tool.run" {tool: "envsnoop", args: ["RUNEHOST_MODEL_KEY"]}
+	f := writeProg(t, `let r = act "tool.run" {tool: "cat", args: ["/d/app.env"]}
 emit("tool", {out: r.stdout})
 log(r.stdout)
 let m = act "model.chat" {messages: [{role: "user", content: "echo: " + r.stdout}]}
 return {tool: r.stdout, model: m.content}`)
 	code, out := run("run", f)
-	if code != exitOK || !strings.Contains(out, "found RUNEHOST_MODEL_KEY=«redacted»") || !strings.Contains(out, "your key is «redacted»") {
+	if code != exitOK || !strings.Contains(out, "MODEL_KEY=«redacted»") || !strings.Contains(out, "your key is «redacted»") {
 		t.Fatalf("run: %d %s", code, out)
 	}
 	for _, args := range [][]string{{"events", "r1", "--all"}, {"events", "r1", "--json"}, {"inspect", "r1"}, {"inspect", "r1", "--json"}, {"ps", "--json"}} {
@@ -457,4 +459,11 @@ return {tool: r.stdout, model: m.content}`)
 		}
 		return nil
 	})
+}
+
+func TestToolEnvOfTheHostRefused(t *testing.T) {
+	t.Setenv("RUNEHOST_STORE", filepath.Join(t.TempDir(), "store"))
+	if code, _, errs := invoke(t, "grant", "tool.env:RUNEHOST_MODEL_KEY"); code != exitUsage || !strings.Contains(errs, "never given to a tool") {
+		t.Fatalf("%d %s", code, errs)
+	}
 }

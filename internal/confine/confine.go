@@ -4,6 +4,7 @@ package confine
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -15,27 +16,37 @@ import (
 // existing ancestor; a dangling symlink does not resolve (where a write
 // through it would land is not knowable safely).
 func Resolve(p string) (string, error) {
+	if len(p) > MaxPath {
+		return "", fmt.Errorf("path of %d bytes: at most %d", len(p), MaxPath)
+	}
 	p, err := filepath.Abs(p)
 	if err != nil {
 		return "", err
 	}
-	real, err := filepath.EvalSymlinks(p)
-	if err == nil || !errors.Is(err, fs.ErrNotExist) {
-		return real, err
+	// Walk up to the deepest ancestor that exists, then resolve it once.
+	var rest []string
+	for {
+		real, err := filepath.EvalSymlinks(p)
+		if err == nil {
+			return filepath.Join(append([]string{real}, rest...)...), nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		if fi, lerr := os.Lstat(p); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return "", err // a symlink to nowhere
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return filepath.Join(append([]string{p}, rest...)...), nil
+		}
+		rest = append([]string{filepath.Base(p)}, rest...)
+		p = parent
 	}
-	if fi, lerr := os.Lstat(p); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		return "", err
-	}
-	parent := filepath.Dir(p)
-	if parent == p {
-		return p, nil
-	}
-	dir, err := Resolve(parent)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, filepath.Base(p)), nil
 }
+
+// MaxPath bounds a path to resolve.
+const MaxPath = 4096
 
 // Within reports whether resolved path p is root or under it; both must be
 // resolved already.

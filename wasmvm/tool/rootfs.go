@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
@@ -23,28 +24,45 @@ import (
 // only if it resolves inside the root.
 type confined struct {
 	experimentalsys.FS
-	root string // with symlinks resolved
+	root  string // with symlinks resolved
+	write bool
 }
 
+// newConfined mounts dir, which must be a directory and must resolve to
+// itself: a granted directory that became (or moved under) a symlink since
+// it was granted is refused.
 func newConfined(dir string, write bool) (experimentalsys.FS, error) {
 	root, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return nil, err
 	}
+	if root != filepath.Clean(dir) {
+		return nil, errors.New(dir + " now resolves elsewhere; grant it again")
+	}
 	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
 		return nil, errors.New(dir + " is not a directory")
 	}
-	c := &confined{FS: sysfs.DirFS(root), root: root}
+	c := &confined{FS: sysfs.DirFS(root), root: root, write: write}
 	if !write {
 		return &sysfs.ReadFS{FS: c}, nil
 	}
 	return c, nil
 }
 
+// MaxPath bounds a path a tool may use: resolving is linear in its length
+// for each component, and a tool's wall clock does not stop the host.
+const MaxPath = 4096
+
 // check refuses a guest path that leaves the root. With leaf false, only
 // the parent is resolved: for operations on a name itself (lstat, unlink,
 // rename), which do not follow it.
 func (c *confined) check(p string, leaf bool) experimentalsys.Errno {
+	if len(p) > MaxPath {
+		return experimentalsys.ENAMETOOLONG
+	}
+	if strings.HasSuffix(p, "/") {
+		leaf = true // "name/" follows a symlink name
+	}
 	full := filepath.Join(c.root, filepath.FromSlash(p))
 	if full == c.root {
 		return 0
@@ -60,6 +78,12 @@ func (c *confined) check(p string, leaf bool) experimentalsys.Errno {
 }
 
 func (c *confined) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
+	// Read-only is decided here, on every flag that could change a file:
+	// wazero's ReadFS lets O_RDONLY|O_TRUNC and O_CREAT through.
+	const writes = experimentalsys.O_WRONLY | experimentalsys.O_RDWR | experimentalsys.O_CREAT | experimentalsys.O_TRUNC | experimentalsys.O_APPEND | experimentalsys.O_EXCL
+	if !c.write && flag&writes != 0 {
+		return nil, experimentalsys.EROFS
+	}
 	if e := c.check(p, true); e != 0 {
 		return nil, e
 	}
@@ -81,6 +105,9 @@ func (c *confined) Stat(p string) (sys.Stat_t, experimentalsys.Errno) {
 }
 
 func (c *confined) Mkdir(p string, perm fs.FileMode) experimentalsys.Errno {
+	if !c.write {
+		return experimentalsys.EROFS
+	}
 	if e := c.check(p, true); e != 0 {
 		return e
 	}
@@ -88,6 +115,9 @@ func (c *confined) Mkdir(p string, perm fs.FileMode) experimentalsys.Errno {
 }
 
 func (c *confined) Chmod(p string, perm fs.FileMode) experimentalsys.Errno {
+	if !c.write {
+		return experimentalsys.EROFS
+	}
 	if e := c.check(p, true); e != 0 {
 		return e
 	}
@@ -95,8 +125,18 @@ func (c *confined) Chmod(p string, perm fs.FileMode) experimentalsys.Errno {
 }
 
 func (c *confined) Rename(from, to string) experimentalsys.Errno {
+	if !c.write {
+		return experimentalsys.EROFS
+	}
 	if e := c.check(from, false); e != 0 {
 		return e
+	}
+	// Only a file may be moved: moving a symlink, or a directory that may
+	// hold one, changes where a relative link points.
+	if st, e := c.FS.Lstat(from); e != 0 {
+		return e
+	} else if st.Mode&fs.ModeType != 0 {
+		return experimentalsys.EPERM
 	}
 	if e := c.check(to, false); e != 0 {
 		return e
@@ -105,6 +145,9 @@ func (c *confined) Rename(from, to string) experimentalsys.Errno {
 }
 
 func (c *confined) Rmdir(p string) experimentalsys.Errno {
+	if !c.write {
+		return experimentalsys.EROFS
+	}
 	if e := c.check(p, false); e != 0 {
 		return e
 	}
@@ -112,6 +155,9 @@ func (c *confined) Rmdir(p string) experimentalsys.Errno {
 }
 
 func (c *confined) Unlink(p string) experimentalsys.Errno {
+	if !c.write {
+		return experimentalsys.EROFS
+	}
 	if e := c.check(p, false); e != 0 {
 		return e
 	}
@@ -119,13 +165,16 @@ func (c *confined) Unlink(p string) experimentalsys.Errno {
 }
 
 func (c *confined) Readlink(p string) (string, experimentalsys.Errno) {
-	if e := c.check(p, false); e != 0 {
+	if e := c.check(p, true); e != 0 { // a link that leads out says nothing
 		return "", e
 	}
 	return c.FS.Readlink(p)
 }
 
 func (c *confined) Utimens(p string, atim, mtim int64) experimentalsys.Errno {
+	if !c.write {
+		return experimentalsys.EROFS
+	}
 	if e := c.check(p, true); e != 0 {
 		return e
 	}

@@ -133,3 +133,48 @@ func TestReadOnlyUnlessWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A read-only mount refuses every flag and call that could change it
+// (wazero's own read-only wrapper lets O_TRUNC and O_CREAT through); a
+// writable one takes writes but no moving of links or directories.
+func TestMountsReadOnlyAndWrite(t *testing.T) {
+	r := runner(t, 0)
+	ro, rw := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(ro, "precious"), []byte("keep"), 0o644)
+	os.Symlink("precious", filepath.Join(rw, "link"))
+	os.Mkdir(filepath.Join(rw, "dir"), 0o755)
+	res := run(t, r, "scribble", Config{Mounts: []Mount{{Host: ro, Guest: "/ro"}, {Host: rw, Guest: "/rw", Write: true}}, Args: []string{
+		"trunc:/ro/precious", "create:/ro/new", "write:/ro/precious", "mkdir:/ro/d", "remove:/ro/precious", "rename:/ro/precious:/ro/p2",
+		"write:/rw/out", "rename:/rw/out:/rw/out2", "rename:/rw/link:/rw/l2", "rename:/rw/dir:/rw/d2",
+	}})
+	out := string(res.Stdout)
+	for _, want := range []string{"denied trunc /ro/precious", "denied create /ro/new", "denied write /ro/precious", "denied mkdir /ro/d",
+		"denied remove /ro/precious", "denied rename /ro/precious", "ok write /rw/out", "ok rename /rw/out", "denied rename /rw/link", "denied rename /rw/dir"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("want %q in\n%s", want, out)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(ro, "precious")); string(b) != "keep" {
+		t.Fatalf("the read-only file is now %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(ro, "new")); err == nil {
+		t.Fatal("a file was created in a read-only mount")
+	}
+}
+
+// A granted directory that was moved and replaced by a symlink is refused.
+func TestMountRepointed(t *testing.T) {
+	base := t.TempDir()
+	dir, elsewhere := filepath.Join(base, "data"), filepath.Join(base, "elsewhere")
+	os.Mkdir(dir, 0o755)
+	os.Mkdir(elsewhere, 0o755)
+	r := runner(t, 0)
+	if _, err := r.Run(context.Background(), testtools.Build(t, "cat"), Config{Mounts: []Mount{{Host: dir}}}); err != nil {
+		t.Fatal(err)
+	}
+	os.Rename(dir, dir+".old")
+	os.Symlink(elsewhere, dir)
+	if _, err := r.Run(context.Background(), testtools.Build(t, "cat"), Config{Mounts: []Mount{{Host: dir}}}); err == nil {
+		t.Fatal("a re-pointed mount was mounted")
+	}
+}
