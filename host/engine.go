@@ -79,6 +79,10 @@ func NewEngine(s *store.Store, rt port.RuntimePort, generation uint64, clock fun
 	return e
 }
 
+// Clean is a text as it may be shown anywhere: control characters stripped,
+// secrets redacted (the host's own included), then capped at n (0: not).
+func (e *Engine) Clean(s string, n int) string { return e.clean(s, n) }
+
 // Ward returns the engine's ward: the grants its acts are checked against.
 func (e *Engine) Ward() *Ward { return e.ward }
 
@@ -281,6 +285,7 @@ func (e *Engine) conclude(inv string) error {
 		return err
 	})
 	if err != nil || last.Kind == events.KindOutcome {
+		e.dropBacklog(inv)
 		return err
 	}
 	var final []events.Event
@@ -289,7 +294,9 @@ func (e *Engine) conclude(inv string) error {
 			final = append(final, ev)
 		}
 	}
-	return e.log(inv, final...)
+	err = e.log(inv, final...)
+	e.dropBacklog(inv)
+	return err
 }
 
 // inputText is a run's input as text: a string as it is, else JSON.
@@ -362,6 +369,10 @@ func (e *Engine) drive(ctx context.Context, inv string, quantum int) (*RunState,
 			return e.exhausted(inv, emits)
 		}
 		if err != nil {
+			return nil, err
+		}
+		if err := ctx.Err(); err != nil { // stopping: the slice is not run, its steps come back
+			e.accounts.Settle(inv, n, 0)
 			return nil, err
 		}
 		now := e.Clock()
@@ -705,7 +716,7 @@ func (e *Engine) reconcile(ctx context.Context, rec Reconciler, op *Operation) (
 		}
 		return e.record(op.ID(), op.Tag, *o)
 	}
-	b, err := checkpoint.EncodeReply(checkpoint.Reply{Value: v})
+	b, err := encodeReply(checkpoint.Reply{Value: e.hostSecrets(v)})
 	if err != nil {
 		return nil, err
 	}

@@ -83,6 +83,14 @@ func (e *Engine) published(evs []events.Event) {
 	}
 }
 
+// dropBacklog forgets a run's in-memory window once it has ended: a long
+// process would otherwise keep every run's. Readers go to the store.
+func (e *Engine) dropBacklog(inv string) {
+	e.mu.Lock()
+	delete(e.backlogs, inv)
+	e.mu.Unlock()
+}
+
 // Backlog returns the in-memory window of a run's newest events, for live
 // readers in this process (a status card); the store has the whole run.
 func (e *Engine) Backlog(inv string) *events.Backlog {
@@ -214,11 +222,16 @@ func describe(op *Operation) string {
 
 func (e *Engine) callEvents(op *Operation, at int64, grant string) []events.Event {
 	id := events.CallID(op.Invocation, op.Ordinal)
+	tag := e.clean(op.Tag, 100) // a tag is the prog's text
 	return []events.Event{
-		{At: at, Kind: events.KindSpanStart, SpanStart: &events.SpanStart{SpanID: "act:" + id, Name: op.Tag}},
-		{At: at, Kind: events.KindToolCall, ToolCall: &events.ToolCall{CallID: id, Tool: op.Tag, Description: e.clean(describe(op), events.SummaryCap), Grant: grant}},
+		{At: at, Kind: events.KindSpanStart, SpanStart: &events.SpanStart{SpanID: "act:" + id, Name: tag}},
+		{At: at, Kind: events.KindToolCall, ToolCall: &events.ToolCall{CallID: id, Tool: tag, Description: e.clean(describe(op), events.SummaryCap), Grant: e.clean(grant, events.SummaryCap)}},
 	}
 }
+
+// textWindow bounds the text of a reply that is cleaned for events: a
+// reply may be megabytes, and only the first 8,000 characters are shown.
+const textWindow = 64 << 10
 
 // resultText renders an act's reply for the stream: an error as "error
 // KIND: MSG"; a tool's result as its output, opened with "exit N:" (or
@@ -267,7 +280,8 @@ func resultText(v any) string {
 func (e *Engine) resultEvents(op *Operation, o *Outcome, reply []byte) []events.Event {
 	id := events.CallID(op.Invocation, op.Ordinal)
 	r, err := checkpoint.DecodeReply(reply)
-	res := &events.ToolResult{CallID: id, Tool: op.Tag, OK: true}
+	tag := e.clean(op.Tag, 100)
+	res := &events.ToolResult{CallID: id, Tool: tag, OK: true}
 	var text string
 	var value any
 	switch {
@@ -288,6 +302,10 @@ func (e *Engine) resultEvents(op *Operation, o *Outcome, reply []byte) []events.
 			}
 		}
 	}
+	full := len(text)
+	if len(text) > textWindow {
+		text = strings.ToValidUTF8(text[:textWindow], "") + fmt.Sprintf("\n…[%d more bytes]", full-textWindow)
+	}
 	res.Summary = events.Summary(e.redactor(), text)
 	res.Output = e.clean(text, events.OutputCap)
 	at := o.At
@@ -300,18 +318,18 @@ func (e *Engine) resultEvents(op *Operation, o *Outcome, reply []byte) []events.
 	if !res.OK {
 		status = "error"
 	}
-	out = append(out, events.Event{At: at, Kind: events.KindSpanEnd, SpanEnd: &events.SpanEnd{SpanID: "act:" + id, Name: op.Tag, StartedAt: start, DurationMs: max(at-start, 0), Status: status}})
+	out = append(out, events.Event{At: at, Kind: events.KindSpanEnd, SpanEnd: &events.SpanEnd{SpanID: "act:" + id, Name: tag, StartedAt: start, DurationMs: max(at-start, 0), Status: status}})
 	obsKind := events.ObsToolResult
 	if k, ok := e.Adapters[op.Tag].(Observed); ok {
 		obsKind = k.ObservationKind()
 	}
 	out = append(out, events.Event{At: at, Kind: events.KindObservation, Observation: &events.Observation{
 		ObservationID: events.ObservationID(op.Invocation, op.Ordinal), Kind: obsKind,
-		Summary: e.clean(op.Tag+": "+res.Summary, events.SummaryCap), Detail: e.clean(text, events.DetailCap)}})
+		Summary: e.clean(tag+": "+res.Summary, events.SummaryCap), Detail: e.clean(text, events.DetailCap)}})
 	if r.Err != nil && (r.Err.Kind == "denied" || r.Err.Kind == "limit") {
-		out = append(out, e.note(events.NoteRefused, op.Tag+" "+r.Err.Kind+": "+r.Err.Msg))
+		out = append(out, e.note(events.NoteRefused, tag+" "+r.Err.Kind+": "+r.Err.Msg))
 	}
-	if mq := memoryQuery(op, value); mq != nil {
+	if mq := e.memoryQuery(op, value); mq != nil {
 		out = append(out, events.Event{At: at, Kind: events.KindMemoryQuery, MemoryQuery: mq})
 	}
 	return out
@@ -326,7 +344,7 @@ type Observed interface {
 // memoryQuery reads a reply's "context": {admitted, dropped: [{name,
 // tokens}]}, the convention by which an adapter (model.chat) reports how it
 // assembled a model's context.
-func memoryQuery(op *Operation, v any) *events.MemoryQuery {
+func (e *Engine) memoryQuery(op *Operation, v any) *events.MemoryQuery {
 	m, ok := v.(*checkpoint.Map)
 	if !ok {
 		return nil
@@ -349,7 +367,7 @@ func memoryQuery(op *Operation, v any) *events.MemoryQuery {
 			t, _ := bm.Get("tokens")
 			name, _ := n.(string)
 			tokens, _ := t.(int64)
-			out = append(out, events.Block{Name: name, Tokens: tokens})
+			out = append(out, events.Block{Name: e.clean(name, 100), Tokens: tokens})
 		}
 		return out
 	}

@@ -77,10 +77,22 @@ return act "calc" {n: 4}`), data(t, "go"), 100_000, 1)
 	if o := find(evs, events.KindObservation).Observation; o.ObservationID != "obs:r1#1" || o.Kind != events.ObsToolResult {
 		t.Fatalf("observation %+v", o)
 	}
-	// Live readers in this process see the same events, from any seq.
+	// The in-memory window is dropped once the run has ended.
+	if live, _ := e.Backlog("r1").Since(0); len(live) != 0 {
+		t.Fatalf("backlog of an ended run: %d", len(live))
+	}
+}
+
+// Live readers in this process see a running run's events, from any seq.
+func TestBacklogOfALiveRun(t *testing.T) {
+	e := engine(t, memStore(t), 1)
+	e.Adapters["calc"] = &recorder{}
+	e.Start(context.Background(), "r1", "p", []byte(`act "calc" {n: 1}
+return await {key: "go"}`), nil, 100_000, 1)
+	evs, _ := kinds(t, e, "r1")
 	live, truncated := e.Backlog("r1").Since(3)
 	if len(live) != len(evs)-3 || truncated || live[0].Seq != 4 {
-		t.Fatalf("backlog: %d from %d, truncated %v", len(live), live[0].Seq, truncated)
+		t.Fatalf("backlog: %d of %d, truncated %v", len(live), len(evs), truncated)
 	}
 }
 

@@ -83,7 +83,7 @@ func report(out, events io.Writer, inv, file string, rs *host.RunState) error {
 		fmt.Fprintln(out, dataJSON(rs.Result))
 		return exitf(exitFailed, "%s: conflict: the prog's state moved on while it ran; its result is kept, not published", inv)
 	case host.Failed:
-		return exitf(exitFailed, "%s:%v", file, rs.Err)
+		return exitf(exitFailed, "%s:%v", file, redact.String(rs.Err.Error()))
 	case host.Waiting:
 		until := ""
 		if rs.Deadline != 0 {

@@ -35,16 +35,22 @@ func redactCommand() *cli.Command {
 			}
 			out := bufio.NewWriter(c.App.Writer)
 			defer out.Flush()
-			// Whole PEM blocks span lines: a block is gathered before it is
-			// redacted, so that no line of it leaks on its own.
+			// A PEM block spans lines: it is gathered (up to 1 MiB) before it is
+			// redacted, so that no line of it leaks on its own. A block opens
+			// only at the start of a line.
 			var pending []byte
+			open := false
 			for {
 				line, err := in.ReadBytes('\n')
+				if !open && pemBegin.Match(line) && !pemEnd.Match(line) {
+					open = true
+				} else if open && pemEnd.Match(line) {
+					open = false
+				}
 				pending = append(pending, line...)
-				open := pemOpen(pending)
 				if !open || err != nil || len(pending) > 1<<20 {
 					out.WriteString(events.Clean(r, string(pending), 0))
-					pending = pending[:0]
+					pending, open = pending[:0], false
 					out.Flush()
 				}
 				if err == io.EOF {
@@ -59,11 +65,6 @@ func redactCommand() *cli.Command {
 }
 
 var (
-	pemBegin = regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----`)
+	pemBegin = regexp.MustCompile(`^\s*-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----`)
 	pemEnd   = regexp.MustCompile(`-----END [A-Z0-9 ]*PRIVATE KEY-----`)
 )
-
-// pemOpen reports whether text has a private key block not yet ended.
-func pemOpen(b []byte) bool {
-	return len(pemBegin.FindAllIndex(b, -1)) > len(pemEnd.FindAllIndex(b, -1))
-}

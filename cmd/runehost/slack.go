@@ -14,6 +14,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/runehost/runehost/acts"
+	"github.com/runehost/runehost/events/redact"
 	"github.com/runehost/runehost/slack/dispatch"
 	"github.com/runehost/runehost/slack/status"
 )
@@ -58,12 +60,15 @@ func slackCommand() *cli.Command {
 				return err
 			}
 			defer done()
+			// Slack's own tokens are the host's secrets too.
+			e.Redactor = redact.New(append(acts.FromEnv().Secrets(), c.String("bot-token"), c.String("app-token"), c.String("signing-secret"))...)
 			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			d := dispatch.New(dispatch.Config{
 				BotToken: c.String("bot-token"), AppToken: c.String("app-token"), SigningSecret: c.String("signing-secret"),
 				APIURL: c.String("api-url"), ProgDir: c.String("progs"), BaseURL: c.String("base-url"),
 				Verbosity: verb, Limit: c.Uint64("limit"),
+				Log: func(line string) { fmt.Fprintln(c.App.ErrWriter, line) },
 			}, e)
 			if c.String("app-token") != "" {
 				fmt.Fprintln(c.App.ErrWriter, "slack: connecting over Socket Mode")
@@ -77,6 +82,7 @@ func slackCommand() *cli.Command {
 				}
 			}
 			d.Wait()
+			d.Drain(5 * time.Second) // terminal frames funded but not yet sent
 			cs := d.Cards()
 			fmt.Fprintf(c.App.ErrWriter, "slack: stopped; %d card edits, %d progress frames dropped, %d terminal frames refused\n",
 				cs.Edits.Load(), cs.DroppedProgress.Load(), cs.RefusedTerminal.Load())

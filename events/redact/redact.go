@@ -52,7 +52,7 @@ type rule struct {
 // name, a scheme, a user) and replaces only the secret.
 var rules = []rule{
 	// PEM private keys, whole blocks; a block cut off runs to the end.
-	{regexp.MustCompile(`-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----(?s:.*?)(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)`), "-----BEGIN ${1}PRIVATE KEY-----" + Mark + "-----END ${1}PRIVATE KEY-----"},
+	{regexp.MustCompile(`-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----(?s:.*?)(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|(\n?)\z)`), "-----BEGIN ${1}PRIVATE KEY-----" + Mark + "-----END ${1}PRIVATE KEY-----${2}"},
 	// Authorization headers: keep the scheme.
 	{regexp.MustCompile(`(?i)(authorization["']?\s*[:=]\s*["']?)(bearer|basic|token|digest)\s+[^\s"',;]+`), "${1}${2} " + Mark},
 	{regexp.MustCompile(`(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{16,}`), "${1} " + Mark},

@@ -41,7 +41,7 @@ func RunWith(n, limit int, budgetPerMinute float64, seed int64) (*Result, error)
 	fake.UpdatesPerMinute = limit
 	defer fake.Close()
 	api := slack.New("xoxb-load", slack.OptionAPIURL(fake.URL()))
-	cards := &status.Cards{API: api, Budget: status.NewBudget(clk, status.BudgetConfig{PerMinute: budgetPerMinute}), Clock: clk}
+	cards := &status.Cards{API: api, Budget: status.NewBudget(clk, status.BudgetConfig{PerMinute: budgetPerMinute}), Clock: clk, Sync: true}
 	rng := rand.New(rand.NewSource(seed))
 	type plan struct {
 		live   *status.Live

@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -43,6 +44,7 @@ type Config struct {
 	MinInterval   time.Duration // between two edits of a card
 	Heartbeat     time.Duration // repaint of live cards (elapsed time, quiet suffix); 0: 5 s
 	Budget        status.BudgetConfig
+	Log           func(line string) // what goes wrong, redacted; nothing when nil
 }
 
 // Dispatcher turns Slack events into runs and runs into cards.
@@ -56,7 +58,8 @@ type Dispatcher struct {
 	mu      sync.Mutex
 	runs    map[string]*run // by root invocation
 	threads map[string]*run // by channel/thread ts
-	seen    map[string]bool // event ids already handled
+	seen    map[string]time.Time // event ids and messages already handled
+	closing []*status.Live       // closed cards whose terminal frame may be pending
 	botUser string
 	wg      sync.WaitGroup
 }
@@ -81,7 +84,7 @@ func New(cfg Config, e *host.Engine) *Dispatcher {
 	}
 	clk := clock.Clock(clock.Real{})
 	d := &Dispatcher{cfg: cfg, api: slack.New(cfg.BotToken, opts...), e: e, clk: clk,
-		runs: map[string]*run{}, threads: map[string]*run{}, seen: map[string]bool{}}
+		runs: map[string]*run{}, threads: map[string]*run{}, seen: map[string]time.Time{}}
 	// The card client never retries a 429: a retried frame is stale, and it
 	// would hold up the reply behind it.
 	d.cards = &status.Cards{API: d.api, Budget: status.NewBudget(clk, cfg.Budget), Clock: clk, MinInterval: cfg.MinInterval}
@@ -107,10 +110,32 @@ func (d *Dispatcher) onEvent(ev events.Event) {
 	if r == nil || r.live == nil {
 		return
 	}
+	if ev.Run != r.inv && ev.ToolCall == nil && ev.ToolResult == nil {
+		return // a child's checklist, answer and notes are its own, not the card's
+	}
 	r.live.Update(func(c *status.Card) { c.Apply(ev) })
 }
 
 var mentionRE = regexp.MustCompile(`<@[A-Z0-9]+>`)
+
+// linkRE is Slack's markup of a link: <url> or <url|label>.
+var linkRE = regexp.MustCompile(`<((?:https?|mailto):[^|>]+)(?:\|[^>]*)?>`)
+
+// plain undoes Slack's encoding of a message's text (what a person typed):
+// the bot's own mention goes; links become their URL; &lt; &gt; &amp; their
+// characters. Other mentions stay as they are.
+func (d *Dispatcher) plain(text string) string {
+	d.mu.Lock()
+	bot := d.botUser
+	d.mu.Unlock()
+	if bot != "" {
+		text = strings.ReplaceAll(text, "<@"+bot+">", "")
+	} else {
+		text = mentionRE.ReplaceAllString(text, "")
+	}
+	text = linkRE.ReplaceAllString(text, "$1")
+	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(strings.TrimSpace(text))
+}
 
 // progName is a prog name as a mention may give it.
 var progNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
@@ -118,7 +143,7 @@ var progNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 // Mention starts a run for a mention: NAME [INPUT], INPUT being JSON or
 // text. The card is posted before anything else is done.
 func (d *Dispatcher) Mention(ctx context.Context, channel, user, text, ts string) {
-	text = strings.TrimSpace(mentionRE.ReplaceAllString(text, ""))
+	text = d.plain(text)
 	name, rest, _ := strings.Cut(text, " ")
 	rest = strings.TrimSpace(rest)
 	card := &status.Card{Prog: name, Verbosity: d.cfg.Verbosity}
@@ -127,7 +152,8 @@ func (d *Dispatcher) Mention(ctx context.Context, channel, user, text, ts string
 	}
 	live, err := d.cards.Open(ctx, channel, ts, card)
 	if err != nil {
-		return // nothing to show it on
+		d.log("slack: posting the card of %q in %s: %v; not running it", name, channel, err)
+		return // nowhere to show it: a run nobody sees is not started
 	}
 	fail := func(msg string) {
 		live.Close(func(c *status.Card) { c.Status, c.Answer = "failed", msg })
@@ -229,7 +255,10 @@ func (d *Dispatcher) Reply(ctx context.Context, channel, threadTS, user, text st
 	d.mu.Lock()
 	r := d.threads[channel+"/"+threadTS]
 	d.mu.Unlock()
-	if r == nil || user == "" || user == d.botUser {
+	d.mu.Lock()
+	bot := d.botUser
+	d.mu.Unlock()
+	if r == nil || user == "" || user == bot {
 		return
 	}
 	r.drive.Lock()
@@ -239,7 +268,7 @@ func (d *Dispatcher) Reply(ctx context.Context, channel, threadTS, user, text st
 		return
 	}
 	tags := strings.Fields(strings.Trim(strings.TrimPrefix(st.Waiting, "an event "), "[]"))
-	text = strings.TrimSpace(mentionRE.ReplaceAllString(text, ""))
+	text = d.plain(text)
 	var tag string
 	var payload any
 	first, rest, _ := strings.Cut(text, " ")
@@ -274,8 +303,11 @@ func (d *Dispatcher) Reply(ctx context.Context, channel, threadTS, user, text st
 // settle closes a run's card once the run has ended; a waiting run's card
 // stays live, saying what it waits for.
 func (d *Dispatcher) settle(r *run, st *host.RunState, err error) {
+	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return // this process is stopping: the run goes on in the next one, on the same card
+	}
 	if err != nil {
-		r.live.Close(func(c *status.Card) { c.Status, c.Answer = "failed", "the host failed: "+err.Error() })
+		r.live.Close(func(c *status.Card) { c.Status, c.Answer = "failed", d.e.Clean("the host failed: "+err.Error(), 0) })
 		d.forget(r)
 		return
 	}
@@ -284,13 +316,13 @@ func (d *Dispatcher) settle(r *run, st *host.RunState, err error) {
 		r.live.Close(func(c *status.Card) {
 			c.Status = st.Status.String()
 			if st.Err != nil {
-				c.Answer = st.Err.Kind + ": " + st.Err.Msg
+				c.Answer = d.e.Clean(st.Err.Kind+": "+st.Err.Msg, 0)
 			}
 		})
 		d.forget(r)
 	default:
 		r.live.Update(func(c *status.Card) {
-			c.Waiting = st.Waiting
+			c.Waiting = d.e.Clean(st.Waiting, 200)
 			if st.Unknown != nil {
 				c.Unknown = true
 			}
@@ -300,6 +332,15 @@ func (d *Dispatcher) settle(r *run, st *host.RunState, err error) {
 
 func (d *Dispatcher) forget(r *run) {
 	d.mu.Lock()
+	kept := d.closing[:0]
+	for _, l := range d.closing {
+		select {
+		case <-l.Done():
+		default:
+			kept = append(kept, l)
+		}
+	}
+	d.closing = append(kept, r.live)
 	delete(d.runs, r.inv)
 	delete(d.threads, r.channel+"/"+r.thread)
 	d.mu.Unlock()
@@ -307,31 +348,63 @@ func (d *Dispatcher) forget(r *run) {
 
 // handle routes one Events API event; it reports whether it was new.
 func (d *Dispatcher) handle(ctx context.Context, id string, ev slackevents.EventsAPIEvent) bool {
-	if id != "" {
-		d.mu.Lock()
-		dup := d.seen[id]
-		d.seen[id] = true
-		d.mu.Unlock()
-		if dup {
-			return false // Slack delivers again after a slow ack
-		}
+	if !d.first("event:" + id) {
+		return false // Slack delivers again after a slow ack
 	}
 	switch inner := ev.InnerEvent.Data.(type) {
 	case *slackevents.AppMentionEvent:
-		if inner.BotID != "" {
+		// One message mentioning the bot in a thread comes twice: as a
+		// mention and as a message. It is taken once.
+		if inner.BotID != "" || !d.first("msg:"+inner.Channel+"/"+inner.TimeStamp) {
 			return true
 		}
 		if inner.ThreadTimeStamp != "" && d.known(inner.Channel, inner.ThreadTimeStamp) {
 			d.spawn(func() { d.Reply(ctx, inner.Channel, inner.ThreadTimeStamp, inner.User, inner.Text) })
 			return true
 		}
-		d.spawn(func() { d.Mention(ctx, inner.Channel, inner.User, inner.Text, inner.TimeStamp) })
+		thread := inner.TimeStamp
+		if inner.ThreadTimeStamp != "" {
+			thread = inner.ThreadTimeStamp // a mention inside a thread: replies come under its parent
+		}
+		d.spawn(func() { d.Mention(ctx, inner.Channel, inner.User, inner.Text, thread) })
 	case *slackevents.MessageEvent:
-		if inner.ThreadTimeStamp != "" && inner.BotID == "" && inner.SubType == "" {
+		if inner.ThreadTimeStamp != "" && inner.BotID == "" && inner.SubType == "" && d.first("msg:"+inner.Channel+"/"+inner.TimeStamp) {
 			d.spawn(func() { d.Reply(ctx, inner.Channel, inner.ThreadTimeStamp, inner.User, inner.Text) })
 		}
 	}
 	return true
+}
+
+// SeenFor is how long a delivered event is remembered against repeats
+// (Slack retries within minutes).
+const SeenFor = time.Hour
+
+// first reports whether key is new, remembering it for SeenFor.
+func (d *Dispatcher) first(key string) bool {
+	if key == "event:" || key == "msg:/" {
+		return true
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := time.Now()
+	if len(d.seen)%1024 == 0 { // now and then, forget the old ones
+		for k, t := range d.seen {
+			if now.Sub(t) > SeenFor {
+				delete(d.seen, k)
+			}
+		}
+	}
+	if t, ok := d.seen[key]; ok && now.Sub(t) <= SeenFor {
+		return false
+	}
+	d.seen[key] = now
+	return true
+}
+
+func (d *Dispatcher) log(format string, args ...any) {
+	if d.cfg.Log != nil {
+		d.cfg.Log(d.e.Clean(fmt.Sprintf(format, args...), 0))
+	}
 }
 
 func (d *Dispatcher) known(channel, thread string) bool {
@@ -347,6 +420,23 @@ func (d *Dispatcher) spawn(f func()) {
 
 // Wait waits for the runs started from events to settle or wait.
 func (d *Dispatcher) Wait() { d.wg.Wait() }
+
+// Drain waits, at most max, for the terminal frames of closed cards that
+// are funded but not sent yet: a stopping process sends them first.
+func (d *Dispatcher) Drain(max time.Duration) {
+	deadline := time.After(max)
+	d.mu.Lock()
+	closing := d.closing
+	d.closing = nil
+	d.mu.Unlock()
+	for _, l := range closing {
+		select {
+		case <-l.Done():
+		case <-deadline:
+			return
+		}
+	}
+}
 
 // identify learns the bot's own user id, to ignore its messages.
 func (d *Dispatcher) identify(ctx context.Context) {
@@ -373,15 +463,29 @@ func (d *Dispatcher) heartbeat(ctx context.Context) {
 		case <-t.C:
 		}
 		d.mu.Lock()
-		var lives []*status.Live
+		var runs []*run
 		for _, r := range d.runs {
-			if r.live != nil {
-				lives = append(lives, r.live)
-			}
+			runs = append(runs, r)
 		}
 		d.mu.Unlock()
-		for _, l := range lives {
-			l.Update(func(*status.Card) {})
+		// Awaits whose deadline passed are woken and driven on.
+		if n, err := (&host.Scheduler{E: d.e}).Wake(); err == nil && n > 0 {
+			for _, r := range runs {
+				if st, err := d.e.State(r.inv); err == nil && st.Status == host.Running {
+					r := r
+					d.spawn(func() {
+						r.drive.Lock()
+						defer r.drive.Unlock()
+						st, err := d.e.RunTree(ctx, r.inv)
+						d.settle(r, st, err)
+					})
+				}
+			}
+		}
+		for _, r := range runs {
+			if r.live != nil && r.live.Card().Waiting == "" {
+				r.live.Repaint() // a waiting card's frame changes only with time: leave it
+			}
 		}
 	}
 }

@@ -91,6 +91,16 @@ func (b *Budget) refill(now time.Time) {
 	}
 }
 
+// now is the clock, never before the last time the budget saw: a clock
+// going backwards must not leave slots and holds stranded in the future.
+func (b *Budget) now() time.Time {
+	now := b.clk.Now()
+	if now.Before(b.last) {
+		return b.last
+	}
+	return now
+}
+
 // Tokens reports the bucket's level (negative: in debt to terminal frames).
 func (b *Budget) Tokens() float64 {
 	b.mu.Lock()
@@ -133,7 +143,7 @@ func (b *Budget) share(now time.Time) int {
 func (b *Budget) Progress(card, channel string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := b.clk.Now()
+	now := b.now()
 	b.refill(now)
 	u := b.use(card, now)
 	if now.Before(b.blocked) || b.tokens-1 < b.cfg.Reserve || now.Before(b.channels[channel]) {
@@ -161,7 +171,7 @@ func (b *Budget) Progress(card, channel string) bool {
 func (b *Budget) Terminal(card, channel string) time.Time {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := b.clk.Now()
+	now := b.now()
 	b.refill(now)
 	at := now
 	b.tokens--

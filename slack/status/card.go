@@ -72,6 +72,9 @@ type Card struct {
 func (c *Card) Apply(ev events.Event) {
 	at := time.UnixMilli(ev.At)
 	c.LastEvent = at
+	if ev.RunNote == nil && ev.Kind != events.KindSpanStart && ev.Kind != events.KindSpanEnd {
+		c.Waiting = "" // it works again
+	}
 	switch {
 	case ev.ToolCall != nil:
 		c.Acts++

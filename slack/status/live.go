@@ -32,6 +32,10 @@ type Cards struct {
 	Budget      *Budget
 	Clock       clock.Clock
 	MinInterval time.Duration
+	// Sync paints and sends on the caller's goroutine (the load harness, on
+	// a virtual clock); otherwise each card has a painter of its own, so
+	// that a run never waits on Slack.
+	Sync bool
 
 	// Counters, for the load harness and the logs.
 	Edits, DroppedProgress, RefusedTerminal, TerminalRetries atomic.Int64
@@ -48,6 +52,46 @@ type Live struct {
 	closed   bool
 	retrying bool          // a repaint is due after a refused progress frame
 	done     chan struct{} // closed when the terminal frame landed or gave up
+	kick     chan struct{} // wakes the painter
+	stop     chan struct{} // ends it
+
+	// sendMu keeps one edit of the card on the wire at a time, so that no
+	// progress edit can land after the terminal frame; final says the
+	// terminal frame is under way, after which progress is not sent.
+	sendMu sync.Mutex
+	final  bool
+}
+
+// EditTimeout bounds one call to Slack.
+const EditTimeout = 10 * time.Second
+
+func (cs *Cards) newLive(channel, ts string, c *Card) *Live {
+	l := &Live{cards: cs, Channel: channel, TS: ts, key: channel + "/" + ts, card: c,
+		done: make(chan struct{}), kick: make(chan struct{}, 1), stop: make(chan struct{})}
+	l.coal = NewCoalescer(cs.Clock, cs.MinInterval, l.send)
+	if !cs.Sync {
+		go l.painter()
+	}
+	return l
+}
+
+// painter paints the card's newest state whenever kicked.
+func (l *Live) painter() {
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-l.kick:
+		}
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			return
+		}
+		p := Paint(l.card, l.cards.Clock.Now())
+		l.mu.Unlock()
+		l.coal.Update(Frame{Key: p.Key(), Payload: p})
+	}
 }
 
 // RetryRefused is when a card whose progress frame the budget refused is
@@ -67,7 +111,7 @@ func (l *Live) later() {
 		l.mu.Lock()
 		l.retrying = false
 		l.mu.Unlock()
-		l.Update(func(*Card) {})
+		l.Repaint()
 	})
 }
 
@@ -83,8 +127,7 @@ func (cs *Cards) Open(ctx context.Context, channel, threadTS string, c *Card) (*
 	if err != nil {
 		return nil, err
 	}
-	l := &Live{cards: cs, Channel: channel, TS: ts, key: channel + "/" + ts, card: c, done: make(chan struct{})}
-	l.coal = NewCoalescer(cs.Clock, cs.MinInterval, l.send)
+	l := cs.newLive(channel, ts, c)
 	l.coal.mark(Frame{Key: p.Key()}, cs.Clock.Now())
 	cs.Budget.Touch(l.key)
 	return l, nil
@@ -93,23 +136,42 @@ func (cs *Cards) Open(ctx context.Context, channel, threadTS string, c *Card) (*
 // Attach takes up a card already on Slack (after a restart): it is edited
 // from now on, nothing is posted.
 func (cs *Cards) Attach(channel, ts string, c *Card) *Live {
-	l := &Live{cards: cs, Channel: channel, TS: ts, key: channel + "/" + ts, card: c, done: make(chan struct{})}
-	l.coal = NewCoalescer(cs.Clock, cs.MinInterval, l.send)
+	l := cs.newLive(channel, ts, c)
 	cs.Budget.Touch(l.key)
 	return l
 }
 
 // Update changes the card's state under f and offers the new frame.
 func (l *Live) Update(f func(c *Card)) {
+	l.update(f, true)
+}
+
+// Repaint offers the card's frame again (its elapsed time, its quiet
+// suffix) without counting as activity for the budget's fair share.
+func (l *Live) Repaint() { l.update(func(*Card) {}, false) }
+
+func (l *Live) update(f func(c *Card), active bool) {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
 		return
 	}
 	f(l.card)
-	p := Paint(l.card, l.cards.Clock.Now())
+	var p Painted
+	if l.cards.Sync {
+		p = Paint(l.card, l.cards.Clock.Now())
+	}
 	l.mu.Unlock()
-	l.cards.Budget.Touch(l.key)
+	if active {
+		l.cards.Budget.Touch(l.key)
+	}
+	if !l.cards.Sync {
+		select {
+		case l.kick <- struct{}{}:
+		default: // a paint is due already; it will show this too
+		}
+		return
+	}
 	l.coal.Update(Frame{Key: p.Key(), Payload: p})
 }
 
@@ -126,6 +188,9 @@ func (l *Live) Close(f func(c *Card)) {
 	l.card.Ended = true
 	p := Paint(l.card, l.cards.Clock.Now())
 	l.mu.Unlock()
+	if !l.cards.Sync {
+		close(l.stop)
+	}
 	l.coal.Close(Frame{Key: p.Key(), Payload: p, Terminal: true})
 }
 
@@ -144,7 +209,9 @@ func (l *Live) Card() Card {
 func (l *Live) forgetSent() { l.coal.unmark() }
 
 func (l *Live) edit(p Painted) error {
-	_, _, _, err := l.cards.API.UpdateMessageContext(context.Background(), l.Channel, l.TS,
+	ctx, cancel := context.WithTimeout(context.Background(), EditTimeout)
+	defer cancel()
+	_, _, _, err := l.cards.API.UpdateMessageContext(ctx, l.Channel, l.TS,
 		slack.MsgOptionText(p.Text, false), slack.MsgOptionBlocks(p.Blocks...))
 	if err == nil {
 		l.cards.Edits.Add(1)
@@ -176,6 +243,11 @@ func (l *Live) send(f Frame) {
 	cs := l.cards
 	p, _ := f.Payload.(Painted)
 	if !f.Terminal {
+		l.sendMu.Lock()
+		defer l.sendMu.Unlock()
+		if l.final {
+			return // the terminal frame is under way: nothing may follow it
+		}
 		if !cs.Budget.Progress(l.key, l.Channel) {
 			cs.DroppedProgress.Add(1)
 			l.forgetSent()
@@ -192,9 +264,14 @@ func (l *Live) send(f Frame) {
 		}
 		return
 	}
+	l.sendMu.Lock()
+	l.final = true
+	l.sendMu.Unlock()
 	var try func(n int)
 	try = func(n int) {
+		l.sendMu.Lock()
 		err := l.edit(p)
+		l.sendMu.Unlock()
 		if err == nil {
 			close(l.done)
 			return

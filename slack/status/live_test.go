@@ -23,7 +23,7 @@ func TestRateLimitedFrames(t *testing.T) {
 	defer fake.Close()
 	fake.UpdatesPerMinute = 2
 	// A budget far above the fake's limit, so that Slack's 429 is what stops us.
-	cs := &Cards{API: slack.New("xoxb-t", slack.OptionAPIURL(fake.URL())), Clock: clk, MinInterval: time.Millisecond,
+	cs := &Cards{API: slack.New("xoxb-t", slack.OptionAPIURL(fake.URL())), Clock: clk, MinInterval: time.Millisecond, Sync: true,
 		Budget: NewBudget(clk, BudgetConfig{PerMinute: 1000, ChannelGap: time.Millisecond})}
 	live, err := cs.Open(context.Background(), "C1", "", &Card{Run: "r1", Prog: "p", Started: t0})
 	if err != nil {
@@ -59,7 +59,7 @@ func TestRateLimitedProgressDropped(t *testing.T) {
 	fake := fakeslack.New(clk)
 	defer fake.Close()
 	fake.UpdatesPerMinute = 1
-	cs := &Cards{API: slack.New("xoxb-t", slack.OptionAPIURL(fake.URL())), Clock: clk, MinInterval: time.Millisecond,
+	cs := &Cards{API: slack.New("xoxb-t", slack.OptionAPIURL(fake.URL())), Clock: clk, MinInterval: time.Millisecond, Sync: true,
 		Budget: NewBudget(clk, BudgetConfig{PerMinute: 1000, ChannelGap: time.Millisecond})}
 	live, _ := cs.Open(context.Background(), "C1", "", &Card{Run: "r1", Prog: "p", Started: t0})
 	for i := 0; i < 3; i++ {
