@@ -173,3 +173,47 @@ func TestRestartKeepsWaitingRun(t *testing.T) {
 		t.Fatalf("%d messages; %s", n, card(fake).Blocks)
 	}
 }
+
+// An error the run fails with reaches the card redacted.
+func TestFailureRedactedOnCard(t *testing.T) {
+	fake, d, _ := setup(t)
+	os.WriteFile(filepath.Join(d.cfg.ProgDir, "oops.rune"), []byte(`throw error("deploy", "failed with token `+secret+` and DB_PASSWORD=hunter2hunter2")`), 0o644)
+	fake.Mention("C1", "U1", "oops")
+	waitFor(t, "the close", 3*time.Second, func() bool { c := card(fake); return c != nil && strings.HasPrefix(c.Text, "❌ oops failed") })
+	for _, r := range fake.Requests() {
+		body, _ := url.QueryUnescape(r.Body)
+		if strings.Contains(body, secret[:12]) || strings.Contains(body, "hunter2") {
+			t.Fatalf("a secret was sent in %s: %s", r.Method, body)
+		}
+	}
+}
+
+// A reply that mentions the bot comes twice from Slack; it answers once.
+func TestReplyMentioningAnswersOnce(t *testing.T) {
+	fake, d, _ := setup(t)
+	os.WriteFile(filepath.Join(d.cfg.ProgDir, "twice.rune"), []byte(`let a = await {key: "first"}
+let b = await {key: "second"}
+return [a.text, b.text]`), 0o644)
+	thread := fake.Mention("C1", "U1", "twice")
+	waitFor(t, "the wait", 3*time.Second, func() bool { c := card(fake); return c != nil && strings.Contains(c.Text, "[first]") })
+	fake.ReplyMentioning("C1", thread, "U2", "yes")
+	waitFor(t, "the second wait", 3*time.Second, func() bool { return strings.Contains(card(fake).Text, "[second]") })
+	time.Sleep(200 * time.Millisecond)
+	if c := card(fake); !strings.Contains(c.Text, "[second]") {
+		t.Fatalf("one reply answered both awaits: %s", c.Text)
+	}
+}
+
+// A mention inside an existing thread runs in that thread: replies there
+// reach it.
+func TestMentionInsideAThread(t *testing.T) {
+	fake, _, _ := setup(t)
+	parent := "1699999999.000001"
+	fake.MentionInThread("C1", parent, "U1", "agent")
+	waitFor(t, "the wait", 5*time.Second, func() bool { c := card(fake); return c != nil && strings.Contains(c.Text, "waiting for") })
+	if c := card(fake); c.ThreadTS != parent {
+		t.Fatalf("card in thread %q, want %q", c.ThreadTS, parent)
+	}
+	fake.Reply("C1", parent, "U2", "ok")
+	waitFor(t, "the close", 5*time.Second, func() bool { return strings.HasPrefix(card(fake).Text, "⚠️ agent completed") })
+}

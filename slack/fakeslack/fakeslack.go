@@ -202,6 +202,21 @@ func (s *Server) Mention(channel, user, text string) string {
 	return ts
 }
 
+// MentionInThread pushes a mention posted inside an existing thread.
+func (s *Server) MentionInThread(channel, threadTS, user, text string) string {
+	ts := fmt.Sprintf("%d.000150", 1700000000+s.bump())
+	s.Push(map[string]any{"type": "app_mention", "user": user, "channel": channel, "ts": ts, "event_ts": ts, "thread_ts": threadTS, "text": "<@" + s.BotUserID + "> " + text})
+	return ts
+}
+
+// ReplyMentioning pushes a thread reply that mentions the bot: Slack sends
+// it twice, as a message and as a mention, with different event ids.
+func (s *Server) ReplyMentioning(channel, threadTS, user, text string) {
+	ts := fmt.Sprintf("%d.000250", 1700000000+s.bump())
+	s.Push(map[string]any{"type": "message", "user": user, "channel": channel, "ts": ts, "event_ts": ts, "thread_ts": threadTS, "text": "<@" + s.BotUserID + "> " + text})
+	s.Push(map[string]any{"type": "app_mention", "user": user, "channel": channel, "ts": ts, "event_ts": ts, "thread_ts": threadTS, "text": "<@" + s.BotUserID + "> " + text})
+}
+
 // Reply pushes a message in a thread.
 func (s *Server) Reply(channel, threadTS, user, text string) {
 	ts := fmt.Sprintf("%d.000200", 1700000000+s.bump())
