@@ -56,8 +56,8 @@ type Dispatcher struct {
 	clk   clock.Clock
 
 	mu      sync.Mutex
-	runs    map[string]*run // by root invocation
-	threads map[string]*run // by channel/thread ts
+	runs    map[string]*run      // by root invocation
+	threads map[string]*run      // by channel/thread ts
 	seen    map[string]time.Time // event ids and messages already handled
 	closing []*status.Live       // closed cards whose terminal frame may be pending
 	botUser string
