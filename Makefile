@@ -14,7 +14,7 @@ FUZZ_TARGETS := \
 	./wasmvm/fuel:FuzzInject \
 	./events:FuzzCleanNeverLeaks
 
-.PHONY: all build guest guest-check test vet unit fuzz fuzz-short crash crash-short park tools load-cards bench clean
+.PHONY: all build guest guest-check test vet unit fuzz fuzz-short crash crash-short park tools load-cards race bench clean
 
 CRASH_KILLS ?= 300
 CRASH_SEED  ?= $(shell date +%s)
@@ -38,6 +38,10 @@ guest:
 load-cards:
 	$(GO) run ./internal/loadcards/cmd -cards 50 -limit 50
 
+## race: the race detector over the concurrent parts: the engine, the events, Slack.
+race:
+	$(GO) test -race ./host ./events/... ./slack/...
+
 ## tools: the test tools of testdata/tools, as WASI commands in testdata/tools/bin (tool.run finds them with RUNEHOST_TOOLS=testdata/tools/bin).
 TOOLS = cat wc grep spin grow flood escape envsnoop scribble
 tools:
@@ -54,7 +58,7 @@ guest-check:
 	else echo "wasmvm/guest.wasm differs from a rebuild: run make guest and commit it"; rm -rf $$tmp; exit 1; fi
 
 ## test: everything CI runs: vet, unit and golden tests, a short fuzz of every target, the bench harness's agreement test.
-test: vet guest-check unit fuzz-short crash-short
+test: vet guest-check unit race fuzz-short crash-short
 	cd bench && $(GO) test ./...
 
 vet:
