@@ -31,22 +31,47 @@ type confined struct {
 // newConfined mounts dir, which must be a directory and must resolve to
 // itself: a granted directory that became (or moved under) a symlink since
 // it was granted is refused.
-func newConfined(dir string, write bool) (experimentalsys.FS, error) {
+//
+// A read-only mount is served through os.Root, which the kernel keeps
+// inside the directory on every open (no check-then-use race); a writable
+// one needs calls os.Root's file system does not offer, and is checked
+// path by path (confined). The returned func releases the mount.
+func newConfined(dir string, write bool) (experimentalsys.FS, func(), error) {
 	root, err := filepath.EvalSymlinks(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if root != filepath.Clean(dir) {
-		return nil, errors.New(dir + " now resolves elsewhere; grant it again")
+		return nil, nil, errors.New(dir + " now resolves elsewhere; grant it again")
 	}
 	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
-		return nil, errors.New(dir + " is not a directory")
+		return nil, nil, errors.New(dir + " is not a directory")
 	}
-	c := &confined{FS: sysfs.DirFS(root), root: root, write: write}
 	if !write {
-		return &sysfs.ReadFS{FS: c}, nil
+		r, err := os.OpenRoot(root)
+		if err != nil {
+			return nil, nil, err
+		}
+		return readOnly{&sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: r.FS()}}}, func() { r.Close() }, nil
 	}
-	return c, nil
+	return &confined{FS: sysfs.DirFS(root), root: root, write: true}, func() {}, nil
+}
+
+// writes are the open flags that could change a file.
+const writes = experimentalsys.O_WRONLY | experimentalsys.O_RDWR | experimentalsys.O_CREAT | experimentalsys.O_TRUNC | experimentalsys.O_APPEND | experimentalsys.O_EXCL
+
+// readOnly refuses, with EROFS, every open that asks to change a file
+// (wazero's ReadFS passes O_TRUNC and O_CREAT on a read-only open through).
+type readOnly struct{ experimentalsys.FS }
+
+func (r readOnly) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
+	if flag&writes != 0 {
+		return nil, experimentalsys.EROFS
+	}
+	if len(p) > MaxPath {
+		return nil, experimentalsys.ENAMETOOLONG
+	}
+	return r.FS.OpenFile(p, flag, perm)
 }
 
 // MaxPath bounds a path a tool may use: resolving is linear in its length
@@ -78,9 +103,6 @@ func (c *confined) check(p string, leaf bool) experimentalsys.Errno {
 }
 
 func (c *confined) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
-	// Read-only is decided here, on every flag that could change a file:
-	// wazero's ReadFS lets O_RDONLY|O_TRUNC and O_CREAT through.
-	const writes = experimentalsys.O_WRONLY | experimentalsys.O_RDWR | experimentalsys.O_CREAT | experimentalsys.O_TRUNC | experimentalsys.O_APPEND | experimentalsys.O_EXCL
 	if !c.write && flag&writes != 0 {
 		return nil, experimentalsys.EROFS
 	}

@@ -193,10 +193,11 @@ func (r *Runner) Run(ctx context.Context, module []byte, cfg Config) (*Result, e
 		if guest == "" {
 			guest = "/"
 		}
-		cfs, err := newConfined(m.Host, m.Write)
+		cfs, release, err := newConfined(m.Host, m.Write)
 		if err != nil {
 			return nil, fmt.Errorf("tool: mount %s: %w", m.Host, err)
 		}
+		defer release()
 		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(cfs, guest)
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
