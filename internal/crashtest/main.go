@@ -43,6 +43,7 @@ for k in kids { total += (await {key: k.id}).result }
 return total`
 
 type harness struct {
+	lastErr string // the last command's stderr
 	bin, dir, cache string
 	rng             *rand.Rand
 	kills, viol     int
@@ -239,7 +240,13 @@ func (h *harness) checks(in *inspection, log string, seen map[string]bool) {
 // admitted returns the invocations a run admitted in store, the root first.
 func (h *harness) admitted(store, log string) []string {
 	out, code := h.cmd(store, log, 0, "ps", "--json")
+	for try := 0; code != 0 && try < 3; try++ {
+		time.Sleep(100 * time.Millisecond)
+		out, code = h.cmd(store, log, 0, "ps", "--json")
+	}
 	if code != 0 {
+		// Not "nothing admitted": the store must open after any kill.
+		h.violate("ps exited %d after a kill: %s", code, strings.TrimSpace(h.lastErr))
 		return nil
 	}
 	var ids []string
@@ -287,11 +294,13 @@ func (h *harness) cmd(store, log string, kill int, args ...string) (string, int)
 	}
 	c := exec.Command(h.bin, args...)
 	c.Env = append(os.Environ(), "RUNEHOST_TEST_ADAPTER="+log, "RUNEHOST_TEST_ADAPTER_DELAY_MS=4")
-	var out strings.Builder
+	var out, errs strings.Builder
 	c.Stdout = &out
+	c.Stderr = &errs
 	if os.Getenv("CRASH_VERBOSE") != "" {
 		c.Stderr = &out
 	}
+	defer func() { h.lastErr = errs.String() }()
 	check(c.Start())
 	if kill > 0 {
 		t := time.AfterFunc(time.Duration(kill)*time.Millisecond, func() { c.Process.Signal(syscall.SIGKILL) })
