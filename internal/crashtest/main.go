@@ -250,11 +250,22 @@ func (h *harness) admitted(store, log string) []string {
 		return nil
 	}
 	var ids []string
-	for _, line := range strings.Fields(out) {
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
 		var row struct {
 			Invocation string `json:"invocation"`
+			Paused     string `json:"paused"`
 		}
-		json.Unmarshal([]byte(line), &row)
+		if err := json.Unmarshal([]byte(line), &row); err != nil || row.Invocation == "" {
+			h.violate("ps --json line %q: %v", line, err)
+			continue
+		}
+		if row.Paused != "" {
+			// The engine could not go on with it after a kill.
+			h.violate("%s is paused: %s", row.Invocation, row.Paused)
+		}
 		if !strings.Contains(row.Invocation, ".") {
 			if len(ids) > 0 && !strings.Contains(ids[0], ".") {
 				h.violate("two roots admitted for one run: %s and %s", ids[0], row.Invocation)
