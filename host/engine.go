@@ -652,12 +652,18 @@ func (e *Engine) reserveSlice(inv string, s *settlement, want uint64) (uint64, e
 		}
 	}
 	var got uint64
-	var recorded *Operation
+	var stored []events.Event
 	err := e.Store.Retry(store.Synced, func(tx *store.Tx) error {
+		stored = nil
 		if s != nil {
 			if s.outcome != nil {
-				var err error
-				if recorded, err = recordTx(tx, s.id, o); err != nil {
+				recorded, err := recordTx(tx, s.id, o)
+				if err != nil {
+					return err
+				}
+				// The act's result line goes with its outcome: the log
+				// never misses one the ledger has.
+				if stored, err = appendLog(tx, inv, e.resultEvents(recorded, &o, s.outcome.Reply)); err != nil {
 					return err
 				}
 			}
@@ -674,11 +680,7 @@ func (e *Engine) reserveSlice(inv string, s *settlement, want uint64) (uint64, e
 	if err != nil {
 		return 0, err
 	}
-	if recorded != nil {
-		if err := e.outcomeRecorded(recorded); err != nil {
-			return 0, err
-		}
-	}
+	e.published(stored)
 	if got == 0 {
 		return 0, exhausted(inv)
 	}
