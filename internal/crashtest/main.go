@@ -43,7 +43,7 @@ for k in kids { total += (await {key: k.id}).result }
 return total`
 
 type harness struct {
-	lastErr string // the last command's stderr
+	lastErr         string // the last command's stderr
 	bin, dir, cache string
 	rng             *rand.Rand
 	kills, viol     int
