@@ -181,7 +181,11 @@ func redact(u *url.URL) string {
 }
 
 func (a *Adapter) client(grants []host.Grant) *http.Client {
-	c := http.Client{Transport: &http.Transport{Proxy: nil, ForceAttemptHTTP2: true, TLSHandshakeTimeout: 10 * time.Second}}
+	dialer := &net.Dialer{Timeout: 10 * time.Second}
+	c := http.Client{Transport: &http.Transport{Proxy: nil, ForceAttemptHTTP2: true, TLSHandshakeTimeout: 10 * time.Second,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return dialGranted(ctx, dialer, network, addr)
+		}}}
 	if a.Client != nil {
 		c = *a.Client
 	}
@@ -198,6 +202,52 @@ func (a *Adapter) client(grants []host.Grant) *http.Client {
 		return nil
 	}
 	return &c
+}
+
+// dialGranted connects to a granted host. A host granted by name must not
+// resolve to a loopback, private or link-local address (a DNS answer
+// pointing at 127.0.0.1 or the cloud's metadata service): only a grant that
+// names such an address, or localhost, reaches one. The address checked is
+// the address dialled, so a second DNS answer cannot slip in between.
+func dialGranted(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error) {
+	hostName, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	if ip := net.ParseIP(hostName); ip != nil || strings.EqualFold(hostName, "localhost") {
+		return d.DialContext(ctx, network, addr) // granted as an address: as it says
+	}
+	ips, err := LookupIP(ctx, hostName)
+	if err != nil {
+		return nil, err
+	}
+	for _, ip := range ips {
+		if internal(ip.IP) {
+			return nil, deniedErr("host %s resolves to %s, an internal address; grant the address itself to reach it", hostName, ip.IP)
+		}
+	}
+	var last error
+	for _, ip := range ips {
+		conn, err := d.DialContext(ctx, network, net.JoinHostPort(ip.IP.String(), port))
+		if err == nil {
+			return conn, nil
+		}
+		last = err
+	}
+	if last == nil {
+		last = fmt.Errorf("host %s has no address", hostName)
+	}
+	return nil, last
+}
+
+// LookupIP resolves a host name (a variable, for tests).
+var LookupIP = net.DefaultResolver.LookupIPAddr
+
+// internal reports whether ip is loopback, private, link-local or otherwise
+// not on the internet.
+func internal(ip net.IP) bool {
+	return ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsUnspecified() || ip.IsInterfaceLocalMulticast() || ip.IsMulticast()
 }
 
 // Do sends the request and reads the response, up to MaxBody.

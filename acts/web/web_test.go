@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -109,5 +110,32 @@ try { return [a, (act "http.get" {url: "` + srv.URL + `"}).body] } catch err { r
 	out, err := e.Send(context.Background(), invs[len(invs)-1].ID, "go", nil)
 	if err != nil || acttest.JSON(t, out.Result) != `["ok","denied"]` {
 		t.Fatalf("got %+v %v", out, err)
+	}
+}
+
+// A host granted by name that resolves to an internal address is refused
+// (a DNS answer pointing at 127.0.0.1 or the metadata service); an address
+// granted as such is reached.
+func TestGrantedNameResolvingInternal(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "internal") }))
+	defer srv.Close()
+	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+	prev := web.LookupIP
+	web.LookupIP = func(ctx context.Context, host string) ([]net.IPAddr, error) {
+		if host == "intranet.example" {
+			return []net.IPAddr{{IP: net.ParseIP("127.0.0.1")}}, nil
+		}
+		return prev(ctx, host)
+	}
+	defer func() { web.LookupIP = prev }()
+	e := acttest.Engine(t, web.New())
+	acttest.Grant(t, e, "http.get:intranet.example:"+port, "http.get:127.0.0.1:"+port)
+	got, _ := acttest.Run(t, e, acttest.Catch(`act "http.get" {url: "http://intranet.example:`+port+`/"}`), nil)
+	if !strings.HasPrefix(got, `["denied","host intranet.example resolves to 127.0.0.1`) {
+		t.Fatalf("by name: %s", got)
+	}
+	got, _ = acttest.Run(t, e, acttest.Catch(`(act "http.get" {url: "http://127.0.0.1:`+port+`/"}).body`), nil)
+	if got != `"internal"` {
+		t.Fatalf("by address: %s", got)
 	}
 }
