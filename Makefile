@@ -91,10 +91,12 @@ PARK_N ?= 100000
 park:
 	$(GO) run ./internal/parkbench -n $(PARK_N)
 
-## bench: Rune native vs starlark-go vs gopher-lua, plus the machine's own benchmarks.
+## bench: Rune native vs starlark-go vs gopher-lua, the machine's own benchmarks, the engine's acts, tools.
 bench:
 	$(GO) test ./guest/... ./checkpoint/... -run='^$$' -bench=. -benchmem -count=$(BENCHCOUNT)
 	cd bench && $(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCHCOUNT)
+	$(GO) test ./host -run='^$$' -bench='ActRoundTrip|ActLatency|EngineActs|SliceReservation' -benchtime=2000x -count=$(BENCHCOUNT)
+	$(GO) test ./wasmvm/tool -run='^$$' -bench='ToolWork|ToolStart' -benchtime=10x -count=$(BENCHCOUNT)
 
 clean:
 	rm -rf bin
