@@ -14,6 +14,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -182,7 +183,7 @@ func redact(u *url.URL) string {
 
 func (a *Adapter) client(grants []host.Grant) *http.Client {
 	dialer := &net.Dialer{Timeout: 10 * time.Second}
-	c := http.Client{Transport: &http.Transport{Proxy: nil, ForceAttemptHTTP2: true, TLSHandshakeTimeout: 10 * time.Second,
+	c := http.Client{Transport: &http.Transport{Proxy: nil, ForceAttemptHTTP2: true, TLSHandshakeTimeout: 10 * time.Second, DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			return dialGranted(ctx, dialer, network, addr)
 		}}}
@@ -246,9 +247,46 @@ var LookupIP = net.DefaultResolver.LookupIPAddr
 // internal reports whether ip is loopback, private, link-local or otherwise
 // not on the internet.
 func internal(ip net.IP) bool {
-	return ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsUnspecified() || ip.IsInterfaceLocalMulticast() || ip.IsMulticast()
+	a, ok := netip.AddrFromSlice(ip)
+	if !ok {
+		return true
+	}
+	a = a.Unmap()
+	// An IPv4 address carried inside IPv6 (NAT64, 6to4) is judged as itself.
+	if a.Is6() {
+		b := a.As16()
+		switch {
+		case nat64.Contains(a):
+			a = netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
+		case sixToFour.Contains(a):
+			a = netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]})
+		}
+	}
+	if a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
+		a.IsUnspecified() || a.IsInterfaceLocalMulticast() || a.IsMulticast() {
+		return true
+	}
+	for _, p := range notInternet {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
+
+var (
+	nat64       = netip.MustParsePrefix("64:ff9b::/96")
+	sixToFour   = netip.MustParsePrefix("2002::/16")
+	notInternet = []netip.Prefix{
+		netip.MustParsePrefix("0.0.0.0/8"),     // this network
+		netip.MustParsePrefix("100.64.0.0/10"), // carrier-grade NAT, some clouds' metadata
+		netip.MustParsePrefix("192.0.0.0/24"),  // IETF protocol assignments
+		netip.MustParsePrefix("198.18.0.0/15"), // benchmarking
+		netip.MustParsePrefix("240.0.0.0/4"),   // reserved
+		netip.MustParsePrefix("fec0::/10"),     // site-local
+		netip.MustParsePrefix("2001::/32"),     // Teredo
+	}
+)
 
 // Do sends the request and reads the response, up to MaxBody.
 func (a *Adapter) Do(ctx context.Context, op *host.Operation) (any, error) {

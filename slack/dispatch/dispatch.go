@@ -342,7 +342,9 @@ func (d *Dispatcher) forget(r *run) {
 	}
 	d.closing = append(kept, r.live)
 	delete(d.runs, r.inv)
-	delete(d.threads, r.channel+"/"+r.thread)
+	if d.threads[r.channel+"/"+r.thread] == r { // a later run in the thread keeps it
+		delete(d.threads, r.channel+"/"+r.thread)
+	}
 	d.mu.Unlock()
 }
 
@@ -368,7 +370,10 @@ func (d *Dispatcher) handle(ctx context.Context, id string, ev slackevents.Event
 		}
 		d.spawn(func() { d.Mention(ctx, inner.Channel, inner.User, inner.Text, thread) })
 	case *slackevents.MessageEvent:
-		if inner.ThreadTimeStamp != "" && inner.BotID == "" && inner.SubType == "" && d.first("msg:"+inner.Channel+"/"+inner.TimeStamp) {
+		// Only a reply in a run's thread is a message's business: a mention
+		// elsewhere comes again as an app_mention, which starts its run.
+		if inner.ThreadTimeStamp != "" && inner.BotID == "" && inner.SubType == "" && d.known(inner.Channel, inner.ThreadTimeStamp) &&
+			d.first("msg:"+inner.Channel+"/"+inner.TimeStamp) {
 			d.spawn(func() { d.Reply(ctx, inner.Channel, inner.ThreadTimeStamp, inner.User, inner.Text) })
 		}
 	}
@@ -470,8 +475,8 @@ func (d *Dispatcher) heartbeat(ctx context.Context) {
 		d.mu.Unlock()
 		// Awaits whose deadline passed are woken and driven on.
 		if n, err := (&host.Scheduler{E: d.e}).Wake(); err == nil && n > 0 {
-			for _, r := range runs {
-				if st, err := d.e.State(r.inv); err == nil && st.Status == host.Running {
+			for _, r := range runs { // the woken await may be a child's: drive every tree
+				if st, err := d.e.State(r.inv); err == nil && !st.Status.Terminal() {
 					r := r
 					d.spawn(func() {
 						r.drive.Lock()

@@ -217,3 +217,11 @@ func TestMentionInsideAThread(t *testing.T) {
 	fake.Reply("C1", parent, "U2", "ok")
 	waitFor(t, "the close", 5*time.Second, func() bool { return strings.HasPrefix(card(fake).Text, "⚠️ agent completed") })
 }
+
+// A mention inside a thread with no run yet, whose message twin arrives
+// first, still starts its run.
+func TestMentionTwinFirst(t *testing.T) {
+	fake, _, _ := setup(t)
+	fake.ReplyMentioning("C1", "1699999999.000009", "U1", "agent")
+	waitFor(t, "a card", 3*time.Second, func() bool { return card(fake) != nil })
+}

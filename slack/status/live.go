@@ -190,6 +190,10 @@ func (l *Live) Close(f func(c *Card)) {
 	l.mu.Unlock()
 	if !l.cards.Sync {
 		close(l.stop)
+		// The terminal frame may wait on an edit on the wire and on Slack:
+		// the caller (a reply to the run) does not.
+		go l.coal.Close(Frame{Key: p.Key(), Payload: p, Terminal: true})
+		return
 	}
 	l.coal.Close(Frame{Key: p.Key(), Payload: p, Terminal: true})
 }

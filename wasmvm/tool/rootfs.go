@@ -52,7 +52,7 @@ func newConfined(dir string, write bool) (experimentalsys.FS, func(), error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		return readOnly{&sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: r.FS()}}}, func() { r.Close() }, nil
+		return readOnly{FS: &sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: r.FS()}}, root: r}, func() { r.Close() }, nil
 	}
 	return &confined{FS: sysfs.DirFS(root), root: root, write: true}, func() {}, nil
 }
@@ -62,7 +62,22 @@ const writes = experimentalsys.O_WRONLY | experimentalsys.O_RDWR | experimentals
 
 // readOnly refuses, with EROFS, every open that asks to change a file
 // (wazero's ReadFS passes O_TRUNC and O_CREAT on a read-only open through).
-type readOnly struct{ experimentalsys.FS }
+type readOnly struct {
+	experimentalsys.FS
+	root *os.Root
+}
+
+// rel is a guest path as os.Root takes it.
+func rel(p string) string {
+	if p == "" {
+		return "."
+	}
+	return p
+}
+
+// special are the files a tool may not open: opening a pipe blocks the host
+// (a tool's clock cannot stop a host call), a device may do anything.
+const special = fs.ModeNamedPipe | fs.ModeDevice | fs.ModeCharDevice | fs.ModeSocket | fs.ModeIrregular
 
 func (r readOnly) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
 	if flag&writes != 0 {
@@ -71,7 +86,28 @@ func (r readOnly) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMod
 	if len(p) > MaxPath {
 		return nil, experimentalsys.ENAMETOOLONG
 	}
+	if fi, err := r.root.Stat(rel(p)); err == nil && fi.Mode()&special != 0 {
+		return nil, experimentalsys.EACCES
+	}
 	return r.FS.OpenFile(p, flag, perm)
+}
+
+// Stat and Lstat ask os.Root, without opening the file (wazero's adapter
+// would open it to stat it).
+func (r readOnly) Stat(p string) (sys.Stat_t, experimentalsys.Errno) {
+	fi, err := r.root.Stat(rel(p))
+	if err != nil {
+		return sys.Stat_t{}, experimentalsys.UnwrapOSError(err)
+	}
+	return sys.NewStat_t(fi), 0
+}
+
+func (r readOnly) Lstat(p string) (sys.Stat_t, experimentalsys.Errno) {
+	fi, err := r.root.Lstat(rel(p))
+	if err != nil {
+		return sys.Stat_t{}, experimentalsys.UnwrapOSError(err)
+	}
+	return sys.NewStat_t(fi), 0
 }
 
 // MaxPath bounds a path a tool may use: resolving is linear in its length

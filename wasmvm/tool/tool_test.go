@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -176,5 +177,27 @@ func TestMountRepointed(t *testing.T) {
 	os.Symlink(elsewhere, dir)
 	if _, err := r.Run(context.Background(), testtools.Build(t, "cat"), Config{Mounts: []Mount{{Host: dir}}}); err == nil {
 		t.Fatal("a re-pointed mount was mounted")
+	}
+}
+
+// A named pipe in a read-only mount is refused, not opened: an open would
+// block the host, which a tool's clock cannot stop.
+func TestFifoRefused(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o644); err != nil {
+		t.Skip("no fifo here:", err)
+	}
+	r := runner(t, 0)
+	done := make(chan *Result, 1)
+	go func() {
+		done <- run(t, r, "cat", Config{Args: []string{"/ro/pipe"}, Mounts: []Mount{{Host: dir, Guest: "/ro"}}})
+	}()
+	select {
+	case res := <-done:
+		if res.OK() {
+			t.Fatalf("cat of a fifo: %+v", res)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the host hung on a fifo")
 	}
 }
