@@ -111,7 +111,7 @@ func Open(opts Options) (*Store, error) {
 		WithNumMemtables(2).
 		WithBlockCacheSize(16 << 20).
 		WithIndexCacheSize(8 << 20).
-		WithValueLogFileSize(128 << 20).
+		WithValueLogFileSize(64 << 20).
 		// Values over 64 KiB (large checkpoints, replies, arguments) go to the
 		// value log, so that a transaction's size, which Badger caps at 15%
 		// of a memtable, counts them as pointers.
