@@ -26,8 +26,12 @@ func FuzzCleanNeverLeaks(f *testing.F) {
 	r := redact.New(host)
 	f.Fuzz(func(t *testing.T, before, after string, n int, which uint8) {
 		secret := planted[int(which)%len(planted)]
-		if strings.Contains(before+after, secret[:8]) {
-			t.Skip() // the fuzzer wrote part of it itself
+		// The fuzzer may write part of the secret itself; take it out, so
+		// that any fragment found afterwards came from the planted one.
+		for _, part := range []*string{&before, &after} {
+			for strings.Contains(*part, secret[:8]) {
+				*part = strings.ReplaceAll(*part, secret[:8], "")
+			}
 		}
 		text := before + secret + after
 		got := Clean(r, text, n%10000)

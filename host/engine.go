@@ -1045,11 +1045,6 @@ func (e *Engine) resumeTurn(ctx context.Context, inv string, quantum int) (*RunS
 	return out, err
 }
 
-func mustText(s string) []byte {
-	b, _ := checkpoint.EncodeData(s)
-	return b
-}
-
 // Send delivers an event to an invocation and, if it is waiting, drives it.
 func (e *Engine) Send(ctx context.Context, inv, tag string, payload []byte) (*RunState, error) {
 	if _, err := e.boxes.Deliver(inv, tag, payload); err != nil {
