@@ -10,6 +10,7 @@ import (
 
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/guest/port"
+	"github.com/runehost/runehost/guest/port/porttest"
 	"github.com/runehost/runehost/host"
 	"github.com/runehost/runehost/store"
 )
@@ -68,18 +69,7 @@ func Run(t testing.TB, e *host.Engine, src string, input any) (string, *host.Run
 }
 
 // JSON renders a data value.
-func JSON(t testing.TB, b []byte) string {
-	t.Helper()
-	d, err := checkpoint.DecodeData(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := checkpoint.DataToJSON(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(j)
-}
+func JSON(t testing.TB, b []byte) string { t.Helper(); return porttest.JSONOf(t, b) }
 
 // Catch wraps an expression so that the prog returns its value, or
 // [kind, msg] of the error it raised.
@@ -88,15 +78,4 @@ func Catch(expr string) string {
 }
 
 // Data encodes a JSON text as a data value.
-func Data(t testing.TB, jsonText string) []byte {
-	t.Helper()
-	d, err := checkpoint.DataFromJSON([]byte(jsonText))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := checkpoint.EncodeData(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func Data(t testing.TB, jsonText string) []byte { t.Helper(); return porttest.EncodeJSON(t, jsonText) }

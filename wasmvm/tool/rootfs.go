@@ -95,15 +95,14 @@ func (r readOnly) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMod
 // Stat and Lstat ask os.Root, without opening the file (wazero's adapter
 // would open it to stat it).
 func (r readOnly) Stat(p string) (sys.Stat_t, experimentalsys.Errno) {
-	fi, err := r.root.Stat(rel(p))
-	if err != nil {
-		return sys.Stat_t{}, experimentalsys.UnwrapOSError(err)
-	}
-	return sys.NewStat_t(fi), 0
+	return stat(r.root.Stat(rel(p)))
 }
 
 func (r readOnly) Lstat(p string) (sys.Stat_t, experimentalsys.Errno) {
-	fi, err := r.root.Lstat(rel(p))
+	return stat(r.root.Lstat(rel(p)))
+}
+
+func stat(fi fs.FileInfo, err error) (sys.Stat_t, experimentalsys.Errno) {
 	if err != nil {
 		return sys.Stat_t{}, experimentalsys.UnwrapOSError(err)
 	}
