@@ -67,6 +67,9 @@ func DecodeReply(b []byte) (Reply, error) {
 		if !ok1 || !ok2 || ks == "" {
 			return Reply{}, r.fail("a reply error needs a non-empty kind and a msg string")
 		}
+		if len(ks) > MaxKind {
+			return Reply{}, r.fail("a reply error's kind is %d bytes, more than %d", len(ks), MaxKind)
+		}
 		start := r.Off
 		d, err := r.data(0)
 		if err != nil {

@@ -163,8 +163,13 @@ func (m *Map) Get(k any) (any, bool) {
 
 // Limits on data values.
 const (
-	MaxDataDepth = 200      // nesting of lists and maps
-	MaxDataSize  = 16 << 20 // encoded bytes
+	MaxDataDepth = 200 // nesting of lists and maps
+	// MaxNesting is the deepest CBOR nesting of any record that embeds
+	// data values: the data's own depth plus the schema's around it.
+	MaxNesting  = MaxDataDepth + 16
+	MaxDataSize = 16 << 20 // encoded bytes
+	// MaxKind bounds an error's kind and an emit's kind, in bytes.
+	MaxKind = 256
 )
 
 // EncodeData encodes a data value deterministically.

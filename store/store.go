@@ -263,9 +263,14 @@ func init() {
 		panic(err)
 	}
 	recDec, err = cbor.DecOptions{
-		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
-		IndefLength:       cbor.IndefLengthForbidden,
-		MaxNestedLevels:   32,
+		DupMapKey:   cbor.DupMapKeyEnforcedAPF,
+		IndefLength: cbor.IndefLengthForbidden,
+		// Records embed data values (an error's data, a result), which
+		// nest up to 200 deep (checkpoint.MaxDataDepth) and hold up to
+		// 2^20 elements (machine.MaxList): the schema adds a few levels.
+		MaxNestedLevels:   256,
+		MaxArrayElements:  1 << 22,
+		MaxMapPairs:       1 << 22,
 		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
 		UTF8:              cbor.UTF8RejectInvalid,
 	}.DecMode()

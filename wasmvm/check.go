@@ -13,9 +13,6 @@ import (
 	"github.com/runehost/runehost/guest/port"
 )
 
-// maxText bounds error kinds, messages and emit kinds from the guest.
-const maxText = 64 << 10
-
 func checkStart(cp []byte, hash [32]byte, in port.Input) error {
 	c, err := checkpoint.Decode(cp, checkpoint.Expect{Semantics: compile.Version, Program: hash[:]})
 	if err != nil {
@@ -91,7 +88,7 @@ func checkStep(prev *checkpoint.Header, req port.Request, res *port.Result) erro
 			return fmt.Errorf("suspension differs from its checkpoint's")
 		}
 	case port.Error:
-		if res.Err == nil || res.Err.Kind != h.Error.Kind || res.Err.Msg != h.Error.Msg || len(res.Err.Msg) > maxText {
+		if res.Err == nil || res.Err.Kind != h.Error.Kind || res.Err.Msg != h.Error.Msg || len(res.Err.Msg) > machine.MaxErrorText || len(res.Err.Kind) > machine.MaxKind {
 			return fmt.Errorf("error differs from its checkpoint's")
 		}
 	}
@@ -103,7 +100,7 @@ func checkEmits(req port.Request, res *port.Result) error {
 		return fmt.Errorf("%d emits in a slice of %d steps", len(res.Emits), req.Slice)
 	}
 	for _, e := range res.Emits {
-		if e.Kind == "" || len(e.Kind) > maxText || len(e.Data) > machine.MaxEmit {
+		if e.Kind == "" || len(e.Kind) > machine.MaxKind || len(e.Data) > machine.MaxEmit {
 			return fmt.Errorf("malformed emit")
 		}
 		if _, err := checkpoint.DecodeData(e.Data); err != nil {

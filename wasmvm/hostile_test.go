@@ -113,7 +113,7 @@ func TestSpinningGuest(t *testing.T) {
 func TestGrowingGuest(t *testing.T) {
 	r := fakeRuntime(t, "grow", Config{MemoryLimitPages: 1024}) // 64 MiB
 	_, err := r.Load(context.Background(), []byte("return 1"))
-	if !errors.Is(err, ErrTrap) || !strings.Contains(err.Error(), "out of memory") {
+	if !errors.Is(err, ErrMemory) || !strings.Contains(err.Error(), "out of memory") {
 		t.Fatalf("got %v, want a trap for running out of memory", err)
 	}
 	stillServes(t)

@@ -99,7 +99,12 @@ func (in *instance) trap(op string, err error) error {
 	if in.fuel != nil && int64(in.fuel.Get()) < 0 {
 		return &GuestError{Op: op, Err: ErrFuel, Detail: fmt.Sprintf("more than %d fuel in one call", in.r.cfg.Fuel), Stderr: in.stderr.String()}
 	}
-	return &GuestError{Op: op, Err: ErrTrap, Detail: err.Error(), Stderr: in.stderr.String()}
+	stderr := in.stderr.String()
+	if strings.Contains(stderr, "out of memory") {
+		// The guest's Go runtime could not grow its heap within the limit.
+		return &GuestError{Op: op, Err: ErrMemory, Detail: err.Error(), Stderr: stderr}
+	}
+	return &GuestError{Op: op, Err: ErrTrap, Detail: err.Error(), Stderr: stderr}
 }
 
 // request invokes op and decodes the answer; a malformed answer is a GuestError.

@@ -11,11 +11,13 @@ import (
 
 var refDec = func() cbor.DecMode {
 	dm, err := cbor.DecOptions{
-		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
-		IndefLength:       cbor.IndefLengthForbidden,
-		MaxNestedLevels:   16,
+		DupMapKey:   cbor.DupMapKeyEnforcedAPF,
+		IndefLength: cbor.IndefLengthForbidden,
+		// A header holds data values (result, act arguments, error data),
+		// so it nests as deep and as wide as data may.
+		MaxNestedLevels:   checkpoint.MaxNesting,
 		MaxArrayElements:  checkpoint.MaxObjects,
-		MaxMapPairs:       64,
+		MaxMapPairs:       checkpoint.MaxObjects,
 		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
 		UTF8:              cbor.UTF8RejectInvalid,
 	}.DecMode()

@@ -27,6 +27,7 @@ import (
 
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/guest/compile"
+	"github.com/runehost/runehost/guest/machine"
 	"github.com/runehost/runehost/guest/port"
 )
 
@@ -46,6 +47,7 @@ const (
 var (
 	ErrTrap    = errors.New("guest trapped")
 	ErrFuel    = errors.New("guest ran out of fuel")
+	ErrMemory  = errors.New("guest ran out of memory")
 	ErrAnswer  = port.ErrGuest
 	ErrClosed  = errors.New("runtime closed")
 	errNoFuel  = errors.New("guest module exports no fuel global")
@@ -55,7 +57,7 @@ var (
 // GuestError says which call into the guest failed, and how.
 type GuestError struct {
 	Op     string
-	Err    error  // ErrTrap, ErrFuel or ErrAnswer
+	Err    error  // ErrTrap, ErrFuel, ErrMemory or ErrAnswer
 	Detail string // the trap, or what was wrong with the answer
 	Stderr string // the tail of what the guest wrote to stderr
 }
@@ -317,7 +319,27 @@ func (r *Runtime) Step(ctx context.Context, req port.Request) (*port.Result, err
 			return nil
 		}
 	})
+	if errors.Is(err, ErrMemory) {
+		return r.outOfMemory(req, h)
+	}
 	return res, err
+}
+
+// outOfMemory is the answer to a step whose machine outgrew the instance's
+// memory: the prog fails with a limit error, charged the whole slice (how
+// far it got is unknown), and its checkpoint says so. The instance is gone;
+// the next call gets a fresh one.
+func (r *Runtime) outOfMemory(req port.Request, h *checkpoint.Header) (*port.Result, error) {
+	e := &checkpoint.Error{Kind: machine.KindLimit, Msg: fmt.Sprintf("memory: the prog needs more than the sandbox's %d MiB", uint64(r.cfg.MemoryLimitPages)*65536>>20)}
+	cp, err := checkpoint.Fail(req.Checkpoint, e, h.Used+req.Slice)
+	if err != nil {
+		return nil, fmt.Errorf("wasmvm: out of memory, and the checkpoint cannot say so: %w", err)
+	}
+	fh, err := checkpoint.DecodeHeader(cp)
+	if err != nil {
+		return nil, err
+	}
+	return &port.Result{Kind: port.Error, Used: fh.Used, Checkpoint: cp, Err: e}, nil
 }
 
 // noteLazy records where a lazy Yield left its invocation, or forgets it.
@@ -377,6 +399,11 @@ func (r *Runtime) continueLazy(ctx context.Context, req port.Request) (*port.Res
 		r.noteLazy(in, &lm.prev, res)
 		return nil
 	})
+	if errors.Is(err, ErrMemory) {
+		// No checkpoint to fail: the host resumes from its last one, and the
+		// same slices run out of memory again, this time with a checkpoint.
+		return nil, fmt.Errorf("%w: invocation %q ran out of memory (%v)", port.ErrExpired, req.Invocation, err)
+	}
 	return res, err
 }
 

@@ -142,12 +142,16 @@ func cacheFlag() cli.Flag {
 	return &cli.StringFlag{Name: "cache-dir", Usage: "the sandbox's compilation cache (\"off\" to disable)", DefaultText: "the user cache directory", EnvVars: []string{"RUNEHOST_CACHE_DIR"}}
 }
 
+// sandboxMemoryPages bounds the sandbox's memory (0: wasmvm's default);
+// tests lower it to run out of memory quickly.
+var sandboxMemoryPages uint32
+
 // runtimeFor picks the sandbox, or the native machine with --native.
 func runtimeFor(c *cli.Context) (port.RuntimePort, func(), error) {
 	if c.Bool("native") {
 		return port.NewNative(), func() {}, nil
 	}
-	rt, err := wasmvm.New(c.Context, wasmvm.Config{CacheDir: c.String("cache-dir"), PoolSize: 1})
+	rt, err := wasmvm.New(c.Context, wasmvm.Config{CacheDir: c.String("cache-dir"), PoolSize: 1, MemoryLimitPages: sandboxMemoryPages})
 	if err != nil {
 		return nil, nil, exitf(exitInternal, "run: starting the sandbox: %v", err)
 	}

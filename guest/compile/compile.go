@@ -478,7 +478,20 @@ var binaryOps = map[syntax.Token]Opcode{
 	syntax.EQL: EQ, syntax.NEQ: NE, syntax.LT: LT, syntax.LE: LE, syntax.GT: GT, syntax.GE: GE,
 }
 
+// expr compiles e. A left-associative chain (a + b + c, f()(), x.a.b) is
+// compiled in a loop up its left spine: its leftmost operand first, then
+// each link's own part, so that a chain of any length takes a bounded stack.
 func (c *compiler) expr(e syntax.Expr) {
+	var buf [8]syntax.Expr
+	spine, leaf := syntax.Spine(e, buf[:0])
+	c.operand(leaf)
+	for i := len(spine) - 1; i >= 0; i-- {
+		c.link(spine[i])
+	}
+}
+
+// operand compiles an expression that is not a chain link.
+func (c *compiler) operand(e syntax.Expr) {
 	switch e := e.(type) {
 	case *syntax.Ident:
 		c.load(e)
@@ -526,44 +539,6 @@ func (c *compiler) expr(e syntax.Expr) {
 		} else {
 			c.emit(NOT, 0)
 		}
-	case *syntax.BinaryExpr:
-		switch e.Op {
-		case syntax.ANDAND, syntax.OROR:
-			// x && y: x if x is falsy, else y; x || y: x if x is truthy, else y.
-			c.expr(e.X)
-			c.setPos(e.OpPos)
-			c.emit(DUP, 0)
-			var j int
-			if e.Op == syntax.ANDAND {
-				j = c.emit(JMPF, 0)
-			} else {
-				j = c.emit(JMPT, 0)
-			}
-			c.emit(POP, 0)
-			c.expr(e.Y)
-			c.patch(j)
-			return
-		}
-		c.expr(e.X)
-		c.expr(e.Y)
-		c.setPos(e.OpPos)
-		c.emit(binaryOps[e.Op], 0)
-	case *syntax.CallExpr:
-		c.expr(e.Fn)
-		for _, x := range e.Args {
-			c.expr(x)
-		}
-		c.setPos(e.Lparen)
-		c.emit(CALL, len(e.Args))
-	case *syntax.IndexExpr:
-		c.expr(e.X)
-		c.expr(e.Index)
-		c.setPos(e.Lbrack)
-		c.emit(INDEX, 0)
-	case *syntax.DotExpr:
-		c.expr(e.X)
-		c.setPos(e.Dot)
-		c.emit(ATTR, c.stringConst(e.Name))
 	case *syntax.ActExpr:
 		if e.Args != nil {
 			c.expr(e.Args)
@@ -578,6 +553,45 @@ func (c *compiler) expr(e syntax.Expr) {
 		c.emit(AWAIT, 0)
 	default:
 		panic(fmt.Sprintf("compile: unexpected expression %T", e))
+	}
+}
+
+// link compiles a chain link whose left operand is already on the stack.
+func (c *compiler) link(e syntax.Expr) {
+	switch e := e.(type) {
+	case *syntax.BinaryExpr:
+		switch e.Op {
+		case syntax.ANDAND, syntax.OROR:
+			// x && y: x if x is falsy, else y; x || y: x if x is truthy, else y.
+			c.setPos(e.OpPos)
+			c.emit(DUP, 0)
+			var j int
+			if e.Op == syntax.ANDAND {
+				j = c.emit(JMPF, 0)
+			} else {
+				j = c.emit(JMPT, 0)
+			}
+			c.emit(POP, 0)
+			c.expr(e.Y)
+			c.patch(j)
+			return
+		}
+		c.expr(e.Y)
+		c.setPos(e.OpPos)
+		c.emit(binaryOps[e.Op], 0)
+	case *syntax.CallExpr:
+		for _, x := range e.Args {
+			c.expr(x)
+		}
+		c.setPos(e.Lparen)
+		c.emit(CALL, len(e.Args))
+	case *syntax.IndexExpr:
+		c.expr(e.Index)
+		c.setPos(e.Lbrack)
+		c.emit(INDEX, 0)
+	case *syntax.DotExpr:
+		c.setPos(e.Dot)
+		c.emit(ATTR, c.stringConst(e.Name))
 	}
 }
 

@@ -688,6 +688,9 @@ func bError(m *Machine, a []Value) (Value, *rtError) {
 			return nilValue, errorf(KindValue, "error: kind must not be empty")
 		}
 		e.kind, e.msg = a[0].str(), a[1].str()
+		if len(e.kind) > MaxKind {
+			return nilValue, errorf(KindLimit, "error: kind of %d bytes is longer than the limit of %d", len(e.kind), MaxKind)
+		}
 		if e.kind == KindSteps || e.kind == KindFault {
 			return nilValue, errorf(KindValue, "error: kind %q is reserved for the machine", e.kind)
 		}
@@ -720,6 +723,9 @@ func bEmit(m *Machine, a []Value) (Value, *rtError) {
 	}
 	if a[0].n == 0 {
 		return nilValue, errorf(KindValue, "emit: kind must not be empty")
+	}
+	if a[0].n > MaxKind {
+		return nilValue, errorf(KindLimit, "emit: kind of %d bytes is longer than the limit of %d", a[0].n, MaxKind)
 	}
 	v := nilValue
 	if len(a) == 2 {

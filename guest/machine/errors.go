@@ -2,7 +2,11 @@
 
 package machine
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/runehost/runehost/checkpoint"
+)
 
 // Error kinds a prog can catch; their texts are part of compile.Version.
 const (
@@ -28,6 +32,11 @@ const (
 	MaxMap    = 1 << 20 // entries in one map
 	MaxDepth  = 100     // nesting walked by str, json, ==, and data conversion
 	MaxEmit   = 64 << 10
+	// MaxKind bounds the kind of an error value and of an emit, in bytes.
+	MaxKind = checkpoint.MaxKind
+	// MaxErrorText bounds the message of an uncaught error as it leaves
+	// the machine: a longer one is cut at a character boundary, with "…".
+	MaxErrorText = 64 << 10
 )
 
 // rtError is a runtime error on its way to becoming an error value.

@@ -269,7 +269,7 @@ func (m *Machine) raise(v Value) {
 
 // fail ends the machine with an uncaught error.
 func (m *Machine) fail(e *errorObj, trace bool) {
-	f := &checkpoint.Error{Kind: e.kind, Msg: e.msg, Pos: e.pos}
+	f := &checkpoint.Error{Kind: e.kind, Msg: truncate(e.msg, MaxErrorText-len("…")), Pos: e.pos}
 	if e.data.k != Nil {
 		if d, err := m.toData(e.data, 0); err == nil {
 			f.Data, _ = checkpoint.EncodeData(d)

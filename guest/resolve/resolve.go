@@ -272,7 +272,29 @@ func (r *resolver) original(b *Binding) *Binding {
 	return r.fn.info.FreeVars[b.Index]
 }
 
+// expr resolves e; a left-associative chain is walked in a loop up its left
+// spine, in the order the compiler evaluates it, so that a chain of any
+// length takes a bounded stack.
 func (r *resolver) expr(e syntax.Expr) {
+	var buf [8]syntax.Expr
+	spine, leaf := syntax.Spine(e, buf[:0])
+	r.operand(leaf)
+	for i := len(spine) - 1; i >= 0; i-- {
+		switch e := spine[i].(type) {
+		case *syntax.BinaryExpr:
+			r.expr(e.Y)
+		case *syntax.CallExpr:
+			for _, x := range e.Args {
+				r.expr(x)
+			}
+		case *syntax.IndexExpr:
+			r.expr(e.Index)
+		}
+	}
+}
+
+// operand resolves an expression that is not a chain link.
+func (r *resolver) operand(e syntax.Expr) {
 	switch e := e.(type) {
 	case *syntax.Ident:
 		r.use(e)
@@ -289,19 +311,6 @@ func (r *resolver) expr(e syntax.Expr) {
 	case *syntax.FuncLit:
 		r.funcBody(e.Func)
 	case *syntax.UnaryExpr:
-		r.expr(e.X)
-	case *syntax.BinaryExpr:
-		r.expr(e.X)
-		r.expr(e.Y)
-	case *syntax.CallExpr:
-		r.expr(e.Fn)
-		for _, x := range e.Args {
-			r.expr(x)
-		}
-	case *syntax.IndexExpr:
-		r.expr(e.X)
-		r.expr(e.Index)
-	case *syntax.DotExpr:
 		r.expr(e.X)
 	case *syntax.ActExpr:
 		if e.Args != nil {

@@ -189,12 +189,48 @@ func (x *ListExpr) Span() Pos   { return x.Lbrack }
 func (x *MapExpr) Span() Pos    { return x.Lbrace }
 func (x *FuncLit) Span() Pos    { return x.Func.Pos }
 func (x *UnaryExpr) Span() Pos  { return x.Pos }
-func (x *BinaryExpr) Span() Pos { return x.X.Span() }
-func (x *CallExpr) Span() Pos   { return x.Fn.Span() }
-func (x *IndexExpr) Span() Pos  { return x.X.Span() }
-func (x *DotExpr) Span() Pos    { return x.X.Span() }
-func (x *ActExpr) Span() Pos    { return x.Pos }
-func (x *AwaitExpr) Span() Pos  { return x.Pos }
+func (x *BinaryExpr) Span() Pos { return Leftmost(x).Span() }
+func (x *CallExpr) Span() Pos   { return Leftmost(x).Span() }
+func (x *IndexExpr) Span() Pos  { return Leftmost(x).Span() }
+func (x *DotExpr) Span() Pos    { return Leftmost(x).Span() }
+
+// Left is the left operand of a left-associative chain link (x op y,
+// f(args), x[i], x.name), or nil for any other expression. A chain may be as
+// long as the source allows, so every walk of the tree follows it in a loop
+// (Spine), never by recursion: the sandbox's stack is small.
+func Left(e Expr) Expr {
+	switch e := e.(type) {
+	case *BinaryExpr:
+		return e.X
+	case *CallExpr:
+		return e.Fn
+	case *IndexExpr:
+		return e.X
+	case *DotExpr:
+		return e.X
+	}
+	return nil
+}
+
+// Leftmost is the expression at the bottom of e's left spine.
+func Leftmost(e Expr) Expr {
+	for l := Left(e); l != nil; l = Left(e) {
+		e = l
+	}
+	return e
+}
+
+// Spine appends to buf the links of e's left spine, from e down, and
+// returns them with the expression at the bottom (Leftmost(e)).
+func Spine(e Expr, buf []Expr) ([]Expr, Expr) {
+	for l := Left(e); l != nil; l = Left(e) {
+		buf = append(buf, e)
+		e = l
+	}
+	return buf, e
+}
+func (x *ActExpr) Span() Pos   { return x.Pos }
+func (x *AwaitExpr) Span() Pos { return x.Pos }
 
 func (*Ident) expr()      {}
 func (*Literal) expr()    {}
