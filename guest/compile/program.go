@@ -14,7 +14,7 @@ import (
 // instruction set, the built-in table and its order, the step cost table and
 // the texts of runtime errors. A checkpoint records it; bump it on any change
 // a running prog could observe, and old checkpoints are refused.
-const Version = 1
+const Version = 2
 
 // Program is a compiled prog. It is a pure function of its source.
 type Program struct {
