@@ -94,7 +94,7 @@ func (e *Engine) Grant(subject, statement string) (*Grant, error) {
 	if gc, isGC := e.Adapters[tag].(GrantChecker); isGC {
 		t, err := gc.CheckGrant(tag, target)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %q: %v", ErrBadStatement, statement, err)
+			return nil, fmt.Errorf("%w: %q: %w", ErrBadStatement, statement, err)
 		}
 		statement = tag + ":" + t
 	}

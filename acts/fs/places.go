@@ -46,7 +46,7 @@ type PlaceError struct {
 
 func (e *PlaceError) Error() string {
 	if e.How == "is" {
-		return fmt.Sprintf("%s is %s, %s: no grant may cover it", e.Dir, e.Place, e.What)
+		return fmt.Sprintf("%s is %s: no grant may cover it", e.Dir, e.What)
 	}
 	return fmt.Sprintf("%s %s %s, %s: no grant may cover it", e.Dir, e.How, e.Place, e.What)
 }
