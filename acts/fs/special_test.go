@@ -89,7 +89,9 @@ func TestSpecialFilesRefused(t *testing.T) {
 	}
 	defer r.Close()
 	var got string
-	within(t, func() { got, _ = acttest.Run(t, e, acttest.Catch(`act "fs.write" {path: "data/pipe", content: "into the pipe"}`), nil) })
+	within(t, func() {
+		got, _ = acttest.Run(t, e, acttest.Catch(`act "fs.write" {path: "data/pipe", content: "into the pipe"}`), nil)
+	})
 	if !strings.Contains(got, "a named pipe") {
 		t.Fatalf("write to a pipe with a reader: %s", got)
 	}
