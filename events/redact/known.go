@@ -64,7 +64,8 @@ func compileKnown(secrets []string) known {
 func Forms(s string) []string {
 	out := []string{s, hex.EncodeToString([]byte(s)), url.QueryEscape(s), url.PathEscape(s)}
 	if j, err := json.Marshal(s); err == nil {
-		out = append(out, string(j[1:len(j)-1]))
+		js := string(j[1 : len(j)-1])
+		out = append(out, js, strings.ReplaceAll(js, "/", `\/`)) // some encoders escape the slash
 	}
 	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
 		for align := range 3 {
