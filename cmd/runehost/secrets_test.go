@@ -174,7 +174,7 @@ func TestEnvironThroughAnOldGrant(t *testing.T) {
 	}
 	filepath.Walk(storeDir, func(path string, info os.FileInfo, err error) error {
 		if err == nil && !info.IsDir() {
-			if b, _ := os.ReadFile(path); bytes.Contains(b, []byte(token)) || bytes.Contains(b, []byte(base64.StdEncoding.EncodeToString([]byte("SLACK_BOT_TOKEN=" + token)))) {
+			if b, _ := os.ReadFile(path); bytes.Contains(b, []byte(token)) || bytes.Contains(b, []byte(base64.StdEncoding.EncodeToString([]byte("SLACK_BOT_TOKEN="+token)))) {
 				t.Errorf("the token is in %s", path)
 			}
 		}
