@@ -29,6 +29,7 @@ const (
 type known struct {
 	forms [][]byte // ASCII lower-cased, longest first
 	short []string // exact, matched as whole words
+	least int      // the length of the shortest of either
 }
 
 func compileKnown(secrets []string) known {
@@ -51,6 +52,12 @@ func compileKnown(secrets []string) known {
 	}
 	slices.SortFunc(k.forms, func(a, b []byte) int { return len(b) - len(a) })
 	slices.SortFunc(k.short, func(a, b string) int { return len(b) - len(a) })
+	if len(k.forms) > 0 {
+		k.least = len(k.forms[len(k.forms)-1])
+	}
+	if len(k.short) > 0 && (k.least == 0 || len(k.short[len(k.short)-1]) < k.least) {
+		k.least = len(k.short[len(k.short)-1])
+	}
 	return k
 }
 
@@ -89,8 +96,8 @@ func innerBase64(enc *base64.Encoding, s string, align int) string {
 
 // strip replaces every host secret in s, in any of its forms, with Mark.
 func (k *known) strip(s string) string {
-	if len(k.forms) == 0 && len(k.short) == 0 || s == "" {
-		return s
+	if k.least == 0 || len(s) < k.least {
+		return s // nothing to match, or too short to hold any form
 	}
 	folded := []byte(foldASCII(s))
 	var spans [][2]int
