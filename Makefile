@@ -12,7 +12,8 @@ FUZZ_TARGETS := \
 	./guest/port:FuzzRun \
 	./guest/port:FuzzWire \
 	./wasmvm/fuel:FuzzInject \
-	./events:FuzzCleanNeverLeaks
+	./events:FuzzCleanNeverLeaks \
+	./events/redact:FuzzHostSecretForms
 
 .PHONY: all build guest guest-check test vet unit fuzz fuzz-short crash crash-short park tools load-cards race bench clean
 

@@ -1,4 +1,5 @@
-// register.go holds Register: every act family on one engine.
+// register.go holds Register: every act family on one engine, with the
+// places no grant may cover and the host's secrets.
 
 package acts
 
@@ -6,13 +7,17 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/runehost/runehost/acts/approval"
 	"github.com/runehost/runehost/acts/fs"
 	"github.com/runehost/runehost/acts/model"
 	"github.com/runehost/runehost/acts/tools"
 	"github.com/runehost/runehost/acts/web"
+	"github.com/runehost/runehost/events/redact"
 	"github.com/runehost/runehost/host"
+	"github.com/runehost/runehost/wasmvm"
 )
 
 // Config is the host's configuration of the acts.
@@ -20,11 +25,14 @@ type Config struct {
 	ToolDir   string                    // where tool.run finds NAME.wasm
 	CacheDir  string                    // the sandbox's compilation cache
 	Endpoints map[string]model.Endpoint // model.chat's endpoints
+	// EnvSecrets are the values of the host's environment variables whose
+	// name marks a secret (SLACK_BOT_TOKEN, RUNEHOST_MODEL_KEY, *_PASSWORD...).
+	EnvSecrets []string
 }
 
 // FromEnv reads the configuration from the environment: RUNEHOST_TOOLS
-// (default ./tools), RUNEHOST_CACHE_DIR and the model endpoints (see
-// model.FromEnv).
+// (default ./tools), RUNEHOST_CACHE_DIR, the model endpoints (see
+// model.FromEnv) and the secrets among the environment's values.
 func FromEnv() Config {
 	dir := os.Getenv("RUNEHOST_TOOLS")
 	if dir == "" {
@@ -33,17 +41,46 @@ func FromEnv() Config {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	return Config{ToolDir: dir, CacheDir: os.Getenv("RUNEHOST_CACHE_DIR"), Endpoints: model.FromEnv()}
+	return Config{ToolDir: dir, CacheDir: os.Getenv("RUNEHOST_CACHE_DIR"), Endpoints: model.FromEnv(), EnvSecrets: EnvSecrets(os.Environ())}
 }
 
-// Secrets are the host's own secrets in the configuration: the model
-// endpoints' keys. They are redacted wherever they appear.
-func (c Config) Secrets() []string {
+// EnvSecrets returns the values of environ (NAME=VALUE) whose name marks a
+// secret, by the redactor's rule for names.
+func EnvSecrets(environ []string) []string {
 	var out []string
+	for _, kv := range environ {
+		k, v, ok := strings.Cut(kv, "=")
+		if ok && v != "" && redact.SecretName(k) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Secrets are the host's own secrets: the model endpoints' keys and the
+// secret values of its environment. They are taken out of every act's
+// reply and error, and redacted wherever they appear, in every encoding
+// the redactor knows.
+func (c Config) Secrets() []string {
+	out := slices.Clone(c.EnvSecrets)
 	for _, e := range c.Endpoints {
 		if e.Key != "" {
 			out = append(out, e.Key)
 		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Places are the host's own directories no grant may cover: the store's
+// (when it is on disk) and the compilation cache.
+func (c Config) Places(storeDir string) []fs.Place {
+	var out []fs.Place
+	if storeDir != "" {
+		out = append(out, fs.Place{Dir: storeDir, What: "the store directory"})
+	}
+	if d := wasmvm.CacheDirOf(c.CacheDir); d != "" {
+		out = append(out, fs.Place{Dir: d, What: "the compilation cache"})
 	}
 	return out
 }
@@ -51,7 +88,12 @@ func (c Config) Secrets() []string {
 // Register gives an engine every act family, and returns what must be
 // closed with it.
 func Register(e *host.Engine, cfg Config) (closer func()) {
-	for tag, a := range fs.New() {
+	storeDir := ""
+	if e.Store != nil {
+		storeDir = e.Store.Dir()
+	}
+	places := cfg.Places(storeDir)
+	for tag, a := range fs.New(places...) {
 		e.Adapters[tag] = a
 	}
 	for tag, a := range web.New() {
@@ -59,7 +101,7 @@ func Register(e *host.Engine, cfg Config) (closer func()) {
 	}
 	e.Adapters[model.Tag] = &model.Adapter{Endpoints: cfg.Endpoints}
 	e.Adapters[approval.Tag] = approval.Adapter{}
-	t := &tools.Adapter{Dir: cfg.ToolDir, CacheDir: cfg.CacheDir, Grants: e.GrantsFor}
+	t := &tools.Adapter{Dir: cfg.ToolDir, CacheDir: cfg.CacheDir, Grants: e.GrantsFor, Places: places}
 	e.Adapters[tools.Tag] = t
 	return func() { t.Close(context.Background()) }
 }

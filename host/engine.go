@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -93,7 +94,7 @@ func (e *Engine) Grant(subject, statement string) (*Grant, error) {
 	if gc, isGC := e.Adapters[tag].(GrantChecker); isGC {
 		t, err := gc.CheckGrant(tag, target)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %q: %v", ErrBadStatement, statement, err)
+			return nil, fmt.Errorf("%w: %q: %w", ErrBadStatement, statement, err)
 		}
 		statement = tag + ":" + t
 	}
@@ -831,13 +832,56 @@ func (e *Engine) perform(ctx context.Context, op *Operation, pr *prepared) *Outc
 // do calls an adapter under its time limit. A panic is the act's failure,
 // not the host's. If the adapter gave up because its time ran out (or the
 // host is stopping), whether the effect happened is unknown: unknown is
-// true, and the attempt stays open.
+// true, and the attempt stays open. An adapter that overruns its limit
+// without giving up (blocked in a call that ignores its context) is left
+// behind after a grace: its outcome is unknown too, and the engine goes on.
 func (e *Engine) do(ctx context.Context, op *Operation, pr *prepared) (v any, err error, unknown bool) {
-	if pr.limits.Time > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, pr.limits.Time)
-		defer cancel()
+	if pr.limits.Time <= 0 {
+		return e.call(ctx, op, pr)
 	}
+	ctx, cancel := context.WithTimeout(ctx, pr.limits.Time)
+	defer cancel()
+	type result struct {
+		v       any
+		err     error
+		unknown bool
+		exited  bool // the adapter's goroutine exited (runtime.Goexit)
+	}
+	done := make(chan result, 1) // buffered: a late adapter never blocks
+	go func() {
+		r := result{exited: true}
+		defer func() { done <- r }()
+		r.v, r.err, r.unknown = e.call(ctx, op, pr)
+		r.exited = false
+	}()
+	answer := func(r result) (any, error, bool) {
+		if r.exited {
+			runtime.Goexit() // as if the adapter had run on this goroutine
+		}
+		return r.v, r.err, r.unknown
+	}
+	select {
+	case r := <-done:
+		return answer(r)
+	case <-ctx.Done():
+	}
+	grace := time.NewTimer(min(OverrunGrace, pr.limits.Time))
+	defer grace.Stop()
+	select {
+	case r := <-done:
+		return answer(r)
+	case <-grace.C:
+		e.warn(op.Invocation, "act-overrun", fmt.Sprintf("act %s: still running %s after its limit of %s; its outcome is unknown", op.Tag, min(OverrunGrace, pr.limits.Time), pr.limits.Time))
+		return nil, context.DeadlineExceeded, true
+	}
+}
+
+// OverrunGrace is how long an adapter past its time limit has to answer
+// before the engine leaves it behind.
+const OverrunGrace = time.Second
+
+// call calls an adapter, its panic turned into the act's failure.
+func (e *Engine) call(ctx context.Context, op *Operation, pr *prepared) (v any, err error, unknown bool) {
 	defer func() {
 		if p := recover(); p != nil {
 			v, err, unknown = nil, &checkpoint.Error{Kind: "failed", Msg: fmt.Sprintf("act %s: the adapter failed: %v", op.Tag, p)}, false

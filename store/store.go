@@ -166,7 +166,7 @@ func readHolder(dir string) *Holder {
 
 func (s *Store) writeHolder() error {
 	host, _ := os.Hostname()
-	h := Holder{PID: os.Getpid(), Host: host, Command: strings.Join(os.Args, " "), Since: time.Now().UTC().Truncate(time.Second)}
+	h := Holder{PID: os.Getpid(), Host: host, Command: command(os.Args), Since: time.Now().UTC().Truncate(time.Second)}
 	if len(h.Command) > 200 {
 		h.Command = h.Command[:200] + "…"
 	}
@@ -176,6 +176,17 @@ func (s *Store) writeHolder() error {
 		return fmt.Errorf("store: %w", err)
 	}
 	return os.Rename(tmp, filepath.Join(s.dir, holderFile))
+}
+
+// command is a command line up to its first flag: a flag's value may be a
+// secret (--bot-token), and the holder file is read by whoever opens next.
+func command(args []string) string {
+	for i, a := range args {
+		if strings.HasPrefix(a, "-") {
+			return strings.Join(args[:i], " ")
+		}
+	}
+	return strings.Join(args, " ")
 }
 
 // Dir returns the store's directory ("" in memory).

@@ -168,21 +168,31 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 // runehost/wazero under the user cache directory; "off" (or no cache
 // directory at all) gives nil, compiling every time.
 func CompilationCache(dir string) (wazero.CompilationCache, error) {
-	switch dir {
-	case "off":
-		return nil, nil
-	case "":
-		base, err := os.UserCacheDir()
-		if err != nil {
-			return nil, nil // no cache directory: compile every time
-		}
-		dir = filepath.Join(base, "runehost", "wazero")
+	if dir = CacheDirOf(dir); dir == "" {
+		return nil, nil // off, or no cache directory: compile every time
 	}
 	cache, err := wazero.NewCompilationCacheWithDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("wasmvm: compilation cache %s: %w", dir, err)
 	}
 	return cache, nil
+}
+
+// CacheDirOf is the directory CompilationCache(dir) keeps the cache in: dir,
+// or (for "") runehost/wazero under the user cache directory; "" for "off"
+// or when there is no user cache directory.
+func CacheDirOf(dir string) string {
+	switch dir {
+	case "off":
+		return ""
+	case "":
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return ""
+		}
+		return filepath.Join(base, "runehost", "wazero")
+	}
+	return dir
 }
 
 // Close releases every instance and the compiled module.

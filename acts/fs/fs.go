@@ -3,7 +3,9 @@
 // path, relative to the host's working directory or absolute, is resolved
 // with every symlink before it is checked against the grants, and the file is
 // then opened through os.Root at the granted directory, so that no path, `..`
-// or symlink, checked or swapped in later, leads out of it.
+// or symlink, checked or swapped in later, leads out of it. Only regular
+// files (and directories, to list) are opened, never blocking on a pipe; no
+// grant may cover /proc, /sys, /dev or the host's own directories (Place).
 package fs
 
 import (
@@ -42,11 +44,14 @@ const (
 type Adapter struct {
 	Tag  string
 	Base string // what a relative path is relative to; the working directory when ""
+	// Places are the host's own directories no grant may cover (the store,
+	// the compilation cache), besides SystemPlaces.
+	Places []Place
 }
 
-// New returns the adapters of the three tags.
-func New() map[string]host.Adapter {
-	return map[string]host.Adapter{Read: &Adapter{Tag: Read}, Write: &Adapter{Tag: Write}, List: &Adapter{Tag: List}}
+// New returns the adapters of the three tags, refusing grants over places.
+func New(places ...Place) map[string]host.Adapter {
+	return map[string]host.Adapter{Read: &Adapter{Tag: Read, Places: places}, Write: &Adapter{Tag: Write, Places: places}, List: &Adapter{Tag: List, Places: places}}
 }
 
 // Limits declares the file acts' limits.
@@ -82,6 +87,9 @@ func (a *Adapter) CheckGrant(_, target string) (string, error) {
 	}
 	if strings.ContainsAny(abs, "=\x00\n") {
 		return "", fmt.Errorf("%q: a granted directory cannot have = in its path", abs)
+	}
+	if err := CheckPlace(abs, a.Places); err != nil {
+		return "", err
 	}
 	if guest != "" {
 		if !strings.HasPrefix(guest, "/") || filepath.Clean(guest) != guest {
@@ -175,12 +183,26 @@ func (a *Adapter) Authorize(_ context.Context, op *host.Operation, grants []host
 	if err != nil {
 		return "", fmt.Errorf("%s %s: %v", a.Tag, ar.path, err)
 	}
+	// A grant over a place (made before the rule, or a directory that has
+	// become one) allows nothing, and the refusal says why.
+	var refused error
 	for _, g := range grants {
 		dir, _ := SplitTarget(g.Target())
 		root, err := grantRoot(dir)
-		if err == nil && confine.Within(root, real) {
-			return g.Statement, nil
+		if err != nil || !confine.Within(root, real) {
+			continue
 		}
+		if err := CheckPlace(root, a.Places); err != nil {
+			refused = fmt.Errorf("%s %s: the grant %s is refused: %w", a.Tag, ar.path, g.Statement, err)
+			continue
+		}
+		if err := CheckPlace(real, a.Places); err != nil {
+			return "", fmt.Errorf("%s %s: %w", a.Tag, ar.path, err)
+		}
+		return g.Statement, nil
+	}
+	if refused != nil {
+		return "", refused
 	}
 	return "", fmt.Errorf("%s %s: the path is outside every granted directory", a.Tag, ar.path)
 }
@@ -196,6 +218,9 @@ func (a *Adapter) Do(_ context.Context, op *host.Operation) (any, error) {
 	}
 	dir, _ := SplitTarget(strings.TrimPrefix(op.Attempt.Grant, a.Tag+":"))
 	root, err := grantRoot(dir)
+	if err == nil {
+		err = CheckPlace(root, a.Places) // again: the grant may predate the rule
+	}
 	if err != nil {
 		return nil, &checkpoint.Error{Kind: "denied", Msg: fmt.Sprintf("%s %s: %v", a.Tag, ar.path, err)}
 	}
@@ -214,7 +239,7 @@ func (a *Adapter) Do(_ context.Context, op *host.Operation) (any, error) {
 	defer r.Close()
 	switch a.Tag {
 	case Read:
-		f, err := r.Open(rel)
+		f, err := openChecked(r, rel, os.O_RDONLY, 0, false)
 		if err != nil {
 			return nil, clean(err, root)
 		}
@@ -234,7 +259,7 @@ func (a *Adapter) Do(_ context.Context, op *host.Operation) (any, error) {
 		}
 		return string(b), nil
 	case List:
-		f, err := r.Open(rel)
+		f, err := openChecked(r, rel, os.O_RDONLY, 0, true)
 		if err != nil {
 			return nil, clean(err, root)
 		}
@@ -261,13 +286,20 @@ func (a *Adapter) Do(_ context.Context, op *host.Operation) (any, error) {
 		if len(ar.content) > MaxFile {
 			return nil, &checkpoint.Error{Kind: "limit", Msg: fmt.Sprintf("fs.write %s: over %d bytes", ar.path, MaxFile)}
 		}
-		flag := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+		// Truncated only once known to be a regular file.
+		flag := os.O_WRONLY | os.O_CREATE
 		if ar.append {
-			flag = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+			flag |= os.O_APPEND
 		}
-		f, err := r.OpenFile(rel, flag, 0o644)
+		f, err := openChecked(r, rel, flag, 0o644, false)
 		if err != nil {
 			return nil, clean(err, root)
+		}
+		if !ar.append {
+			if err := f.Truncate(0); err != nil {
+				f.Close()
+				return nil, clean(err, root)
+			}
 		}
 		n, err := f.Write(ar.content)
 		if cerr := f.Close(); err == nil {
@@ -291,7 +323,7 @@ func clean(err error, root string) error {
 		if errors.Is(err, iofs.ErrNotExist) {
 			kind = "not_found"
 		}
-		if strings.Contains(pe.Err.Error(), "escapes") {
+		if strings.Contains(pe.Err.Error(), "escapes") || errors.Is(err, ErrNotRegular) || errors.Is(err, ErrPlace) {
 			kind = "denied"
 		}
 		return &checkpoint.Error{Kind: kind, Msg: fmt.Sprintf("%s %s: %v", pe.Op, strings.TrimPrefix(pe.Path, root), pe.Err)}

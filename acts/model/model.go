@@ -20,6 +20,7 @@ import (
 
 	"github.com/runehost/runehost/acts/args"
 	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/events/redact"
 	"github.com/runehost/runehost/host"
 )
 
@@ -309,11 +310,11 @@ func assemble(msgs []message, budget int64) ([]message, []any, []any) {
 }
 
 // failed is an error the prog sees, with the endpoint's key taken out
-// whatever the server echoed.
+// whatever the server echoed, raw or encoded.
 func (a *Adapter) failed(ep Endpoint, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
 	if ep.Key != "" {
-		msg = strings.ReplaceAll(msg, ep.Key, "[redacted]") // before the cut, so no part of it is left
+		msg = redact.New(ep.Key).Known(msg) // before the cut, so no part of it is left
 	}
 	if r := []rune(msg); len(r) > 400 {
 		msg = string(r[:400]) + "…"

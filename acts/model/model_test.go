@@ -5,12 +5,17 @@
 package model_test
 
 import (
+	"encoding/base64"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/runehost/runehost/acts/acttest"
 	"github.com/runehost/runehost/acts/model"
 	"github.com/runehost/runehost/acts/model/modeltest"
+	"github.com/runehost/runehost/events/redact"
 	"github.com/runehost/runehost/host"
 )
 
@@ -51,5 +56,30 @@ func TestModelChat(t *testing.T) {
 	}
 	if srv.Calls() != 1 || srv.Requests[0].Model != "tiny" {
 		t.Fatalf("calls %d, requests %+v", srv.Calls(), srv.Requests)
+	}
+}
+
+// A server that echoes the key encoded in its error, past the cut of the
+// message: no form of it reaches the prog, not even a fragment at the cut.
+func TestKeyEncodedInAnError(t *testing.T) {
+	const key = "sk-error-echo-Key/Qx81+zz"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b := []byte(r.Header.Get("Authorization"))
+		http.Error(w, strings.Repeat("x", 350)+" "+base64.StdEncoding.EncodeToString(b)+" "+hex.EncodeToString(b)+" "+strings.ToUpper(string(b)), http.StatusBadRequest)
+	}))
+	defer srv.Close()
+	a := &model.Adapter{Endpoints: map[string]model.Endpoint{"default": {Name: "default", BaseURL: srv.URL + "/v1", Key: key}}}
+	e := acttest.Engine(t, map[string]host.Adapter{model.Tag: a})
+	acttest.Grant(t, e, "model.chat:default")
+	got, _ := acttest.Run(t, e, acttest.Catch(`act "model.chat" {messages: [{role: "user", content: "hi"}]}`), nil)
+	if !strings.HasPrefix(got, `["failed","model.chat default: HTTP 400`) {
+		t.Fatalf("got %s", got)
+	}
+	for _, form := range redact.Forms(key) {
+		for i := 0; i+8 <= len(form); i++ {
+			if strings.Contains(strings.ToLower(got), strings.ToLower(form[i:i+8])) {
+				t.Fatalf("%q of the key survived: %s", form[i:i+8], got)
+			}
+		}
 	}
 }

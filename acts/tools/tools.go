@@ -3,7 +3,8 @@
 // A grant names the tool (tool.run:wc). The tool sees only the directories
 // of the prog's fs.read grants (read-only) and fs.write grants, each at its
 // guest path (fs.read:./data=/ shows ./data at /; without one, at its own
-// path), and only the environment variables of its tool.env grants.
+// path), and only the environment variables of its tool.env grants. A
+// mount over a place no grant may cover (fs.Place) denies the act.
 package tools
 
 import (
@@ -11,6 +12,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,6 +36,9 @@ const (
 // MaxFuel is the most fuel one run may ask for: minutes of computation.
 const MaxFuel = 1 << 37
 
+// MaxModule bounds a tool's module file.
+const MaxModule = 512 << 20
+
 // Adapter is the tool.run act.
 type Adapter struct {
 	Dir         string        // where NAME.wasm is found
@@ -42,6 +47,9 @@ type Adapter struct {
 	Timeout     time.Duration // per run; tool.DefaultTimeout when 0
 	// Grants returns the prog's grants of a tag, for mounts and environment.
 	Grants func(inv, tag string) ([]host.Grant, error)
+	// Places are the host's own directories no mount may cover, besides
+	// fs.SystemPlaces.
+	Places []fs.Place
 
 	once   sync.Once
 	runner *tool.Runner
@@ -124,6 +132,9 @@ func (a *Adapter) Authorize(_ context.Context, op *host.Operation, grants []host
 			if _, err := os.Stat(a.path(ar.name)); err != nil {
 				return "", fmt.Errorf("tool %s is granted but not installed in %s", ar.name, a.Dir)
 			}
+			if _, _, err := a.mounts(op.Invocation); err != nil {
+				return "", err
+			}
 			return g.Statement, nil
 		}
 	}
@@ -163,13 +174,38 @@ func (a *Adapter) mounts(inv string) ([]tool.Mount, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	for _, g := range append(read, write...) {
+		dir, _ := fs.SplitTarget(g.Target())
+		if err := fs.CheckPlace(dir, a.Places); err != nil {
+			return nil, nil, &checkpoint.Error{Kind: "denied", Msg: fmt.Sprintf("tool.run: the mount %s is refused: %v", g.Statement, err)}
+		}
+	}
 	var env []string
 	for _, g := range envs {
+		if host.HostOwnVariable(g.Target()) {
+			// A grant recorded before the ward refused it gives nothing.
+			return nil, nil, &checkpoint.Error{Kind: "denied", Msg: fmt.Sprintf("tool.run: the grant %s is refused: the host's own configuration is never given to a tool", g.Statement)}
+		}
 		if v, ok := os.LookupEnv(g.Target()); ok {
 			env = append(env, g.Target()+"="+v)
 		}
 	}
 	return Mounts(read, write), env, nil
+}
+
+// readModule reads a tool's module: a regular file, not too large, opened
+// without blocking (a pipe named wc.wasm would wait for a writer).
+func (a *Adapter) readModule(name string) ([]byte, error) {
+	f, err := fs.OpenRegular(a.path(name))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxModule+1))
+	if err == nil && len(b) > MaxModule {
+		err = fmt.Errorf("module over %d bytes", MaxModule)
+	}
+	return b, err
 }
 
 // Do runs the tool.
@@ -182,7 +218,7 @@ func (a *Adapter) Do(ctx context.Context, op *host.Operation) (any, error) {
 	if a.err != nil {
 		return nil, a.err
 	}
-	module, err := os.ReadFile(a.path(ar.name))
+	module, err := a.readModule(ar.name)
 	if err != nil {
 		return nil, &checkpoint.Error{Kind: "not_found", Msg: fmt.Sprintf("tool %s: %v", ar.name, err)}
 	}

@@ -5,12 +5,34 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/runehost/runehost/acts"
+	"github.com/runehost/runehost/acts/fs"
 	"github.com/runehost/runehost/host"
+	"github.com/runehost/runehost/store"
 )
+
+// hostPlaces are the host's own directories no grant or mount may cover:
+// the store (--store, RUNEHOST_STORE or the default) and the compilation
+// cache, for a command that may not have opened either.
+func hostPlaces(c *cli.Context) []fs.Place {
+	dir := c.String("store")
+	if dir == "" {
+		dir = os.Getenv("RUNEHOST_STORE")
+	}
+	if dir == "" {
+		dir, _ = store.DefaultDir()
+	}
+	cfg := acts.FromEnv()
+	if c.IsSet("cache-dir") {
+		cfg.CacheDir = c.String("cache-dir")
+	}
+	return cfg.Places(dir)
+}
 
 func progFlag() cli.Flag {
 	return &cli.StringFlag{Name: "prog", Value: host.AnyProg, Usage: "the prog the grant is for (named after its file: hello.rune is hello); * for every prog"}

@@ -66,7 +66,7 @@ func toolRun(c *cli.Context) error {
 	}
 	var read, write []host.Grant
 	var env []string
-	checker := &fs.Adapter{}
+	checker := &fs.Adapter{Places: hostPlaces(c)}
 	for _, g := range c.StringSlice("grant") {
 		tag, target, _ := strings.Cut(g, ":")
 		switch tag {

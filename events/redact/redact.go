@@ -2,14 +2,14 @@
 // stream, the store's event records, a log line or a terminal: known
 // credential formats, credentials in headers, URLs and command lines, PEM
 // private keys, the values of assignments whose name marks a secret, and any
-// value the host knows to be secret, whatever its shape. It is conservative
+// value the host knows to be secret, whatever its shape, raw or encoded
+// (known.go). It is conservative
 // the other way too: prose that says "token", PORT=3000, SHAs, digests and
 // UUIDs stay as they are.
 package redact
 
 import (
 	"regexp"
-	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -20,21 +20,16 @@ const Mark = "«redacted»"
 
 // Redactor redacts the known formats and the host's own secrets.
 type Redactor struct {
-	secrets []string // longest first
+	known known
 }
 
 // New returns a Redactor that also strips each of secrets (values the host
-// knows: a model's API key, a grant's credential). Values shorter than 6
-// characters are ignored: they would redact ordinary text.
+// knows: a model's API key, a Slack token), raw and in every form Forms
+// gives, in any ASCII case. A secret under MinSecret bytes is matched only
+// as a whole word, raw, and only if it is not a plain word or number;
+// one under MinShortSecret is ignored: either would blank ordinary text.
 func New(secrets ...string) *Redactor {
-	r := &Redactor{}
-	for _, s := range secrets {
-		if len(s) >= 6 {
-			r.secrets = append(r.secrets, s)
-		}
-	}
-	sort.Slice(r.secrets, func(i, j int) bool { return len(r.secrets[i]) > len(r.secrets[j]) })
-	return r
+	return &Redactor{known: compileKnown(secrets)}
 }
 
 // Default redacts the known formats only.
@@ -171,10 +166,7 @@ func emptyish(v string) bool {
 // Known takes only the host's own secrets out of s: for data a prog will
 // read, where the formats must stay as they are.
 func (r *Redactor) Known(s string) string {
-	for _, sec := range r.secrets {
-		s = strings.ReplaceAll(s, sec, Mark)
-	}
-	return s
+	return r.known.strip(s)
 }
 
 // String redacts s.
@@ -185,9 +177,7 @@ func (r *Redactor) String(s string) string {
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
-	for _, sec := range r.secrets {
-		s = strings.ReplaceAll(s, sec, Mark)
-	}
+	s = r.known.strip(s)
 	for _, ru := range rules {
 		s = ru.re.ReplaceAllString(s, ru.repl)
 	}

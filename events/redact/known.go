@@ -1,0 +1,180 @@
+// known.go holds the host's own secrets as the redactor matches them: each
+// in its raw form and its common encodings (hex, base64 standard and
+// URL-safe at every alignment, URL and JSON escaping), in any ASCII case.
+
+package redact
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// Lengths of host secrets, in bytes. A secret of MinSecret or more is
+// matched in every form and case. A shorter one, down to MinShortSecret, is
+// matched only raw, exactly and as a whole word, and only if it mixes
+// letters with digits or symbols: a short word (a placeholder key such as
+// "dummy") or number is ordinary text, and an encoding of a short secret
+// would be a few characters common in any base64. Shorter ones are ignored.
+const (
+	MinSecret      = 8
+	MinShortSecret = 4
+)
+
+// known is the compiled set of the host's secrets.
+type known struct {
+	forms [][]byte // ASCII lower-cased, longest first
+	short []string // exact, matched as whole words
+	least int      // the length of the shortest of either
+}
+
+func compileKnown(secrets []string) known {
+	var k known
+	seen := map[string]bool{}
+	for _, s := range secrets {
+		switch {
+		case len(s) >= MinSecret:
+			for _, f := range Forms(s) {
+				f = foldASCII(f)
+				if !seen[f] {
+					seen[f] = true
+					k.forms = append(k.forms, []byte(f))
+				}
+			}
+		case len(s) >= MinShortSecret && mixed(s) && !seen["\x00"+s]:
+			seen["\x00"+s] = true
+			k.short = append(k.short, s)
+		}
+	}
+	slices.SortFunc(k.forms, func(a, b []byte) int { return len(b) - len(a) })
+	slices.SortFunc(k.short, func(a, b string) int { return len(b) - len(a) })
+	if len(k.forms) > 0 {
+		k.least = len(k.forms[len(k.forms)-1])
+	}
+	if len(k.short) > 0 && (k.least == 0 || len(k.short[len(k.short)-1]) < k.least) {
+		k.least = len(k.short[len(k.short)-1])
+	}
+	return k
+}
+
+// Forms returns the texts that stand for secret s in a longer text: s
+// itself, its hex, its URL query and path escapes and JSON string escape,
+// and for base64 (standard and URL-safe, padded or not, and URL-escaped)
+// the part of its encoding that is the same wherever s starts in the
+// encoded bytes: a secret at offset 0, 1 or 2 of a 3-byte group shares its
+// first and last characters with its neighbours, the characters between
+// depend on s alone.
+func Forms(s string) []string {
+	out := []string{s, hex.EncodeToString([]byte(s)), url.QueryEscape(s), url.PathEscape(s)}
+	if j, err := json.Marshal(s); err == nil {
+		js := string(j[1 : len(j)-1])
+		out = append(out, js, strings.ReplaceAll(js, "/", `\/`)) // some encoders escape the slash
+	}
+	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+		for align := range 3 {
+			in := innerBase64(enc, s, align)
+			out = append(out, in, url.QueryEscape(in))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// innerBase64 is the part of the base64 of s, preceded by align other
+// bytes, that only s decides: the characters whose six bits all fall in s.
+func innerBase64(enc *base64.Encoding, s string, align int) string {
+	b := make([]byte, align+len(s))
+	copy(b[align:], s)
+	e := enc.EncodeToString(b)
+	from, to := (8*align+5)/6, 8*(align+len(s))/6
+	return e[from:to]
+}
+
+// strip replaces every host secret in s, in any of its forms, with Mark.
+func (k *known) strip(s string) string {
+	if k.least == 0 || len(s) < k.least {
+		return s // nothing to match, or too short to hold any form
+	}
+	folded := []byte(foldASCII(s))
+	var spans [][2]int
+	for _, f := range k.forms {
+		for at := 0; ; {
+			i := bytes.Index(folded[at:], f)
+			if i < 0 {
+				break
+			}
+			spans = append(spans, [2]int{at + i, at + i + len(f)})
+			at += i + 1
+		}
+	}
+	for _, w := range k.short {
+		for at := 0; ; {
+			i := strings.Index(s[at:], w)
+			if i < 0 {
+				break
+			}
+			start, end := at+i, at+i+len(w)
+			if (start == 0 || !wordByte(s[start-1])) && (end == len(s) || !wordByte(s[end])) {
+				spans = append(spans, [2]int{start, end})
+			}
+			at = start + 1
+		}
+	}
+	if len(spans) == 0 {
+		return s
+	}
+	slices.SortFunc(spans, func(a, b [2]int) int { return a[0] - b[0] })
+	var out strings.Builder
+	out.Grow(len(s))
+	last := 0
+	for i := 0; i < len(spans); {
+		start, end := spans[i][0], spans[i][1]
+		for i++; i < len(spans) && spans[i][0] <= end; i++ {
+			end = max(end, spans[i][1])
+		}
+		out.WriteString(s[last:start])
+		out.WriteString(Mark)
+		last = end
+	}
+	out.WriteString(s[last:])
+	return out.String()
+}
+
+// foldASCII lower-cases ASCII letters only, so that byte offsets stay.
+func foldASCII(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; 'A' <= c && c <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if c := b[j]; 'A' <= c && c <= 'Z' {
+					b[j] = c + 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
+}
+
+func wordByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// mixed reports whether s has a letter and something else: a word or a
+// number alone is ordinary text.
+func mixed(s string) bool {
+	var letter, other bool
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' {
+			letter = true
+		} else {
+			other = true
+		}
+	}
+	return letter && other
+}
