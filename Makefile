@@ -13,7 +13,10 @@ FUZZ_TARGETS := \
 	./guest/port:FuzzWire \
 	./wasmvm/fuel:FuzzInject \
 	./events:FuzzCleanNeverLeaks \
-	./events/redact:FuzzHostSecretForms
+	./events/redact:FuzzHostSecretForms \
+	./wasmvm:FuzzRunParity \
+	./wasmvm:FuzzStepParity \
+	./wasmvm:FuzzDataParity
 
 .PHONY: all build guest guest-check test vet unit fuzz fuzz-short crash crash-short park tools load-cards race bench clean
 

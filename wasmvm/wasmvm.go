@@ -296,7 +296,7 @@ func (r *Runtime) Step(ctx context.Context, req port.Request) (*port.Result, err
 	hash := [32]byte(h.Program)
 	source := r.source(hash)
 	if source == nil {
-		return nil, fmt.Errorf("%w: %x (Load its source first)", port.ErrUnknownProgram, hash[:8])
+		return nil, fmt.Errorf("%w: %x", port.ErrUnknownProgram, hash[:8])
 	}
 	if req.Slice == 0 {
 		req.Slice = port.DefaultSlice

@@ -173,7 +173,8 @@ func (n *Native) Start(_ context.Context, in Input) ([]byte, error) {
 }
 
 func decodeOptional(b []byte, what string) (any, error) {
-	if b == nil {
+	if len(b) == 0 { // none, as on the wire, where empty and nil are one
+		return nil, nil
 		return nil, nil
 	}
 	v, err := checkpoint.DecodeData(b)
@@ -235,6 +236,9 @@ func (n *Native) step(p *compile.Program, req Request) (res *Result, err error) 
 			return nil, err
 		}
 		invocation, appCtx = cp.Header.Invocation, cp.Header.Context
+	}
+	if len(req.Reply) == 0 {
+		req.Reply = nil // an empty reply is none, as on the wire
 	}
 	switch m.Status() {
 	case checkpoint.Acting, checkpoint.Awaiting:
