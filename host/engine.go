@@ -245,13 +245,28 @@ func (e *Engine) StartFrom(ctx context.Context, inv, prog, origin string, source
 
 // Drive runs an invocation from its stored checkpoint until it ends, waits
 // for an event, or meets an act of unknown outcome. A change of status is
-// logged.
+// logged. If driving fails for a reason that is not the context's (the
+// sandbox failed, the store refused), the invocation is paused with that
+// reason: it stays as it was, inspectable, out of the scheduler's turns,
+// never left looking as if it ran, until an operator resumes it.
 func (e *Engine) Drive(ctx context.Context, inv string) (*RunState, error) {
 	return e.driveTurn(ctx, inv, e.Quantum)
 }
 
 // driveTurn is Drive for at most quantum slices (0: no limit).
 func (e *Engine) driveTurn(ctx context.Context, inv string, quantum int) (*RunState, error) {
+	out, err := e.turn(ctx, inv, quantum)
+	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrNoSuchInvocation) {
+		if _, perr := e.invs.Pause(inv, err.Error()); perr != nil {
+			return nil, errors.Join(err, perr)
+		}
+		e.log(inv, e.note(events.NotePaused, err.Error()))
+	}
+	return out, err
+}
+
+// turn drives inv for at most quantum slices and logs how it stands.
+func (e *Engine) turn(ctx context.Context, inv string, quantum int) (*RunState, error) {
 	i, err := e.invs.get(inv)
 	if err != nil {
 		return nil, err
@@ -1063,10 +1078,8 @@ func (e *Engine) NewInvocationID() (string, error) {
 }
 
 // Resume recovers an invocation's held allowance (a lost settlement is
-// charged), lifts a pause, and drives it. If driving fails for a reason that
-// is not the context's, the invocation is paused with that reason: it stays
-// as it was, inspectable, out of the scheduler's turns, until an operator
-// resumes (or migrates) it.
+// charged), lifts a pause, and drives it (paused again, with the reason, if
+// driving fails: see Drive).
 func (e *Engine) Resume(ctx context.Context, inv string) (*RunState, error) {
 	return e.resumeTurn(ctx, inv, e.Quantum)
 }
@@ -1079,14 +1092,7 @@ func (e *Engine) resumeTurn(ctx context.Context, inv string, quantum int) (*RunS
 	if _, err := e.invs.Pause(inv, ""); err != nil {
 		return nil, err
 	}
-	out, err := e.driveTurn(ctx, inv, quantum)
-	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrNoSuchInvocation) {
-		if _, perr := e.invs.Pause(inv, err.Error()); perr != nil {
-			return nil, errors.Join(err, perr)
-		}
-		e.log(inv, e.note(events.NotePaused, err.Error()))
-	}
-	return out, err
+	return e.driveTurn(ctx, inv, quantum)
 }
 
 // Send delivers an event to an invocation and, if it is waiting, drives it.

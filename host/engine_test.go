@@ -328,3 +328,39 @@ func TestEngineAwaitBadSelector(t *testing.T) {
 		}
 	}
 }
+
+// failingPort is the native machine whose steps fail after the first few,
+// as a sandbox that traps or answers garbage does.
+type failingPort struct {
+	port.RuntimePort
+	ok int // steps that succeed
+}
+
+func (f *failingPort) Step(ctx context.Context, req port.Request) (*port.Result, error) {
+	if f.ok--; f.ok < 0 {
+		return nil, errors.New("sandbox step: guest trapped")
+	}
+	return f.RuntimePort.Step(ctx, req)
+}
+
+// TestEngineRuntimeFailurePauses: an invocation whose runtime fails is
+// paused with the reason at once, not left looking as if it ran, and a
+// resume on a working runtime finishes it.
+func TestEngineRuntimeFailurePauses(t *testing.T) {
+	s := memStore(t)
+	e := engine(t, s, 1)
+	e.Runtime = &failingPort{RuntimePort: port.NewNative(), ok: 2}
+	src := []byte("var n = 0\nwhile n < 5000 { n += 1 }\nreturn n")
+	if _, err := e.Start(context.Background(), "inv", "p", src, nil, 1_000_000, 7); err == nil {
+		t.Fatal("the failing runtime's error was lost")
+	}
+	i, err := e.invs.get("inv")
+	if err != nil || i.Runnable() || i.Paused != "invocation inv: sandbox step: guest trapped" {
+		t.Fatalf("after a runtime failure: %+v %v", i, err)
+	}
+	e.Runtime = port.NewNative()
+	out, err := e.Resume(context.Background(), "inv")
+	if err != nil || out.Status != Completed || porttestJSON(t, out.Result) != "5000" {
+		t.Fatalf("resume: %+v %v", out, err)
+	}
+}
