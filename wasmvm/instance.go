@@ -12,6 +12,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/guest/port"
 	"github.com/runehost/runehost/wasmvm/fuel"
 )
@@ -144,7 +145,7 @@ func (r *Runtime) hostModule(ctx context.Context) error {
 		}
 		tag, ok1 := mod.Memory().Read(tagPtr, tagLen)
 		args, ok2 := mod.Memory().Read(argsPtr, argsLen)
-		if !ok1 || !ok2 || tagLen > 1<<10 {
+		if !ok1 || !ok2 || tagLen > checkpoint.MaxKind {
 			return // garbage from the guest: suspend, and let the host see the Act
 		}
 		reply, ok := r.cfg.OnAct(ctx, string(tag), append([]byte(nil), args...), seq)

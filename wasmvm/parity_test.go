@@ -123,6 +123,8 @@ var parityProgs = []struct {
 	{"long error kind", "throw error(\"k\" * 100000, \"m\")", 0, "error", 0},
 	{"long caught message", "try { throw error(\"x\", \"a\" * 100000) } catch e { return len(e.msg) }", 0, "done", 0},
 	{"long emit kind", "emit(\"k\" * 70000, 1)\nreturn 1", 0, "error after 1099 steps: limit: emit: kind of 70000 bytes is longer than the limit of 256", 0},
+	{"long act tag", "return act \"" + strings.Repeat("t", 300) + "\" {}", 0, "start: 1:8: act tag of 300 bytes is longer than the limit of 256", 0},
+	{"longest act tag", "return act \"" + strings.Repeat("t", 256) + "\" {}", 0, "done", 0},
 	{"many emits", "for i in range(3000) { emit(\"k\", i) }\nreturn 1", 0, "done", 0},
 	{"big emit", "emit(\"k\", \"x\" * 65000)\nreturn 1", 0, "done", 0},
 	{"long chain", "return 1" + strings.Repeat(" + 1", 100000), 0, "done", 0},

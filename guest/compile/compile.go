@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/guest/resolve"
 	"github.com/runehost/runehost/guest/syntax"
 )
@@ -601,6 +602,9 @@ func (c *compiler) tagIndex(tag string) int {
 	}
 	if tag == "" {
 		c.errorf(c.fn.pos, "empty act tag")
+	}
+	if len(tag) > checkpoint.MaxKind {
+		c.errorf(c.fn.pos, "act tag of %d bytes is longer than the limit of %d", len(tag), checkpoint.MaxKind)
 	}
 	i := len(c.prog.ActTags)
 	c.prog.ActTags = append(c.prog.ActTags, tag)
