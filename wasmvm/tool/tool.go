@@ -35,6 +35,9 @@ const (
 	DefaultOutputCap   = 1 << 20          // bytes of stdout, and of stderr, kept
 )
 
+// MaxFuel is the most fuel a run may have.
+const MaxFuel = 1 << 40
+
 // Mount makes a host directory visible to a tool at a guest path.
 type Mount struct {
 	Host  string
@@ -193,7 +196,7 @@ func (r *Runner) Run(ctx context.Context, module []byte, cfg Config) (*Result, e
 		if guest == "" {
 			guest = "/"
 		}
-		cfs, release, err := newConfined(m.Host, m.Write)
+		cfs, release, err := newMount(m.Host, m.Write)
 		if err != nil {
 			return nil, fmt.Errorf("tool: mount %s: %w", m.Host, err)
 		}
