@@ -159,6 +159,7 @@ type Runner struct {
 	memoryPages uint32
 	unmetered   bool // benchmarks only: run tools without fuel
 	noInterrupt bool // benchmarks only: no clock on computation
+	plainFuel   bool // benchmarks only: the plain check, without safepoints
 
 	mu       sync.Mutex
 	compiled map[[32]byte]wazero.CompiledModule
@@ -206,7 +207,11 @@ func (r *Runner) Compile(ctx context.Context, module []byte) (wazero.CompiledMod
 	if ok {
 		return c, nil
 	}
-	metered, err := fuel.InjectWith(module, fuel.Options{Safepoint: Safepoint})
+	opts := fuel.Options{Safepoint: Safepoint}
+	if r.plainFuel {
+		opts = fuel.Options{}
+	}
+	metered, err := fuel.InjectWith(module, opts)
 	if err != nil {
 		return nil, fmt.Errorf("tool: %w", err)
 	}
@@ -343,8 +348,8 @@ func (r *Runner) Run(ctx context.Context, module []byte, cfg Config) (*Result, e
 // counter from the instance's memory at every function entry and loop
 // header (wazevo's getWasmGlobalValue loads it again in any block with more
 // than one predecessor), so a zero the host stores traps at the next check.
-// The tool's own read-modify-write can overwrite one store, so the host
-// stores zero again every millisecond until the call returns. Go cannot
+// The tool's own read-modify-write can overwrite a store, so the host
+// stores zero in bursts, every 250µs, until the call returns. Go cannot
 // preempt wasm code, so a tool that never calls the host would keep the
 // timer (and the garbage collector, which waits for every goroutine) from
 // running at all: the tools' metering enters the host every Safepoint units
@@ -363,10 +368,12 @@ func interruptOnDone(ctx context.Context, g api.MutableGlobal) *interrupt {
 	it.cancel = context.AfterFunc(ctx, func() {
 		defer close(it.ended)
 		it.fired, it.left = true, int64(g.Get())
-		tick := time.NewTicker(time.Millisecond)
+		tick := time.NewTicker(250 * time.Microsecond)
 		defer tick.Stop()
 		for {
-			g.Set(0)
+			for range 64 { // longer than a loop round: one store outlives its stale write
+				g.Set(0)
+			}
 			select {
 			case <-it.done:
 				return
