@@ -14,7 +14,7 @@ FUZZ_TARGETS := \
 	./wasmvm/fuel:FuzzInject \
 	./events:FuzzCleanNeverLeaks
 
-.PHONY: all build guest guest-check test vet unit fuzz fuzz-short crash crash-short park tools load-cards race bench clean
+.PHONY: all build guest guest-check test vet unit fuzz fuzz-short crash crash-short park tools load-cards race bench clean mount-race
 
 CRASH_KILLS ?= 300
 CRASH_SEED  ?= $(shell date +%s)
@@ -100,3 +100,7 @@ bench:
 
 clean:
 	rm -rf bin
+
+## mount-race: a host swaps a directory under a running tool 10,000 times (RENAME_EXCHANGE and renames); nothing may be read or written outside.
+mount-race:
+	$(GO) test ./wasmvm/tool -run '^TestSwapRace$$' -count=1 -v -swaps 10000
