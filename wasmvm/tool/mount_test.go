@@ -43,7 +43,7 @@ var script = []string{
 	"unlink:d2", "rmdir:f", "rmdir:d2", "rmdir:missing", "unlink:missing", "unlink:l1", "read:f",
 	"remove:m2/x", "remove:m2", "write:n", "append:n", "read:n", "trunc:n", "read:n", "create:n", "create:n2",
 	"chtimes:f", "chtimes:missing", "stat:f", "stat:d2", "stat:missing", "lstat:d2/up",
-	"readdir:.", "readdir:d2", "readdir:f", "readdir:missing",
+	"readdir:.", "readdir:d2", "readdir:f", "readdir:missing", "relist:d2",
 }
 
 // setup makes the tree the script starts from.

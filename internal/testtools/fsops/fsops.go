@@ -44,7 +44,7 @@ func Errno(err error) string {
 // open with O_TRUNC), create (a read-only open with O_CREATE|O_EXCL), mkdir,
 // rmdir, unlink, remove, rename (to ARG, under base), link (ARG is the new
 // name), symlink (PATH is the link, ARG its target, kept as given), readlink,
-// stat, lstat, readdir, chtimes.
+// stat, lstat, readdir, relist (list, rewind, list again), chtimes.
 func Run(w io.Writer, base string, ops []string) {
 	for _, op := range ops {
 		parts := strings.SplitN(op, ":", 3)
@@ -162,6 +162,23 @@ func do(op, p, arg, base string) (string, error) {
 		}
 		slices.Sort(ns)
 		return strings.Join(ns, ","), nil
+	case "relist": // list, rewind, list again through one descriptor
+		f, err := os.Open(p)
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		a, err := f.Readdirnames(-1)
+		if err != nil {
+			return "", err
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return "", err
+		}
+		b, err := f.Readdirnames(-1)
+		slices.Sort(a)
+		slices.Sort(b)
+		return strings.Join(a, ",") + " then " + strings.Join(b, ","), err
 	case "chtimes":
 		return "", os.Chtimes(p, time.Unix(1e9, 0), time.Unix(1.5e9, 0))
 	}
