@@ -162,7 +162,13 @@ type Runner struct {
 	plainFuel   bool // benchmarks only: the plain check, without safepoints
 
 	mu       sync.Mutex
-	compiled map[[32]byte]wazero.CompiledModule
+	compiled map[[32]byte]*compiled
+}
+
+// compiled is a tool compiled, or being compiled under mu.
+type compiled struct {
+	mu sync.Mutex
+	c  wazero.CompiledModule
 }
 
 // NewRunner returns a Runner whose tools get at most memoryPages of memory
@@ -192,7 +198,7 @@ func newRunner(ctx context.Context, cacheDir string, memoryPages uint32, closeOn
 		rt.Close(ctx)
 		return nil, fmt.Errorf("tool: wasi: %w", err)
 	}
-	return &Runner{rt: rt, memoryPages: memoryPages, compiled: map[[32]byte]wazero.CompiledModule{}}, nil
+	return &Runner{rt: rt, memoryPages: memoryPages, compiled: map[[32]byte]*compiled{}}, nil
 }
 
 // Close releases the runner's compiled tools.
@@ -202,10 +208,18 @@ func (r *Runner) Close(ctx context.Context) error { return r.rt.Close(ctx) }
 func (r *Runner) Compile(ctx context.Context, module []byte) (wazero.CompiledModule, error) {
 	key := sha256.Sum256(module)
 	r.mu.Lock()
-	c, ok := r.compiled[key]
+	e, ok := r.compiled[key]
+	if !ok {
+		e = &compiled{}
+		r.compiled[key] = e
+	}
 	r.mu.Unlock()
-	if ok {
-		return c, nil
+	// One compile per module at a time: wazero keys compiled code by the
+	// module's hash, so closing a second copy of it would free the first's.
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.c != nil {
+		return e.c, nil
 	}
 	opts := fuel.Options{Safepoint: Safepoint}
 	if r.plainFuel {
@@ -213,27 +227,20 @@ func (r *Runner) Compile(ctx context.Context, module []byte) (wazero.CompiledMod
 	}
 	metered, err := fuel.InjectWith(module, opts)
 	if err != nil {
-		return nil, fmt.Errorf("tool: %w", err)
+		return nil, &Error{What: "meter", Err: err}
 	}
 	if r.unmetered {
 		metered = module
 	}
-	c, err = r.rt.CompileModule(ctx, metered)
+	c, err := r.rt.CompileModule(ctx, metered)
 	if err != nil {
-		return nil, fmt.Errorf("tool: compile: %w", err)
+		return nil, &Error{What: "compile", Err: err}
 	}
 	if _, ok := c.ExportedFunctions()["_start"]; !ok {
 		c.Close(ctx)
-		return nil, fmt.Errorf("tool: %w: it exports no _start", ErrNotTool)
+		return nil, &Error{What: "compile", Msg: "it exports no _start: " + ErrNotTool.Error(), Err: ErrNotTool}
 	}
-	r.mu.Lock()
-	if prev, ok := r.compiled[key]; ok {
-		c.Close(ctx)
-		c = prev
-	} else {
-		r.compiled[key] = c
-	}
-	r.mu.Unlock()
+	e.c = c
 	return c, nil
 }
 

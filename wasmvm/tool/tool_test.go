@@ -201,3 +201,32 @@ func TestFifoRefused(t *testing.T) {
 		t.Fatal("the host hung on a fifo")
 	}
 }
+
+// Runs of one tool that start together on a new runner compile it once (a
+// wazero panic, "index out of range" in NewFunction, was seen once in make
+// unit with four spins starting together; not reproduced on demand).
+func TestConcurrentFirstRuns(t *testing.T) {
+	for range 3 {
+		r, err := NewRunner(context.Background(), filepath.Join(os.TempDir(), "runehost-test-wazero-cache"), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wc := testtools.Build(t, "wc")
+		done := make(chan *Result, 6)
+		for range 6 {
+			go func() {
+				res, err := r.Run(context.Background(), wc, Config{Stdin: []byte("a b\n")})
+				if err != nil {
+					t.Error(err)
+				}
+				done <- res
+			}()
+		}
+		for range 6 {
+			if res := <-done; res == nil || !res.OK() || string(res.Stdout) != "1 2 4\n" {
+				t.Errorf("%+v", res)
+			}
+		}
+		r.Close(context.Background())
+	}
+}
