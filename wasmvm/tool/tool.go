@@ -196,7 +196,7 @@ func newRunner(ctx context.Context, cacheDir string, memoryPages uint32, closeOn
 	rt := wazero.NewRuntimeWithConfig(ctx, rc)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		rt.Close(ctx)
-		return nil, fmt.Errorf("tool: wasi: %w", err)
+		return nil, &Error{What: "wasi", Err: err}
 	}
 	return &Runner{rt: rt, memoryPages: memoryPages, compiled: map[[32]byte]*compiled{}}, nil
 }
@@ -280,7 +280,7 @@ func (r *Runner) Run(ctx context.Context, module []byte, cfg Config) (*Result, e
 		}
 		cfs, release, err := newMount(m.Host, m.Write)
 		if err != nil {
-			return nil, fmt.Errorf("tool: mount %s: %w", m.Host, err)
+			return nil, &Error{What: "mount " + m.Host, Err: err}
 		}
 		defer release()
 		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(cfs, guest)
@@ -300,12 +300,12 @@ func (r *Runner) Run(ctx context.Context, module []byte, cfg Config) (*Result, e
 	}
 	mod, err := r.rt.InstantiateModule(ctx, compiled, mc)
 	if err != nil {
-		return nil, fmt.Errorf("tool: instantiate: %w", err)
+		return nil, &Error{What: "instantiate", Err: err}
 	}
 	defer mod.Close(context.Background())
 	g, ok := mod.ExportedGlobal(fuel.ExportName).(api.MutableGlobal)
 	if !ok && !r.unmetered {
-		return nil, fmt.Errorf("tool: the metered module has no fuel global")
+		return nil, &Error{What: "meter", Msg: "the metered module has no fuel global", Err: ErrConfig}
 	}
 	if ok {
 		g.Set(cfg.Fuel)
