@@ -18,7 +18,7 @@ FUZZ_TARGETS := \
 	./wasmvm:FuzzStepParity \
 	./wasmvm:FuzzDataParity
 
-.PHONY: all build guest guest-check test vet unit fuzz fuzz-short crash crash-short park tools load-cards race bench clean
+.PHONY: all build guest guest-check test vet unit fuzz fuzz-short crash crash-short park tools load-cards race bench clean mount-race
 
 CRASH_KILLS ?= 300
 CRASH_SEED  ?= $(shell date +%s)
@@ -47,7 +47,7 @@ race:
 	$(GO) test -race ./host ./events/... ./slack/...
 
 ## tools: the test tools of testdata/tools, as WASI commands in testdata/tools/bin (tool.run finds them with RUNEHOST_TOOLS=testdata/tools/bin).
-TOOLS = cat wc grep spin grow flood escape envsnoop scribble
+TOOLS = cat wc grep spin grow flood escape envsnoop scribble racer
 tools:
 	@mkdir -p testdata/tools/bin
 	@for t in $(TOOLS); do GOOS=wasip1 GOARCH=wasm $(GO) build -o testdata/tools/bin/$$t.wasm ./testdata/tools/$$t || exit 1; done
@@ -104,3 +104,7 @@ bench:
 
 clean:
 	rm -rf bin
+
+## mount-race: a host swaps a directory under a running tool 10,000 times (RENAME_EXCHANGE and renames); nothing may be read or written outside.
+mount-race:
+	$(GO) test ./wasmvm/tool -run '^TestSwapRace$$' -count=1 -v -swaps 10000

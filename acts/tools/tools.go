@@ -1,10 +1,12 @@
 // Package tools holds the act tool.run: an untrusted WASI tool, found by
 // name in the host's tool directory, run in its own sandbox (wasmvm/tool).
-// A grant names the tool (tool.run:wc). The tool sees only the directories
-// of the prog's fs.read grants (read-only) and fs.write grants, each at its
-// guest path (fs.read:./data=/ shows ./data at /; without one, at its own
-// path), and only the environment variables of its tool.env grants. A
-// mount over a place no grant may cover (fs.Place) denies the act.
+// A grant names the tool and the most fuel a run may ask for (tool.run:wc
+// allows DefaultFuel, tool.run:wc,fuel=N allows N, at most MaxFuel). The tool
+// sees only the directories of the prog's fs.read grants (read-only) and
+// fs.write grants, each at its guest path (fs.read:./data=/ shows ./data at
+// /; without one, at its own path), and only the environment variables of
+// its tool.env grants, never the host's own. A mount over a place no grant
+// may cover (fs.Place) denies the act.
 package tools
 
 import (
@@ -15,6 +17,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -33,8 +36,13 @@ const (
 	EnvTag = "tool.env"
 )
 
-// MaxFuel is the most fuel one run may ask for: minutes of computation.
-const MaxFuel = 1 << 37
+// Fuel a run may have: DefaultFuel unless it asks for less, or for more
+// that its grant allows; MaxFuel is the most any grant allows (about a
+// minute of computation; the wall clock stops a run first).
+const (
+	DefaultFuel = tool.DefaultFuel
+	MaxFuel     = 1 << 37
+)
 
 // MaxModule bounds a tool's module file.
 const MaxModule = 512 << 20
@@ -65,12 +73,37 @@ func (a *Adapter) Limits() host.Limits {
 	return host.Limits{Args: 4 << 20, Reply: 2*tool.DefaultOutputCap + 64<<10, Time: t + 10*time.Second}
 }
 
-// CheckGrant accepts a tool name.
+// CheckGrant accepts a tool name, with the most fuel it may have:
+// tool.run:wc or tool.run:wc,fuel=N.
 func (a *Adapter) CheckGrant(tag, target string) (string, error) {
-	if tag == Tag && (target == "" || strings.ContainsAny(target, "/\\. ")) {
-		return "", errors.New("want a tool name: tool.run:wc")
+	if tag != Tag {
+		return target, nil
 	}
-	return target, nil
+	name, fuel, err := parseGrant(target)
+	if err != nil {
+		return "", err
+	}
+	if fuel == DefaultFuel {
+		return name, nil
+	}
+	return fmt.Sprintf("%s,fuel=%d", name, fuel), nil
+}
+
+// parseGrant splits a tool.run target into the tool and the fuel allowed.
+func parseGrant(target string) (string, uint64, error) {
+	name, opt, hasOpt := strings.Cut(target, ",")
+	if name == "" || strings.ContainsAny(name, "/\\. =") {
+		return "", 0, errors.New("want a tool name: tool.run:wc, or tool.run:wc,fuel=N")
+	}
+	if !hasOpt {
+		return name, DefaultFuel, nil
+	}
+	v, ok := strings.CutPrefix(opt, "fuel=")
+	n, err := strconv.ParseUint(v, 10, 64)
+	if !ok || err != nil || n == 0 || n > MaxFuel {
+		return "", 0, fmt.Errorf("%q: want fuel=N, N from 1 to %d", opt, uint64(MaxFuel))
+	}
+	return name, n, nil
 }
 
 type toolArgs struct {
@@ -121,24 +154,47 @@ func (a *Adapter) parse(op *host.Operation) (*toolArgs, error) {
 	return out, nil
 }
 
-// Authorize allows a granted tool that exists.
+// Authorize allows a granted tool that exists, with no more fuel than a
+// grant of it allows; the statement is the grant allowing the most.
 func (a *Adapter) Authorize(_ context.Context, op *host.Operation, grants []host.Grant) (string, error) {
 	ar, err := a.parse(op)
 	if err != nil {
 		return "", err
 	}
+	statement, most := "", uint64(0)
 	for _, g := range grants {
-		if g.Target() == ar.name {
-			if _, err := os.Stat(a.path(ar.name)); err != nil {
-				return "", fmt.Errorf("tool %s is granted but not installed in %s", ar.name, a.Dir)
-			}
-			if _, _, err := a.mounts(op.Invocation); err != nil {
-				return "", err
-			}
-			return g.Statement, nil
+		if name, fuel, err := parseGrant(g.Target()); err == nil && name == ar.name && fuel > most {
+			statement, most = g.Statement, fuel
 		}
 	}
-	return "", fmt.Errorf("tool %s is not granted", ar.name)
+	switch {
+	case statement == "":
+		return "", fmt.Errorf("tool %s is not granted", ar.name)
+	case ar.fuel > most:
+		return "", fmt.Errorf("tool %s may have at most %d fuel (%s), not %d", ar.name, most, statement, ar.fuel)
+	}
+	if _, err := os.Stat(a.path(ar.name)); err != nil {
+		return "", fmt.Errorf("tool %s is granted but not installed in %s", ar.name, a.Dir)
+	}
+	if _, _, err := a.mounts(op.Invocation); err != nil {
+		return "", err
+	}
+	return statement, nil
+}
+
+// fuel is what a run has: what it asked for, or DefaultFuel, or less if
+// the grant that allowed it allows less.
+func fuel(ar *toolArgs, op *host.Operation) uint64 {
+	if ar.fuel != 0 {
+		return ar.fuel
+	}
+	f := uint64(DefaultFuel)
+	if op.Attempt != nil {
+		if _, allowed, err := parseGrant(host.Grant{Statement: op.Attempt.Grant}.Target()); err == nil {
+			f = min(f, allowed)
+		}
+	}
+	return f
 }
 
 func (a *Adapter) path(name string) string { return filepath.Join(a.Dir, name+".wasm") }
@@ -187,6 +243,9 @@ func (a *Adapter) mounts(inv string) ([]tool.Mount, []string, error) {
 			return nil, nil, &checkpoint.Error{Kind: "denied", Msg: fmt.Sprintf("tool.run: the grant %s is refused: the host's own configuration is never given to a tool", g.Statement)}
 		}
 		if v, ok := os.LookupEnv(g.Target()); ok {
+			if err := tool.CheckEnv(g.Target() + "=" + v); err != nil {
+				return nil, nil, &checkpoint.Error{Kind: "denied", Msg: fmt.Sprintf("%s: %v", g.Statement, err)}
+			}
 			env = append(env, g.Target()+"="+v)
 		}
 	}
@@ -226,7 +285,7 @@ func (a *Adapter) Do(ctx context.Context, op *host.Operation) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := a.runner.Run(ctx, module, tool.Config{Name: ar.name, Args: ar.argv, Stdin: ar.stdin, Env: env, Mounts: mounts, Fuel: ar.fuel, Timeout: a.Timeout})
+	res, err := a.runner.Run(ctx, module, tool.Config{Name: ar.name, Args: ar.argv, Stdin: ar.stdin, Env: env, Mounts: mounts, Fuel: fuel(ar, op), Timeout: a.Timeout})
 	if err != nil {
 		return nil, &checkpoint.Error{Kind: "failed", Msg: err.Error()}
 	}

@@ -17,7 +17,10 @@ import (
 	"github.com/runehost/runehost/internal/testtools"
 )
 
-func engine(t *testing.T, names ...string) *host.Engine {
+func engine(t *testing.T, names ...string) *host.Engine { return engineWith(t, nil, names...) }
+
+// engineWith is engine with the adapter changed by set first.
+func engineWith(t *testing.T, set func(*tools.Adapter), names ...string) *host.Engine {
 	dir := t.TempDir()
 	for _, n := range names {
 		if err := os.WriteFile(filepath.Join(dir, n+".wasm"), testtools.Build(t, n), 0o644); err != nil {
@@ -27,6 +30,9 @@ func engine(t *testing.T, names ...string) *host.Engine {
 	adapters := fs.New()
 	e := acttest.Engine(t, adapters)
 	a := &tools.Adapter{Dir: dir, CacheDir: filepath.Join(os.TempDir(), "runehost-test-wazero-cache"), MemoryPages: 256, Grants: e.GrantsFor}
+	if set != nil {
+		set(a)
+	}
 	t.Cleanup(func() { a.Close(t.Context()) })
 	e.Adapters[tools.Tag] = a
 	return e

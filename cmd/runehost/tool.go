@@ -37,14 +37,17 @@ func toolCommand() *cli.Command {
 			Description: "Runs a wasm32-wasip1 command module in its own sandbox. It sees only the\n" +
 				"directories granted (--grant fs.read:DIR[=GUEST] read-only, fs.write:DIR[=GUEST]\n" +
 				"read-write; GUEST is where the tool sees it, DIR itself by default) and only\n" +
-				"the environment variables granted (--grant tool.env:NAME). Stdin passes\n" +
-				"through; stdout and stderr are written as the tool runs. Paths, `..` and\n" +
-				"symlinks that lead out of a granted directory are refused.\n\n" +
+				"the environment variables granted (--grant tool.env:NAME; never the host's\n" +
+				"own, RUNEHOST_* and SLACK_*, nor a variable holding one of their secrets).\n" +
+				"Stdin passes through; stdout and stderr are written as the tool runs.\n" +
+				"Paths, `..`, symlinks and hard links that lead out of a granted directory,\n" +
+				"and pipes, sockets and devices, are refused. --timeout stops the tool\n" +
+				"even while it computes.\n\n" +
 				"Exit status: the tool's own; 124 when the wall clock ran out, 125 when its\n" +
 				"fuel ran out, 134 when it trapped or ran out of memory, 2 for bad usage.",
 			Flags: []cli.Flag{
 				&cli.StringSliceFlag{Name: "grant", Usage: "fs.read:DIR[=GUEST], fs.write:DIR[=GUEST] or tool.env:NAME (repeat)"},
-				&cli.Uint64Flag{Name: "fuel", Value: tool.DefaultFuel, Usage: "fuel: function entries and loop iterations"},
+				&cli.Uint64Flag{Name: "fuel", Value: tool.DefaultFuel, Usage: "fuel: function entries and loop iterations (at most 2^40)"},
 				&cli.UintFlag{Name: "memory", Value: tool.DefaultMemoryPages / 16, Usage: "memory limit, MiB"},
 				&cli.DurationFlag{Name: "timeout", Value: tool.DefaultTimeout, Usage: "wall-clock limit"},
 				&cli.BoolFlag{Name: "json", Usage: "after the run, write its result as JSON to stderr"},
@@ -82,12 +85,21 @@ func toolRun(c *cli.Context) error {
 				write = append(write, gr)
 			}
 		case tools.EnvTag:
+			if tool.HostOwn(target) {
+				return exitf(exitUsage, "tool run: --grant %s: %s is the host's own configuration, never given to a tool", g, target)
+			}
 			if v, ok := os.LookupEnv(target); ok {
+				if err := tool.CheckEnv(target + "=" + v); err != nil {
+					return exitf(exitUsage, "tool run: --grant %s: %v", g, err)
+				}
 				env = append(env, target+"="+v)
 			}
 		default:
 			return exitf(exitUsage, "tool run: --grant %s: want fs.read:DIR[=GUEST], fs.write:DIR[=GUEST] or tool.env:NAME", g)
 		}
+	}
+	if f := c.Uint64("fuel"); f == 0 || f > tool.MaxFuel {
+		return exitf(exitUsage, "tool run: --fuel %d: want 1 to %d", f, uint64(tool.MaxFuel))
 	}
 	r, err := tool.NewRunner(c.Context, c.String("cache-dir"), uint32(c.Uint("memory")*16))
 	if err != nil {

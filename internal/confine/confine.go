@@ -1,5 +1,6 @@
 // Package confine decides whether a host path stays inside a root once every
-// symlink on the way is resolved: the check behind fs grants and tool mounts.
+// symlink on the way is resolved: the check behind fs grants (tool mounts
+// are served through os.Root instead).
 package confine
 
 import (

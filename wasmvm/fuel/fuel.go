@@ -6,7 +6,9 @@
 //
 // wazero can stop a running module only by checking a context at every loop
 // header (WithCloseOnContextDone), which costs 4-5x on the Rune guest; the
-// injected counter costs next to nothing and traps deterministically.
+// injected counter costs next to nothing and traps deterministically. With
+// Options.Safepoint it also lets the host stop a module on a clock (the
+// tools' sandbox, wasmvm/tool).
 //
 // Wasm branches address enclosing blocks by depth, so inserting straight-line
 // code needs no offset fix-ups; the work is decoding every instruction's
@@ -31,6 +33,7 @@ var ErrMalformed = errors.New("malformed wasm module")
 const (
 	secCustom    = 0
 	secImport    = 2
+	secMemory    = 5
 	secGlobal    = 6
 	secExport    = 7
 	secCode      = 10
@@ -50,9 +53,30 @@ type section struct {
 // module's start function, which runs before the host can set it.
 const InitialFuel = 1 << 32
 
+// Options change what the check does.
+type Options struct {
+	// Safepoint, a power of two, makes the module enter the host every
+	// Safepoint units of fuel (a memory.grow of 0 pages, which wazero runs in
+	// Go): code that never calls the host otherwise holds its goroutine
+	// where Go cannot preempt it, so neither the garbage collector nor a
+	// timer could run until it returned. With it, the check tests the
+	// count's low bits (all ones: every Safepoint units, -1 included)
+	// instead of its sign, and only then whether it is below zero; fuel is
+	// counted as without it, and a host that sets the count to 0 stops the
+	// module at its next check. Zero: the plain check, as the Rune guest
+	// has it. A module without memory gets the plain check.
+	Safepoint uint64
+}
+
 // Inject returns module rewritten to meter itself. It fails on a module it
 // cannot fully decode, or one that already exports ExportName.
-func Inject(module []byte) ([]byte, error) {
+func Inject(module []byte) ([]byte, error) { return InjectWith(module, Options{}) }
+
+// InjectWith is Inject with options.
+func InjectWith(module []byte, o Options) ([]byte, error) {
+	if o.Safepoint != 0 && (o.Safepoint&(o.Safepoint-1) != 0 || o.Safepoint > 1<<62) {
+		return nil, fmt.Errorf("fuel: safepoint %d is not a power of two", o.Safepoint)
+	}
 	if len(module) < 8 || !bytes.Equal(module[:8], []byte{0, 'a', 's', 'm', 1, 0, 0, 0}) {
 		return nil, fmt.Errorf("%w: not a wasm 1.0 binary", ErrMalformed)
 	}
@@ -85,15 +109,21 @@ func Inject(module []byte) ([]byte, error) {
 		secs = append(secs, section{id, body})
 	}
 
-	importedGlobals, definedGlobals := 0, 0
+	importedGlobals, definedGlobals, memories := 0, 0, 0
 	for _, s := range secs {
 		switch s.id {
 		case secImport:
-			n, err := countImportedGlobals(s.body)
+			n, mems, err := countImports(s.body)
 			if err != nil {
 				return nil, err
 			}
-			importedGlobals = n
+			importedGlobals, memories = n, memories+mems
+		case secMemory:
+			n, _, err := (&reader{b: s.body}).vecLen()
+			if err != nil {
+				return nil, err
+			}
+			memories += n
 		case secGlobal:
 			n, _, err := (&reader{b: s.body}).vecLen()
 			if err != nil {
@@ -154,7 +184,11 @@ func Inject(module []byte) ([]byte, error) {
 			}
 			emit(s.id, body)
 		case secCode:
-			body, err := rewriteCode(s.body, fuelIndex)
+			chk := check(fuelIndex)
+			if o.Safepoint != 0 && memories > 0 {
+				chk = checkSafepoint(fuelIndex, o.Safepoint)
+			}
+			body, err := rewriteCode(s.body, chk)
 			if err != nil {
 				return nil, err
 			}
@@ -178,13 +212,30 @@ func check(g uint32) []byte {
 	return append(b, 0x42, 0x00, 0x53, 0x04, 0x40, 0x00, 0x0b) // i64.const 0; i64.lt_s; if; unreachable; end
 }
 
-func rewriteCode(body []byte, g uint32) ([]byte, error) {
+// checkSafepoint is the metering sequence that enters the host every
+// `every` units and traps below zero (Options.Safepoint).
+func checkSafepoint(g uint32, every uint64) []byte {
+	mask := appendS64([]byte{0x42}, int64(every-1)) // i64.const every-1
+	b := []byte{0x23}                               // global.get
+	b = appendU32(b, g)
+	b = append(b, 0x42, 0x01, 0x7d, 0x24) // i64.const 1; i64.sub; global.set
+	b = appendU32(b, g)
+	b = append(b, 0x23)
+	b = appendU32(b, g)
+	b = append(append(append(b, mask...), 0x83), mask...) // i64.and with the mask, the mask
+	b = append(b, 0x51, 0x04, 0x40)                       // i64.eq; if
+	b = append(b, 0x41, 0x00, 0x40, 0x00, 0x1a)           // i32.const 0; memory.grow 0; drop
+	b = append(b, 0x23)
+	b = appendU32(b, g)
+	return append(b, 0x42, 0x00, 0x53, 0x04, 0x40, 0x00, 0x0b, 0x0b) // i64.const 0; i64.lt_s; if; unreachable; end; end
+}
+
+func rewriteCode(body []byte, chk []byte) ([]byte, error) {
 	r := &reader{b: body}
 	n, _, err := r.vecLen()
 	if err != nil {
 		return nil, err
 	}
-	chk := check(g)
 	out := appendU32(nil, uint32(n))
 	var fn []byte
 	for i := 0; i < n; i++ {
@@ -256,23 +307,24 @@ func rewriteFunc(out, code, chk []byte) ([]byte, error) {
 	return out, nil
 }
 
-func countImportedGlobals(body []byte) (int, error) {
+// countImports counts the globals and memories a module imports.
+func countImports(body []byte) (int, int, error) {
 	r := &reader{b: body}
 	n, _, err := r.vecLen()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	globals := 0
+	globals, memories := 0, 0
 	for i := 0; i < n; i++ {
 		if err := r.name(); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if err := r.name(); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		kind, err := r.byte()
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		switch kind {
 		case 0x00: // func: type index
@@ -282,6 +334,7 @@ func countImportedGlobals(body []byte) (int, error) {
 				err = r.limits()
 			}
 		case 0x02: // memory: limits
+			memories++
 			err = r.limits()
 		case 0x03: // global: valtype, mut
 			globals++
@@ -296,10 +349,10 @@ func countImportedGlobals(body []byte) (int, error) {
 			err = fmt.Errorf("%w: import kind %d", ErrMalformed, kind)
 		}
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
-	return globals, nil
+	return globals, memories, nil
 }
 
 func checkExports(body []byte) error {

@@ -177,6 +177,67 @@ func TestGuest(t *testing.T) {
 	}
 }
 
+// With safepoints, results and fuel are the same as without, every
+// safepoint enters the host (memory.grow), and a count the host sets to 0
+// stops the module at its next check.
+func TestSafepoints(t *testing.T) {
+	orig := instantiate(t, loopModule())
+	rewritten, err := InjectWith(loopModule(), Options{Safepoint: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, _ := Inject(loopModule())
+	if string(rewritten) == string(plain) {
+		t.Fatal("the option changed nothing")
+	}
+	m := instantiate(t, rewritten)
+	fuel := m.ExportedGlobal(ExportName).(api.MutableGlobal)
+	ctx := context.Background()
+	for _, n := range []uint64{0, 1, 5, 1000} {
+		for _, fn := range []string{"count", "fact"} {
+			want, _ := orig.ExportedFunction(fn).Call(ctx, n)
+			fuel.Set(1 << 40)
+			got, err := m.ExportedFunction(fn).Call(ctx, n)
+			if err != nil || got[0] != want[0] {
+				t.Fatalf("%s(%d) = %v, %v; want %v", fn, n, got, err, want)
+			}
+		}
+	}
+	// count(1000) takes 1001 checks: 1001 fuel is enough, 1000 is not.
+	for _, start := range []uint64{1001, 1001 + 64*3, 5000} {
+		fuel.Set(start)
+		if _, err := m.ExportedFunction("count").Call(ctx, 1000); err != nil || fuel.Get() != start-1001 {
+			t.Fatalf("%d fuel: %v, left %d", start, err, fuel.Get())
+		}
+	}
+	for _, start := range []uint64{1000, 64, 63, 1} {
+		fuel.Set(start)
+		if _, err := m.ExportedFunction("count").Call(ctx, 1000); err == nil || !strings.Contains(err.Error(), "unreachable") {
+			t.Fatalf("%d fuel: %v", start, err)
+		}
+	}
+	// The host's 0 stops it at the next check.
+	fuel.Set(0)
+	if _, err := m.ExportedFunction("count").Call(ctx, 1000); err == nil {
+		t.Fatal("a count of 0 did not stop it")
+	}
+	// Every 64 units the module grows its memory by nothing.
+	if !strings.Contains(string(rewritten), string([]byte{0x41, 0x00, 0x40, 0x00, 0x1a})) {
+		t.Fatal("no memory.grow in the check")
+	}
+	if _, err := InjectWith(loopModule(), Options{Safepoint: 48}); err == nil {
+		t.Fatal("a safepoint that is not a power of two")
+	}
+	// Without a memory, the plain check.
+	body := []byte{0x00, 0x03, 0x40, 0x0b, 0x0b}
+	noMem := module(sec(1, 0x01, 0x60, 0x00, 0x00), sec(3, 0x01, 0x00), append([]byte{10, 0x01, byte(len(body))}, body...))
+	a, _ := Inject(noMem)
+	b, err := InjectWith(noMem, Options{Safepoint: 64})
+	if err != nil || string(a) != string(b) {
+		t.Fatalf("without memory: %v", err)
+	}
+}
+
 func FuzzInject(f *testing.F) {
 	f.Add(loopModule())
 	f.Fuzz(func(t *testing.T, m []byte) {
@@ -186,6 +247,9 @@ func FuzzInject(f *testing.F) {
 		}
 		if len(out) < len(m) {
 			t.Fatal("output shorter than input")
+		}
+		if sp, err := InjectWith(m, Options{Safepoint: 1 << 20}); err != nil || len(sp) < len(out) {
+			t.Fatalf("with safepoints: %v", err)
 		}
 	})
 }

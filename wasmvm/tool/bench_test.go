@@ -7,28 +7,33 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/runehost/runehost/internal/testtools"
 )
 
-// BenchmarkToolWork runs wc over 2 MiB: metered or not, able to stop on the
-// wall clock or not. Compare ns/op side by side.
+// BenchmarkToolWork runs wc over 2 MiB: unmetered; metered with the plain
+// check and no clock on computation (the Rune guest's build); metered with
+// safepoints and the clock as the interrupt (the tools' build); wazero's
+// own stop on the clock. Compare ns/op side by side.
 func BenchmarkToolWork(b *testing.B) {
 	in := []byte(strings.Repeat("the quick brown fox jumps over the lazy dog\n", 2<<20/44))
 	wc := testtools.Build(b, "wc")
 	for _, c := range []struct {
-		name             string
-		metered, onClose bool
-	}{{"plain", false, false}, {"fuel", true, false}, {"clock", false, true}, {"fuel+clock", true, true}} {
+		name                    string
+		metered, plain, onClose bool
+	}{{"plain", false, false, false}, {"fuel", true, true, false}, {"fuel+interrupt", true, false, false},
+		{"clock", false, false, true}, {"fuel+clock", true, true, true}} {
 		b.Run(c.name, func(b *testing.B) {
 			r, err := newRunner(context.Background(), "off", 0, c.onClose)
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer r.Close(context.Background())
-			r.unmetered = !c.metered
+			r.unmetered, r.plainFuel, r.noInterrupt = !c.metered, c.plain, c.plain
 			if res, err := r.Run(context.Background(), wc, Config{Stdin: in}); err != nil || !res.OK() {
 				b.Fatalf("%+v %v", res, err)
 			}
@@ -36,6 +41,42 @@ func BenchmarkToolWork(b *testing.B) {
 			for range b.N {
 				r.Run(context.Background(), wc, Config{Stdin: in})
 			}
+		})
+	}
+}
+
+// BenchmarkToolTimeoutLatency runs spin, which never calls the host, until
+// a deadline 20ms on, and reports the time from the deadline to Run
+// returning (its median and 99th percentile over b.N runs): with the fuel
+// counter as the interrupt, and with wazero's close on context done.
+func BenchmarkToolTimeoutLatency(b *testing.B) {
+	spin := testtools.Build(b, "spin")
+	for _, c := range []struct {
+		name    string
+		onClose bool
+	}{{"interrupt", false}, {"closeOnDone", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			r, err := newRunner(context.Background(), "off", 0, c.onClose)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close(context.Background())
+			r.unmetered = c.onClose
+			r.Compile(context.Background(), spin)
+			var lat []time.Duration
+			for range b.N {
+				deadline := time.Now().Add(20 * time.Millisecond)
+				ctx, cancel := context.WithDeadline(context.Background(), deadline)
+				res, err := r.Run(ctx, spin, Config{Fuel: MaxFuel, Timeout: time.Hour})
+				lat = append(lat, time.Since(deadline))
+				cancel()
+				if err != nil || res.Stop != TimedOut && !(c.onClose && res.Stop == Trapped) {
+					b.Fatalf("%+v %v", res, err)
+				}
+			}
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "ms-median")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "ms-p99")
 		})
 	}
 }

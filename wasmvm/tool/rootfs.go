@@ -1,7 +1,11 @@
-// rootfs.go holds the confined directory a tool sees: wazero's own WASI
-// directory follows symlinks out of a mount (wazero issue 2321, "sandboxing
-// WASI is beyond our scope"), so every path is resolved on the host, symlinks
-// included, and refused unless it stays inside the granted root.
+// rootfs.go holds the directory a tool sees, read-only or writable: one
+// os.Root per mount, so the kernel resolves every path beneath it component
+// by component (openat with O_NOFOLLOW, each symlink read and checked by Go)
+// and no host process racing renames can slip a way out between a check and
+// a use. wazero's own directories follow symlinks out of a mount (wazero
+// issue 2321). Operations on a name itself (mkdir, unlink, rename, symlink)
+// run on its parent's descriptor, opened through the root, so they give the
+// results and errnos Linux gives.
 
 package tool
 
@@ -9,235 +13,411 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
-	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/sys"
-
-	"github.com/runehost/runehost/internal/confine"
+	"golang.org/x/sys/unix"
 )
 
-// confined is a directory mount that refuses to leave its root. The guest
-// cannot create symlinks or hard links; a symlink already there is followed
-// only if it resolves inside the root.
-type confined struct {
-	experimentalsys.FS
-	root  string // with symlinks resolved
-	write bool
+// MaxPath bounds a path a tool may use: resolving is linear in its length
+// for each component, and a tool's clock does not stop a host call.
+const MaxPath = 4096
+
+// rootFS is one mount. Symlinks are followed only while they stay inside
+// (os.Root refuses the rest: an absolute target, or one whose ".." climbs
+// above the root); a tool may create one only if it stays inside wherever it
+// is resolved, by os.Root or by a host process. A file with a second name is
+// refused: that name may be outside.
+type rootFS struct {
+	experimentalsys.UnimplementedFS
+	root     *os.Root
+	write    bool
+	dev, ino uint64 // of the root: where walking up from a directory stops
 }
 
-// newConfined mounts dir, which must be a directory and must resolve to
+// newMount mounts dir, which must be a directory and must resolve to
 // itself: a granted directory that became (or moved under) a symlink since
-// it was granted is refused.
-//
-// A read-only mount is served through os.Root, which the kernel keeps
-// inside the directory on every open (no check-then-use race); a writable
-// one needs calls os.Root's file system does not offer, and is checked
-// path by path (confined). The returned func releases the mount.
-func newConfined(dir string, write bool) (experimentalsys.FS, func(), error) {
-	root, err := filepath.EvalSymlinks(dir)
+// it was granted is refused. The returned func releases the mount.
+func newMount(dir string, write bool) (experimentalsys.FS, func(), error) {
+	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	if root != filepath.Clean(dir) {
+	if real != filepath.Clean(dir) {
 		return nil, nil, errors.New(dir + " now resolves elsewhere; grant it again")
 	}
-	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+	r, err := os.OpenRoot(real)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := r.Stat(".")
+	if err != nil {
+		r.Close()
+		return nil, nil, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || !fi.IsDir() {
+		r.Close()
 		return nil, nil, errors.New(dir + " is not a directory")
 	}
-	if !write {
-		r, err := os.OpenRoot(root)
-		if err != nil {
-			return nil, nil, err
-		}
-		return readOnly{FS: &sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: r.FS()}}, root: r}, func() { r.Close() }, nil
-	}
-	return &confined{FS: sysfs.DirFS(root), root: root, write: true}, func() {}, nil
+	return &rootFS{root: r, write: write, dev: uint64(st.Dev), ino: st.Ino}, func() { r.Close() }, nil
 }
 
 // writes are the open flags that could change a file.
 const writes = experimentalsys.O_WRONLY | experimentalsys.O_RDWR | experimentalsys.O_CREAT | experimentalsys.O_TRUNC | experimentalsys.O_APPEND | experimentalsys.O_EXCL
 
-// readOnly refuses, with EROFS, every open that asks to change a file
-// (wazero's ReadFS passes O_TRUNC and O_CREAT on a read-only open through).
-type readOnly struct {
-	experimentalsys.FS
-	root *os.Root
+// errnoOf is an error of os.Root or of a system call as an errno. os.Root's
+// one refusal that is not an errno, "path escapes from parent", is EPERM,
+// as wazero gives for a path whose ".." leads out.
+func errnoOf(err error) experimentalsys.Errno {
+	if err == nil {
+		return 0
+	}
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return experimentalsys.UnwrapOSError(e)
+	}
+	for _, known := range []error{fs.ErrNotExist, fs.ErrExist, fs.ErrPermission, fs.ErrClosed, fs.ErrInvalid} {
+		if errors.Is(err, known) {
+			return experimentalsys.UnwrapOSError(known)
+		}
+	}
+	return experimentalsys.EPERM
 }
 
 // rel is a guest path as os.Root takes it.
 func rel(p string) string {
-	if p == "" {
+	if p == "" || p == "/" {
 		return "."
 	}
-	return p
+	return strings.TrimPrefix(p, "/")
 }
 
-// special are the files a tool may not open: opening a pipe blocks the host
-// (a tool's clock cannot stop a host call), a device may do anything.
-const special = fs.ModeNamedPipe | fs.ModeDevice | fs.ModeCharDevice | fs.ModeSocket | fs.ModeIrregular
-
-func (r readOnly) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
-	if flag&writes != 0 {
-		return nil, experimentalsys.EROFS
-	}
-	if len(p) > MaxPath {
-		return nil, experimentalsys.ENAMETOOLONG
-	}
-	if fi, err := r.root.Stat(rel(p)); err == nil && fi.Mode()&special != 0 {
-		return nil, experimentalsys.EACCES
-	}
-	return r.FS.OpenFile(p, flag, perm)
-}
-
-// Stat and Lstat ask os.Root, without opening the file (wazero's adapter
-// would open it to stat it).
-func (r readOnly) Stat(p string) (sys.Stat_t, experimentalsys.Errno) {
-	return stat(r.root.Stat(rel(p)))
-}
-
-func (r readOnly) Lstat(p string) (sys.Stat_t, experimentalsys.Errno) {
-	return stat(r.root.Lstat(rel(p)))
-}
-
-func stat(fi fs.FileInfo, err error) (sys.Stat_t, experimentalsys.Errno) {
-	if err != nil {
-		return sys.Stat_t{}, experimentalsys.UnwrapOSError(err)
-	}
-	return sys.NewStat_t(fi), 0
-}
-
-// MaxPath bounds a path a tool may use: resolving is linear in its length
-// for each component, and a tool's wall clock does not stop the host.
-const MaxPath = 4096
-
-// check refuses a guest path that leaves the root. With leaf false, only
-// the parent is resolved: for operations on a name itself (lstat, unlink,
-// rename), which do not follow it.
-func (c *confined) check(p string, leaf bool) experimentalsys.Errno {
-	if len(p) > MaxPath {
-		return experimentalsys.ENAMETOOLONG
-	}
-	if strings.HasSuffix(p, "/") {
-		leaf = true // "name/" follows a symlink name
-	}
-	full := filepath.Join(c.root, filepath.FromSlash(p))
-	if full == c.root {
+// openable refuses what a tool may not open: a pipe, socket or device (an
+// open or read may block the host past the tool's clock, and a device may
+// do anything), and a regular file with a second name, which may be outside
+// the mount (a hard link made on the host).
+func openable(fi fs.FileInfo) experimentalsys.Errno {
+	switch {
+	case fi.IsDir():
 		return 0
+	case !fi.Mode().IsRegular():
+		return experimentalsys.EACCES
 	}
-	if !leaf {
-		full = filepath.Join(filepath.Dir(full), ".")
-	}
-	real, err := confine.Resolve(full)
-	if err != nil || !confine.Within(c.root, real) {
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Nlink > 1 {
 		return experimentalsys.EACCES
 	}
 	return 0
 }
 
-func (c *confined) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
-	if !c.write && flag&writes != 0 {
+func (r *rootFS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
+	if !r.write && flag&writes != 0 {
 		return nil, experimentalsys.EROFS
 	}
-	if e := c.check(p, true); e != 0 {
+	if len(p) > MaxPath {
+		return nil, experimentalsys.ENAMETOOLONG
+	}
+	name := rel(p)
+	// Look before opening, so that a pipe or device is never opened; the
+	// open itself is non-blocking and checked again, for one swapped in.
+	stat := r.root.Stat
+	if flag&experimentalsys.O_NOFOLLOW != 0 {
+		stat = r.root.Lstat
+	}
+	fi, err := stat(name)
+	switch {
+	case err == nil && fi.Mode()&fs.ModeSymlink != 0:
+		return nil, experimentalsys.ELOOP // O_NOFOLLOW on a symlink, as Linux
+	case err == nil && flag&(experimentalsys.O_CREAT|experimentalsys.O_EXCL) == experimentalsys.O_CREAT|experimentalsys.O_EXCL:
+		return nil, experimentalsys.EEXIST
+	case err == nil:
+		if e := openable(fi); e != 0 {
+			return nil, e
+		}
+	case flag&experimentalsys.O_CREAT != 0 && errnoOf(err) == experimentalsys.ENOENT:
+	default:
+		return nil, errnoOf(err)
+	}
+	f, err := r.root.OpenFile(name, osFlag(flag)|syscall.O_NONBLOCK|syscall.O_NOCTTY, perm&fs.ModePerm)
+	if err != nil {
+		return nil, errnoOf(err)
+	}
+	if fi, err = f.Stat(); err != nil {
+		f.Close()
+		return nil, errnoOf(err)
+	}
+	if e := openable(fi); e != 0 {
+		f.Close()
 		return nil, e
 	}
-	return c.FS.OpenFile(p, flag, perm)
-}
-
-func (c *confined) Lstat(p string) (sys.Stat_t, experimentalsys.Errno) {
-	if e := c.check(p, false); e != 0 {
-		return sys.Stat_t{}, e
+	fd := int(f.Fd()) // Fd leaves it blocking, unless the tool asked otherwise
+	if flag&experimentalsys.O_NONBLOCK != 0 {
+		unix.SetNonblock(fd, true)
 	}
-	return c.FS.Lstat(p)
-}
-
-func (c *confined) Stat(p string) (sys.Stat_t, experimentalsys.Errno) {
-	if e := c.check(p, true); e != 0 {
-		return sys.Stat_t{}, e
+	rf, e := newRootFile(f, fd, fi.Sys().(*syscall.Stat_t), fi.IsDir(), r.write, flag&experimentalsys.O_APPEND != 0)
+	if e != 0 {
+		f.Close()
+		return nil, e
 	}
-	return c.FS.Stat(p)
+	return rf, 0
 }
 
-func (c *confined) Mkdir(p string, perm fs.FileMode) experimentalsys.Errno {
-	if !c.write {
+// osFlag is an open flag of wazero's as the kernel's.
+func osFlag(f experimentalsys.Oflag) int {
+	var out int
+	switch f & (experimentalsys.O_RDONLY | experimentalsys.O_RDWR | experimentalsys.O_WRONLY) {
+	case experimentalsys.O_RDWR:
+		out = os.O_RDWR
+	case experimentalsys.O_WRONLY:
+		out = os.O_WRONLY
+	}
+	for _, m := range []struct {
+		w  experimentalsys.Oflag
+		os int
+	}{
+		{experimentalsys.O_APPEND, os.O_APPEND}, {experimentalsys.O_CREAT, os.O_CREATE}, {experimentalsys.O_EXCL, os.O_EXCL},
+		{experimentalsys.O_SYNC, os.O_SYNC}, {experimentalsys.O_TRUNC, os.O_TRUNC}, {experimentalsys.O_DIRECTORY, syscall.O_DIRECTORY},
+		{experimentalsys.O_DSYNC, syscall.O_DSYNC}, {experimentalsys.O_RSYNC, syscall.O_RSYNC},
+	} {
+		if f&m.w != 0 {
+			out |= m.os
+		}
+	}
+	return out
+}
+
+// Stat and Lstat ask os.Root, without opening the file (wazero's adapter
+// would open it to stat it).
+func (r *rootFS) Stat(p string) (sys.Stat_t, experimentalsys.Errno) {
+	return statOf(r.root.Stat(rel(p)))
+}
+
+func (r *rootFS) Lstat(p string) (sys.Stat_t, experimentalsys.Errno) {
+	return statOf(r.root.Lstat(rel(p)))
+}
+
+func statOf(fi fs.FileInfo, err error) (sys.Stat_t, experimentalsys.Errno) {
+	if err != nil {
+		return sys.Stat_t{}, errnoOf(err)
+	}
+	return sys.NewStat_t(fi), 0
+}
+
+// parent opens, through the root, the directory holding p's last
+// component, and returns that component (a trailing slash kept: the kernel
+// gives it its meaning without following the name). The caller closes it.
+func (r *rootFS) parent(p string) (*os.File, string, experimentalsys.Errno) {
+	if len(p) > MaxPath {
+		return nil, "", experimentalsys.ENAMETOOLONG
+	}
+	trimmed := strings.TrimRight(p, "/")
+	dir, base := path.Split(trimmed)
+	switch base {
+	case "", ".":
+		base = "."
+	case "..":
+		return nil, "", experimentalsys.EPERM
+	}
+	if len(trimmed) < len(p) {
+		base += "/"
+	}
+	f, err := r.root.OpenFile(rel(strings.TrimSuffix(dir, "/")), os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, "", errnoOf(err)
+	}
+	return f, base, 0
+}
+
+// at runs op on p's parent descriptor and its last component.
+func (r *rootFS) at(p string, op func(dirfd int, name string) error) experimentalsys.Errno {
+	if !r.write {
 		return experimentalsys.EROFS
 	}
-	if e := c.check(p, true); e != 0 {
+	dir, name, e := r.parent(p)
+	if e != 0 {
 		return e
 	}
-	return c.FS.Mkdir(p, perm)
+	defer dir.Close()
+	return errnoOf(op(int(dir.Fd()), name))
 }
 
-func (c *confined) Chmod(p string, perm fs.FileMode) experimentalsys.Errno {
-	if !c.write {
-		return experimentalsys.EROFS
-	}
-	if e := c.check(p, true); e != 0 {
-		return e
-	}
-	return c.FS.Chmod(p, perm)
+func (r *rootFS) Mkdir(p string, perm fs.FileMode) experimentalsys.Errno {
+	return r.at(p, func(fd int, name string) error { return unix.Mkdirat(fd, name, uint32(perm&fs.ModePerm)) })
 }
 
-func (c *confined) Rename(from, to string) experimentalsys.Errno {
-	if !c.write {
+func (r *rootFS) Rmdir(p string) experimentalsys.Errno {
+	return r.at(p, func(fd int, name string) error { return unix.Unlinkat(fd, name, unix.AT_REMOVEDIR) })
+}
+
+func (r *rootFS) Unlink(p string) experimentalsys.Errno {
+	return r.at(p, func(fd int, name string) error { return unix.Unlinkat(fd, name, 0) })
+}
+
+// Rename moves any name, a directory or a symlink included: os.Root
+// resolves a moved symlink where it now is, so it leads no further out.
+func (r *rootFS) Rename(from, to string) experimentalsys.Errno {
+	return r.at(from, func(fromfd int, fromName string) error {
+		dir, toName, e := r.parent(to)
+		if e != 0 {
+			return e
+		}
+		defer dir.Close()
+		return unix.Renameat(fromfd, fromName, int(dir.Fd()), toName)
+	})
+}
+
+// Link is refused: a file with two names is refused on open, since one
+// made on the host may be outside (docs/acts.md). EPERM is what Linux gives
+// a hard link it does not allow (protected_hardlinks).
+func (r *rootFS) Link(string, string) experimentalsys.Errno {
+	if !r.write {
 		return experimentalsys.EROFS
 	}
-	if e := c.check(from, false); e != 0 {
-		return e
+	return experimentalsys.EPERM
+}
+
+// Symlink makes a link only if its target stays inside both as os.Root
+// resolves it and as a host process would: relative, climbing with ".." no
+// higher than the mount from where the link is, and no ".." after a name
+// (the kernel resolves "a/.." where a is a link from a's target).
+func (r *rootFS) Symlink(target, p string) experimentalsys.Errno {
+	if !r.write {
+		return experimentalsys.EROFS
 	}
-	// Only a file may be moved: moving a symlink, or a directory that may
-	// hold one, changes where a relative link points.
-	if st, e := c.FS.Lstat(from); e != 0 {
-		return e
-	} else if st.Mode&fs.ModeType != 0 {
+	if path.IsAbs(target) {
 		return experimentalsys.EPERM
 	}
-	if e := c.check(to, false); e != 0 {
-		return e
-	}
-	return c.FS.Rename(from, to)
+	return r.at(p, func(fd int, name string) error {
+		depth, e := r.depth(fd)
+		if e != 0 {
+			return e
+		}
+		if leadsOut(depth, target, true) {
+			return syscall.EPERM
+		}
+		return unix.Symlinkat(target, fd, name)
+	})
 }
 
-func (c *confined) Rmdir(p string) experimentalsys.Errno {
-	if !c.write {
-		return experimentalsys.EROFS
+// Readlink does not say where a link that leads out points.
+func (r *rootFS) Readlink(p string) (string, experimentalsys.Errno) {
+	target, err := r.root.Readlink(rel(p))
+	if err != nil {
+		return "", errnoOf(err)
 	}
-	if e := c.check(p, false); e != 0 {
-		return e
+	if path.IsAbs(target) {
+		return "", experimentalsys.EPERM
 	}
-	return c.FS.Rmdir(p)
-}
-
-func (c *confined) Unlink(p string) experimentalsys.Errno {
-	if !c.write {
-		return experimentalsys.EROFS
-	}
-	if e := c.check(p, false); e != 0 {
-		return e
-	}
-	return c.FS.Unlink(p)
-}
-
-func (c *confined) Readlink(p string) (string, experimentalsys.Errno) {
-	if e := c.check(p, true); e != 0 { // a link that leads out says nothing
+	dir, _, e := r.parent(p)
+	if e != 0 {
 		return "", e
 	}
-	return c.FS.Readlink(p)
+	defer dir.Close()
+	depth, e := r.depth(int(dir.Fd()))
+	if e != 0 {
+		return "", e
+	}
+	if leadsOut(depth, target, false) {
+		return "", experimentalsys.EPERM
+	}
+	return target, 0
 }
 
-func (c *confined) Utimens(p string, atim, mtim int64) experimentalsys.Errno {
-	if !c.write {
+// depth counts the directories between dirfd and the root, walking up by
+// "..": the directory's real place, whatever names led to it.
+func (r *rootFS) depth(dirfd int) (int, experimentalsys.Errno) {
+	fd := dirfd
+	defer func() {
+		if fd != dirfd {
+			unix.Close(fd)
+		}
+	}()
+	var prev unix.Stat_t
+	for n := 0; n <= MaxPath/2; n++ {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return 0, errnoOf(err)
+		}
+		if st.Dev == r.dev && st.Ino == r.ino {
+			return n, 0
+		}
+		if n > 0 && st.Dev == prev.Dev && st.Ino == prev.Ino {
+			return 0, experimentalsys.EPERM // the file system's root: not under the mount
+		}
+		up, err := unix.Openat(fd, "..", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return 0, errnoOf(err)
+		}
+		if fd != dirfd {
+			unix.Close(fd)
+		}
+		fd, prev = up, st
+	}
+	return 0, experimentalsys.ENAMETOOLONG
+}
+
+// leadsOut reports whether a relative symlink target in a directory depth
+// levels below the root climbs above it. Strict, a ".." after a name leads
+// out too: os.Root cancels the two, the kernel does not if the name is a
+// symlink.
+func leadsOut(depth int, target string, strict bool) bool {
+	named := false
+	for _, c := range strings.Split(target, "/") {
+		switch c {
+		case "", ".":
+		case "..":
+			if strict && named {
+				return true
+			}
+			if depth--; depth < 0 {
+				return true
+			}
+		default:
+			named = true
+			depth++
+		}
+	}
+	return false
+}
+
+// changeable refuses a change by name to a file with a second name.
+func (r *rootFS) changeable(p string) experimentalsys.Errno {
+	if !r.write {
 		return experimentalsys.EROFS
 	}
-	if e := c.check(p, true); e != 0 {
-		return e
+	fi, err := r.root.Stat(rel(p))
+	if err != nil {
+		return errnoOf(err)
 	}
-	return c.FS.Utimens(p, atim, mtim)
+	if st, ok := fi.Sys().(*syscall.Stat_t); fi.Mode().IsRegular() && (!ok || st.Nlink > 1) {
+		return experimentalsys.EACCES
+	}
+	return 0
 }
 
-// Link and Symlink are refused: a link is how a guest would build a way out.
-func (c *confined) Link(string, string) experimentalsys.Errno    { return experimentalsys.EPERM }
-func (c *confined) Symlink(string, string) experimentalsys.Errno { return experimentalsys.EPERM }
+func (r *rootFS) Chmod(p string, perm fs.FileMode) experimentalsys.Errno {
+	if e := r.changeable(p); e != 0 {
+		return e
+	}
+	return errnoOf(r.root.Chmod(rel(p), perm&fs.ModePerm))
+}
+
+func (r *rootFS) Utimens(p string, atim, mtim int64) experimentalsys.Errno {
+	if e := r.changeable(p); e != 0 {
+		return e
+	}
+	return errnoOf(r.root.Chtimes(rel(p), timeOf(atim), timeOf(mtim)))
+}
+
+// timeOf is a wazero timestamp as os.Root takes it: the zero time keeps it.
+func timeOf(ns int64) time.Time {
+	if ns == experimentalsys.UTIME_OMIT {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}

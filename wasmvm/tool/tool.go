@@ -1,10 +1,11 @@
 // Package tool runs untrusted WASI command modules ("tools", wasm32-wasip1,
 // any source language) in their own wazero instances: only the granted
 // directories, confined and read-only unless write is granted; only the
-// granted environment; stdin from the caller; stdout and stderr captured up
-// to a cap (the overflow counted, not kept); a memory limit; a wall-clock
-// limit; and deterministic fuel through the sandbox's rewriter, so that the
-// same tool, input and fuel report the same fuel used.
+// granted environment, never the host's own configuration; stdin from the
+// caller; stdout and stderr captured up to a cap (the overflow counted, not
+// kept); a memory limit; a wall-clock limit that stops computation too; and
+// deterministic fuel through the sandbox's rewriter, so that the same tool,
+// input and fuel report the same fuel used.
 package tool
 
 import (
@@ -14,6 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,6 +37,14 @@ const (
 	DefaultTimeout     = 30 * time.Second // wall clock
 	DefaultOutputCap   = 1 << 20          // bytes of stdout, and of stderr, kept
 )
+
+// MaxFuel is the most fuel a run may have (hours of computation; the
+// wall clock stops it first).
+const MaxFuel = 1 << 40
+
+// Safepoint is how often, in fuel, a tool enters the host (about a
+// millisecond of a tight loop): the most a stop on the clock waits.
+const Safepoint = 1 << 20
 
 // Mount makes a host directory visible to a tool at a guest path.
 type Mount struct {
@@ -85,8 +96,61 @@ type Result struct {
 // OK reports whether the tool exited 0.
 func (r *Result) OK() bool { return r.Stop == Exited && r.ExitCode == 0 }
 
-// ErrNotTool is a module that is not a WASI command.
-var ErrNotTool = errors.New("not a WASI command module")
+// Errors of a run that could not start.
+var (
+	ErrNotTool = errors.New("not a WASI command module")
+	ErrConfig  = errors.New("bad tool configuration")
+	ErrHostEnv = errors.New("the host's own configuration is never given to a tool")
+)
+
+// Error is a run that could not start: what was wrong, and the sentinel
+// (or the cause) it wraps.
+type Error struct {
+	What string // the part: "fuel", "env", "mount DIR", "compile", ...
+	Msg  string
+	Err  error
+}
+
+func (e *Error) Error() string {
+	if e.Msg == "" {
+		return "tool: " + e.What + ": " + e.Err.Error()
+	}
+	return "tool: " + e.What + ": " + e.Msg
+}
+
+// Unwrap returns the sentinel or the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// HostOwn reports whether an environment variable is the host's own
+// configuration (RUNEHOST_*, SLACK_*: the store, the model endpoints and
+// their keys, the Slack tokens), which no tool is ever given.
+func HostOwn(name string) bool {
+	return strings.HasPrefix(name, "RUNEHOST_") || strings.HasPrefix(name, "SLACK_")
+}
+
+// secretName is a name of the host's own that holds a secret: its value is
+// refused under any other name too.
+func secretName(name string) bool {
+	n := strings.ToUpper(name)
+	return HostOwn(n) && (strings.Contains(n, "KEY") || strings.Contains(n, "TOKEN") || strings.Contains(n, "SECRET") || strings.Contains(n, "PASS"))
+}
+
+// CheckEnv refuses a variable for a tool, KEY=VALUE, that is the host's
+// own, by its name or by a host secret's value (at least 8 bytes, read
+// from this process's environment) anywhere in its own.
+func CheckEnv(kv string) error {
+	k, v, _ := strings.Cut(kv, "=")
+	if HostOwn(k) {
+		return &Error{What: "env", Msg: k + ": " + ErrHostEnv.Error(), Err: ErrHostEnv}
+	}
+	for _, hkv := range os.Environ() {
+		hk, hv, _ := strings.Cut(hkv, "=")
+		if len(hv) >= 8 && secretName(hk) && strings.Contains(v, hv) {
+			return &Error{What: "env", Msg: k + " holds the value of " + hk + ": " + ErrHostEnv.Error(), Err: ErrHostEnv}
+		}
+	}
+	return nil
+}
 
 // Runner compiles and runs tools. Compiled tools are kept, by the hash of
 // their bytes, and cached on disk by wazero. It is safe for concurrent use.
@@ -94,9 +158,17 @@ type Runner struct {
 	rt          wazero.Runtime
 	memoryPages uint32
 	unmetered   bool // benchmarks only: run tools without fuel
+	noInterrupt bool // benchmarks only: no clock on computation
+	plainFuel   bool // benchmarks only: the plain check, without safepoints
 
 	mu       sync.Mutex
-	compiled map[[32]byte]wazero.CompiledModule
+	compiled map[[32]byte]*compiled
+}
+
+// compiled is a tool compiled, or being compiled under mu.
+type compiled struct {
+	mu sync.Mutex
+	c  wazero.CompiledModule
 }
 
 // NewRunner returns a Runner whose tools get at most memoryPages of memory
@@ -109,10 +181,10 @@ func newRunner(ctx context.Context, cacheDir string, memoryPages uint32, closeOn
 	if memoryPages == 0 {
 		memoryPages = DefaultMemoryPages
 	}
-	// wazero can stop running code on the clock only by checking a context
-	// at every loop header, which costs 10x on a tool (docs/BENCHMARKS.md).
-	// Fuel stops computation instead; the clock stops a tool at its next
-	// read or write (a tool blocked on stdin included).
+	// wazero's own stop on the clock checks a context at every loop header
+	// and costs 9x on a tool (docs/BENCHMARKS.md): the clock stops a
+	// computing tool through its fuel counter instead (interrupt), and a
+	// tool blocked in a read or write at once.
 	rc := wazero.NewRuntimeConfigCompiler().WithMemoryLimitPages(memoryPages).WithCloseOnContextDone(closeOnDone)
 	cache, err := wasmvm.CompilationCache(cacheDir)
 	if err != nil {
@@ -124,9 +196,9 @@ func newRunner(ctx context.Context, cacheDir string, memoryPages uint32, closeOn
 	rt := wazero.NewRuntimeWithConfig(ctx, rc)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		rt.Close(ctx)
-		return nil, fmt.Errorf("tool: wasi: %w", err)
+		return nil, &Error{What: "wasi", Err: err}
 	}
-	return &Runner{rt: rt, memoryPages: memoryPages, compiled: map[[32]byte]wazero.CompiledModule{}}, nil
+	return &Runner{rt: rt, memoryPages: memoryPages, compiled: map[[32]byte]*compiled{}}, nil
 }
 
 // Close releases the runner's compiled tools.
@@ -136,34 +208,39 @@ func (r *Runner) Close(ctx context.Context) error { return r.rt.Close(ctx) }
 func (r *Runner) Compile(ctx context.Context, module []byte) (wazero.CompiledModule, error) {
 	key := sha256.Sum256(module)
 	r.mu.Lock()
-	c, ok := r.compiled[key]
-	r.mu.Unlock()
-	if ok {
-		return c, nil
+	e, ok := r.compiled[key]
+	if !ok {
+		e = &compiled{}
+		r.compiled[key] = e
 	}
-	metered, err := fuel.Inject(module)
+	r.mu.Unlock()
+	// One compile per module at a time: wazero keys compiled code by the
+	// module's hash, so closing a second copy of it would free the first's.
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.c != nil {
+		return e.c, nil
+	}
+	opts := fuel.Options{Safepoint: Safepoint}
+	if r.plainFuel {
+		opts = fuel.Options{}
+	}
+	metered, err := fuel.InjectWith(module, opts)
 	if err != nil {
-		return nil, fmt.Errorf("tool: %w", err)
+		return nil, &Error{What: "meter", Err: err}
 	}
 	if r.unmetered {
 		metered = module
 	}
-	c, err = r.rt.CompileModule(ctx, metered)
+	c, err := r.rt.CompileModule(ctx, metered)
 	if err != nil {
-		return nil, fmt.Errorf("tool: compile: %w", err)
+		return nil, &Error{What: "compile", Err: err}
 	}
 	if _, ok := c.ExportedFunctions()["_start"]; !ok {
 		c.Close(ctx)
-		return nil, fmt.Errorf("tool: %w: it exports no _start", ErrNotTool)
+		return nil, &Error{What: "compile", Msg: "it exports no _start: " + ErrNotTool.Error(), Err: ErrNotTool}
 	}
-	r.mu.Lock()
-	if prev, ok := r.compiled[key]; ok {
-		c.Close(ctx)
-		c = prev
-	} else {
-		r.compiled[key] = c
-	}
-	r.mu.Unlock()
+	e.c = c
 	return c, nil
 }
 
@@ -183,6 +260,14 @@ func (r *Runner) Run(ctx context.Context, module []byte, cfg Config) (*Result, e
 	if cfg.Name == "" {
 		cfg.Name = "tool"
 	}
+	if cfg.Fuel > MaxFuel {
+		return nil, &Error{What: "fuel", Msg: fmt.Sprintf("%d is more than the most a run may have, %d", cfg.Fuel, uint64(MaxFuel)), Err: ErrConfig}
+	}
+	for _, kv := range cfg.Env {
+		if err := CheckEnv(kv); err != nil {
+			return nil, err
+		}
+	}
 	compiled, err := r.Compile(ctx, module)
 	if err != nil {
 		return nil, err
@@ -193,9 +278,9 @@ func (r *Runner) Run(ctx context.Context, module []byte, cfg Config) (*Result, e
 		if guest == "" {
 			guest = "/"
 		}
-		cfs, release, err := newConfined(m.Host, m.Write)
+		cfs, release, err := newMount(m.Host, m.Write)
 		if err != nil {
-			return nil, fmt.Errorf("tool: mount %s: %w", m.Host, err)
+			return nil, &Error{What: "mount " + m.Host, Err: err}
 		}
 		defer release()
 		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(cfs, guest)
@@ -215,19 +300,25 @@ func (r *Runner) Run(ctx context.Context, module []byte, cfg Config) (*Result, e
 	}
 	mod, err := r.rt.InstantiateModule(ctx, compiled, mc)
 	if err != nil {
-		return nil, fmt.Errorf("tool: instantiate: %w", err)
+		return nil, &Error{What: "instantiate", Err: err}
 	}
 	defer mod.Close(context.Background())
 	g, ok := mod.ExportedGlobal(fuel.ExportName).(api.MutableGlobal)
 	if !ok && !r.unmetered {
-		return nil, fmt.Errorf("tool: the metered module has no fuel global")
+		return nil, &Error{What: "meter", Msg: "the metered module has no fuel global", Err: ErrConfig}
 	}
 	if ok {
 		g.Set(cfg.Fuel)
 	}
+	var clock *interrupt
+	if ok && !r.noInterrupt {
+		clock = interruptOnDone(ctx, g)
+	}
 	_, callErr := mod.ExportedFunction("_start").Call(ctx)
 	left := int64(cfg.Fuel)
-	if ok {
+	if clock.stop() {
+		left = clock.left // the count before the clock zeroed it
+	} else if ok {
 		left = int64(g.Get())
 	}
 	if callErr == nil && ctx.Err() != nil {
@@ -238,13 +329,13 @@ func (r *Runner) Run(ctx context.Context, module []byte, cfg Config) (*Result, e
 	var exit *sys.ExitError
 	switch {
 	case callErr == nil:
-	case left < 0:
-		res.Stop, res.FuelUsed, res.Detail = OutOfFuel, cfg.Fuel, fmt.Sprintf("ran out of its %d fuel", cfg.Fuel)
 	case ctx.Err() != nil:
 		res.Stop, res.Detail = TimedOut, fmt.Sprintf("still running after %s", cfg.Timeout)
 		if errors.Is(ctx.Err(), context.Canceled) {
 			res.Detail = "cancelled"
 		}
+	case left < 0:
+		res.Stop, res.FuelUsed, res.Detail = OutOfFuel, cfg.Fuel, fmt.Sprintf("ran out of its %d fuel", cfg.Fuel)
 	case errors.As(callErr, &exit):
 		res.ExitCode = exit.ExitCode()
 		if res.ExitCode != 0 && mod.Memory() != nil && mod.Memory().Size() >= (r.memoryPages-1)*65536 {
@@ -257,6 +348,58 @@ func (r *Runner) Run(ctx context.Context, module []byte, cfg Config) (*Result, e
 		}
 	}
 	return res, nil
+}
+
+// interrupt stops a computing tool when its context is done: the injected
+// fuel counter doubles as the interrupt. wazero's compiled code reads the
+// counter from the instance's memory at every function entry and loop
+// header (wazevo's getWasmGlobalValue loads it again in any block with more
+// than one predecessor), so a zero the host stores traps at the next check.
+// The tool's own read-modify-write can overwrite a store, so the host
+// stores zero in bursts, every 250µs, until the call returns. Go cannot
+// preempt wasm code, so a tool that never calls the host would keep the
+// timer (and the garbage collector, which waits for every goroutine) from
+// running at all: the tools' metering enters the host every Safepoint units
+// (fuel.Options). wazero's WithCloseOnContextDone checks a flag at every
+// loop header instead and costs 9x (docs/BENCHMARKS.md).
+type interrupt struct {
+	cancel func() bool
+	done   chan struct{} // closed when the call returned
+	ended  chan struct{} // closed when the zeroing stopped
+	fired  bool
+	left   int64 // the count when the clock first zeroed it
+}
+
+func interruptOnDone(ctx context.Context, g api.MutableGlobal) *interrupt {
+	it := &interrupt{done: make(chan struct{}), ended: make(chan struct{})}
+	it.cancel = context.AfterFunc(ctx, func() {
+		defer close(it.ended)
+		it.fired, it.left = true, int64(g.Get())
+		tick := time.NewTicker(250 * time.Microsecond)
+		defer tick.Stop()
+		for {
+			for range 64 { // longer than a loop round: one store outlives its stale write
+				g.Set(0)
+			}
+			select {
+			case <-it.done:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	return it
+}
+
+// stop ends the zeroing once the call returned, and reports whether the
+// clock stopped the tool (then left is its count before).
+func (it *interrupt) stop() bool {
+	if it == nil || it.cancel() {
+		return false
+	}
+	close(it.done)
+	<-it.ended
+	return it.fired
 }
 
 func cutEnv(kv string) (string, string, bool) {
