@@ -73,15 +73,16 @@ func checkStatement(subject, statement string) error {
 		return fmt.Errorf("%w: %q: want TAG or TAG:TARGET", ErrBadStatement, statement)
 	case tag == SpawnTag && !strings.Contains(statement, ":"):
 		return fmt.Errorf("%w: %q: spawning its own prog needs no grant; spawning another needs spawn:NAME", ErrBadStatement, statement)
-	case tag == "tool.env" && HostOwnVariable(statement[len(tag)+1:]):
+	case tag == "tool.env" && hostOwnVariable(statement[len(tag)+1:]):
 		return fmt.Errorf("%w: %q: the host's own configuration is never given to a tool", ErrBadStatement, statement)
 	}
 	return nil
 }
 
-// HostOwnVariable reports whether an environment variable is the host's own
-// configuration, secrets included: never given to a tool or a prog.
-func HostOwnVariable(name string) bool {
+// hostOwnVariable reports whether an environment variable is the host's own
+// configuration, secrets included, for refusing a tool.env statement at
+// grant; the sandbox applies the same rule at every run (tool.HostOwn).
+func hostOwnVariable(name string) bool {
 	return strings.HasPrefix(name, "RUNEHOST_") || strings.HasPrefix(name, "SLACK_")
 }
 

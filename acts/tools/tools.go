@@ -238,7 +238,7 @@ func (a *Adapter) mounts(inv string) ([]tool.Mount, []string, error) {
 	}
 	var env []string
 	for _, g := range envs {
-		if host.HostOwnVariable(g.Target()) {
+		if tool.HostOwn(g.Target()) {
 			// A grant recorded before the ward refused it gives nothing.
 			return nil, nil, &checkpoint.Error{Kind: "denied", Msg: fmt.Sprintf("tool.run: the grant %s is refused: the host's own configuration is never given to a tool", g.Statement)}
 		}
