@@ -196,6 +196,9 @@ func isLog(name string) bool {
 // they are. A log that is no longer there was deleted, its content in a
 // table.
 func powerCut(store, durable string) error {
+	if _, err := os.Stat(store); os.IsNotExist(err) {
+		return nil // killed before it made the store
+	}
 	img := store + ".cut"
 	if err := os.MkdirAll(img, 0o700); err != nil {
 		return err

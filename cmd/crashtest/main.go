@@ -199,14 +199,17 @@ func (h *harness) plan(kind string) plan {
 	}
 	ks := h.kind(kind)
 	syncs := max(ks.maxSyncs, 2)
+	// A delay anywhere in the command's run: after sync n of a power cut
+	// it is mostly cut short by sync n+1, but not where the command goes
+	// long without a sync (or, broken, never syncs).
+	delay := time.Duration(h.rng.Int63n(int64(max(ks.maxTook, 200*time.Millisecond))))
 	switch x := h.rng.Intn(4); {
 	case x < 2:
-		return plan{mode: killPower, n: h.rng.Intn(syncs + 1), delay: time.Duration(h.rng.Intn(20000)) * time.Microsecond}
+		return plan{mode: killPower, n: h.rng.Intn(syncs + 1), delay: delay}
 	case x == 2:
 		return plan{mode: killSync, n: 1 + h.rng.Intn(syncs)}
 	default:
-		took := max(ks.maxTook, 200*time.Millisecond)
-		return plan{mode: killDelay, delay: time.Duration(h.rng.Int63n(int64(took)))}
+		return plan{mode: killDelay, delay: delay}
 	}
 }
 

@@ -58,7 +58,7 @@ const keepProg = `return await {key: "never"}`
 
 // stopProg waits for ever with a child that does too, until cancelled.
 const stopProg = `if input != nil { return await {key: "never"} }
-let kid = act "spawn" {steps: 1000, input: 1}
+let kid = act "spawn" {steps: 100000, input: 1}
 return await {key: "never"}`
 
 // round is one store driven through the script, and what the harness
@@ -79,6 +79,7 @@ type round struct {
 	keep      string // the invocation that waits for ever
 	stop      string
 	settled   map[string]bool
+	reported  map[string]bool // violations already reported
 	last      *view
 }
 
@@ -97,7 +98,7 @@ func (h *harness) round(want *ending) *ending {
 	h.rounds++
 	r := &round{reference: want == nil, store: filepath.Join(dir, "store"), world: crashtest.Journal{Path: filepath.Join(dir, "journal")},
 		files: map[string]string{}, seen: map[string]*seen{}, granted: map[string]bool{}, revoked: map[string]bool{},
-		sent: map[string]bool{}, settled: map[string]bool{}, last: &view{invs: map[string]*invView{}}}
+		sent: map[string]bool{}, settled: map[string]bool{}, reported: map[string]bool{}, last: &view{invs: map[string]*invView{}}}
 	for name, src := range map[string]string{"main": mainProg, "keep": keepProg, "stop": stopProg} {
 		r.files[name] = filepath.Join(dir, name+".rune")
 		check(os.WriteFile(r.files[name], []byte(src), 0o644))
@@ -155,7 +156,10 @@ func (h *harness) script() bool {
 	}, func() []string { return []string{"revoke", "--prog", "decoy", crashtest.RecordTag} }) {
 		return false
 	}
-	if !h.until("send go", func(res result, v *view) bool { return res.acked() && h.mark(r.sent, "go") },
+	// A killed send may have delivered the event and driven the run to its end.
+	if !h.until("send go", func(res result, v *view) bool {
+		return (res.acked() || terminal(v.status(r.main))) && h.mark(r.sent, "go")
+	},
 		func() []string { return []string{"send", r.main, "go", "5"} }) {
 		return false
 	}
@@ -163,8 +167,7 @@ func (h *harness) script() bool {
 		return false
 	}
 	if !h.until("cancel", func(res result, v *view) bool {
-		st := v.invs[r.stop].Invocation.Status
-		if !res.killed && (res.code == 0 || res.code == 2 && st == host.Cancelled) {
+		if !res.killed && (res.code == 0 || res.code == 2 && v.status(r.stop) == host.Cancelled) {
 			r.cancelled = r.stop
 			return true
 		}
@@ -194,8 +197,10 @@ func (h *harness) mark(m map[string]bool, k string) bool {
 
 // until runs the command args gives until done says it is done.
 func (h *harness) until(what string, done func(result, *view) bool, args func() []string) bool {
+	var res result
 	for range 60 {
-		res, v := h.exec(args()...)
+		var v *view
+		res, v = h.exec(args()...)
 		if v == nil {
 			return false // the store does not read: reported
 		}
@@ -204,7 +209,7 @@ func (h *harness) until(what string, done func(result, *view) bool, args func() 
 			return true
 		}
 	}
-	h.violate("%s: not done after 60 commands", what)
+	h.violate("%s: not done after 60 commands; the last ended %s: %s", what, res.how(), lastLine(res.errs))
 	return false
 }
 
@@ -335,4 +340,9 @@ func argN(op *host.Operation) int64 {
 		check(fmt.Errorf("act %s: arguments %v", crashtest.OpID(op), strings.TrimSpace(fmt.Sprint(d))))
 	}
 	return n
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }
