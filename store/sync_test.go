@@ -96,3 +96,46 @@ func TestOpenClearsEmptyLogs(t *testing.T) {
 		t.Fatalf("got %+v, %v", r, err)
 	}
 }
+
+// BenchmarkSync compares a Synced commit's flush with Badger's DB.Sync
+// alone and with syncLogs (which also lists the directory for rotated logs).
+func BenchmarkSync(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		sync func(*Store) error
+	}{
+		{"badger", func(s *Store) error { return s.db.Sync() }},
+		{"logs", func(s *Store) error { _, err := s.syncLogs(); return err }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			s, err := Open(Options{Dir: b.TempDir()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			for b.Loop() {
+				if err := s.Update(Buffered, func(tx *Tx) error { return tx.Put(K("inv", "a"), rec{"a", 1}) }); err != nil {
+					b.Fatal(err)
+				}
+				if err := c.sync(s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkLogFiles is what syncLogs adds to a sync when nothing rotated:
+// one listing of the store's directory.
+func BenchmarkLogFiles(b *testing.B) {
+	s, err := Open(Options{Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for b.Loop() {
+		if _, err := logFiles(s.dir); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -250,6 +250,7 @@ func (h *harness) admit(prog string, ready func(v *view, id string) bool) string
 // operator would.
 func (h *harness) drive(target string) bool {
 	r := h.r
+	var last result
 	for range 300 {
 		v := r.last
 		root := v.invs[r.main]
@@ -271,13 +272,13 @@ func (h *harness) drive(target string) bool {
 			h.violate("the main invocation ended %s", st)
 			return false
 		}
-		_, v = h.exec("resume", r.main)
+		res, v := h.exec("resume", r.main)
 		if v == nil {
 			return false
 		}
-		r.last = v
+		r.last, last = v, res
 	}
-	h.violate("the main invocation made no progress in 300 commands")
+	h.violate("the main invocation made no progress in 300 commands; the last resume ended %s: %s", last.how(), lastLine(last.errs))
 	return false
 }
 
