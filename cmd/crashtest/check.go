@@ -201,6 +201,14 @@ func (h *harness) check(what string, res result) *view {
 				bad("act %s had the outcome %s and now has %s", name, before.outcome, now.outcome)
 			}
 			s.acts[op.Ordinal] = now
+			if op.Outcome != nil && op.Outcome.Source == "reconciled" && !r.reconciled[name] {
+				r.reconciled[name] = true
+				h.reconc++
+			}
+			if op.Reopened > 0 && !r.reopened[name] {
+				r.reopened[name] = true
+				h.reopened++
+			}
 		}
 		delete(s.acts, 0)
 		for ord := range s.acts {

@@ -64,7 +64,8 @@ type harness struct {
 
 	kills, power, viol int
 	perKind            map[string]*kindStats
-	settled, reconc    int // unknown acts settled by the operator, by lookup
+	settled            int // unknown acts settled by the operator
+	reconc, reopened   int // unknown acts the adapter's lookup found, or found never happened
 	rounds             int
 	r                  *round
 }
@@ -126,8 +127,8 @@ func (h *harness) report(took time.Duration) {
 		parts = append(parts, fmt.Sprintf("%s %d/%d/%d", k, s.runs, s.kills, s.power))
 	}
 	fmt.Printf("crash: commands (runs/kills/power cuts): %s\n", strings.Join(parts, ", "))
-	fmt.Printf("crash: %d rounds, %d unknown acts settled by an operator, %d reconciled by lookup, in %s\n",
-		h.rounds, h.settled, h.reconc, took.Round(time.Second))
+	fmt.Printf("crash: %d rounds, %d unknown acts settled by an operator, %d reconciled by lookup (%d found never to have happened, and redone), in %s\n",
+		h.rounds, h.settled, h.reconc, h.reopened, took.Round(time.Second))
 	fmt.Printf("crash: %d kills (%d power cuts), %d violations\n", h.kills, h.power, h.viol)
 }
 

@@ -69,18 +69,19 @@ type round struct {
 	world     crashtest.Journal
 	files     map[string]string // prog name to file
 
-	seen      map[string]*seen
-	granted   map[string]bool // "PROG STATEMENT", acknowledged
-	revoked   map[string]bool
-	sent      map[string]bool // events acknowledged to the main invocation
-	cancelled string          // a root whose cancel was acknowledged
-	gcStarted bool
-	main      string
-	keep      string // the invocation that waits for ever
-	stop      string
-	settled   map[string]bool
-	reported  map[string]bool // violations already reported
-	last      *view
+	seen                 map[string]*seen
+	granted              map[string]bool // "PROG STATEMENT", acknowledged
+	revoked              map[string]bool
+	sent                 map[string]bool // events acknowledged to the main invocation
+	cancelled            string          // a root whose cancel was acknowledged
+	gcStarted            bool
+	main                 string
+	keep                 string // the invocation that waits for ever
+	stop                 string
+	settled              map[string]bool
+	reported             map[string]bool // violations already reported
+	reconciled, reopened map[string]bool // acts settled by lookup: found, or found never to have happened
+	last                 *view
 }
 
 // ending is what a round ends with: every round must end as the
@@ -98,7 +99,7 @@ func (h *harness) round(want *ending) *ending {
 	h.rounds++
 	r := &round{reference: want == nil, store: filepath.Join(dir, "store"), world: crashtest.Journal{Path: filepath.Join(dir, "journal")},
 		files: map[string]string{}, seen: map[string]*seen{}, granted: map[string]bool{}, revoked: map[string]bool{},
-		sent: map[string]bool{}, settled: map[string]bool{}, reported: map[string]bool{}, last: &view{invs: map[string]*invView{}}}
+		sent: map[string]bool{}, settled: map[string]bool{}, reported: map[string]bool{}, reconciled: map[string]bool{}, reopened: map[string]bool{}, last: &view{invs: map[string]*invView{}}}
 	for name, src := range map[string]string{"main": mainProg, "keep": keepProg, "stop": stopProg} {
 		r.files[name] = filepath.Join(dir, name+".rune")
 		check(os.WriteFile(r.files[name], []byte(src), 0o644))
@@ -290,7 +291,7 @@ func (h *harness) settle(op *host.Operation) bool {
 	r := h.r
 	id := crashtest.OpID(op)
 	switch op.Tag {
-	case crashtest.LookupTag, "spawn":
+	case crashtest.LookupTag, "spawn": // resuming its invocation reconciles it
 		res, v := h.exec("resume", op.Invocation)
 		if v == nil {
 			return false
@@ -299,10 +300,6 @@ func (h *harness) settle(op *host.Operation) bool {
 		if o := findOp(v.invs[op.Invocation].Operations, op.Ordinal); res.acked() && o != nil && o.Phase == host.Unresolved {
 			h.violate("resume %s left act %s (%s) unknown, and its adapter reconciles", op.Invocation, id, op.Tag)
 			return false
-		}
-		if res.acked() && !r.settled[id] {
-			r.settled[id] = true
-			h.reconc++
 		}
 		return true
 	case crashtest.RecordTag:
