@@ -158,6 +158,7 @@ func (h *harness) check(what string, res result) *view {
 		}
 		switch {
 		case r.gcStarted && s.doneTree:
+			r.collected[id] = true
 			delete(r.seen, id)
 		default:
 			bad("invocation %s (%s when last seen) is gone", id, s.status)
@@ -236,7 +237,7 @@ func (h *harness) check(what string, res result) *view {
 		ord, _ := strconv.ParseUint(ordS, 10, 64)
 		iv := v.invs[inv]
 		if iv == nil {
-			if !r.gcStarted {
+			if !r.collected[inv] {
 				bad("act %s happened and its invocation is not in the store", op)
 			}
 			continue

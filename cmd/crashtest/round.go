@@ -75,6 +75,7 @@ type round struct {
 	sent                 map[string]bool // events acknowledged to the main invocation
 	cancelled            string          // a root whose cancel was acknowledged
 	gcStarted            bool
+	collected            map[string]bool // ended invocations a gc deleted
 	main                 string
 	keep                 string // the invocation that waits for ever
 	stop                 string
@@ -99,7 +100,7 @@ func (h *harness) round(want *ending) *ending {
 	h.rounds++
 	r := &round{reference: want == nil, store: filepath.Join(dir, "store"), world: crashtest.Journal{Path: filepath.Join(dir, "journal")},
 		files: map[string]string{}, seen: map[string]*seen{}, granted: map[string]bool{}, revoked: map[string]bool{},
-		sent: map[string]bool{}, settled: map[string]bool{}, reported: map[string]bool{}, reconciled: map[string]bool{}, reopened: map[string]bool{}, last: &view{invs: map[string]*invView{}}}
+		sent: map[string]bool{}, settled: map[string]bool{}, reported: map[string]bool{}, reconciled: map[string]bool{}, reopened: map[string]bool{}, collected: map[string]bool{}, last: &view{invs: map[string]*invView{}}}
 	for name, src := range map[string]string{"main": mainProg, "keep": keepProg, "stop": stopProg} {
 		r.files[name] = filepath.Join(dir, name+".rune")
 		check(os.WriteFile(r.files[name], []byte(src), 0o644))
@@ -148,6 +149,12 @@ func (h *harness) script() bool {
 		return false
 	}
 	if !h.drive("go") {
+		return false
+	}
+	// With nothing ended, gc must delete nothing.
+	r.gcStarted = true
+	if !h.until("gc", func(res result, v *view) bool { return res.acked() },
+		func() []string { return []string{"gc", "--older-than", "0s"} }) {
 		return false
 	}
 	decoy := "decoy " + crashtest.RecordTag
