@@ -18,7 +18,7 @@ FUZZ_TARGETS := \
 	./wasmvm:FuzzStepParity \
 	./wasmvm:FuzzDataParity
 
-.PHONY: all build guest guest-check test vet unit fuzz fuzz-short crash crash-short park tools load-cards race bench clean mount-race
+.PHONY: all build guest guest-check test vet unit fuzz fuzz-short crash crash-short crash-red park tools load-cards race bench clean mount-race
 
 CRASH_KILLS ?= 300
 CRASH_SEED  ?= $(shell date +%s)
@@ -83,12 +83,20 @@ fuzz:
 fuzz-short:
 	$(MAKE) fuzz FUZZTIME=20000x
 
-## crash: kill runehost with SIGKILL CRASH_KILLS times while it runs acts, restart, check (seeded: CRASH_SEED).
+## crash: kill every mutating runehost command CRASH_KILLS times (SIGKILL, and power cuts that keep only what was synced), restart, check nothing is lost or repeated (seeded: CRASH_SEED).
 crash:
-	$(GO) run ./internal/crashtest -kills $(CRASH_KILLS) -seed $(CRASH_SEED)
+	$(GO) run ./cmd/crashtest -kills $(CRASH_KILLS) -seed $(CRASH_SEED)
 
 crash-short:
 	$(MAKE) crash CRASH_KILLS=25 CRASH_SEED=1
+
+## crash-red: the harness must go red (exit 1) on builds broken on purpose: Synced commits that do not sync, syncs that miss rotated logs, acts dispatched before their attempt is recorded.
+crash-red:
+	@mkdir -p bin && $(GO) build -o bin/crashtest ./cmd/crashtest
+	@for b in nosync rotation dispatch-first; do \
+		bin/crashtest -kills $(CRASH_KILLS) -seed $(CRASH_SEED) -break $$b; rc=$$?; \
+		if [ $$rc -ne 1 ]; then echo "crash-red: -break $$b ended with $$rc, not red"; exit 1; fi; \
+	done; echo "crash-red: every broken build went red"
 
 ## park: admit PARK_N invocations that wait, then time `runehost ps` and `send` on that store and report their peak RSS.
 PARK_N ?= 100000

@@ -46,8 +46,9 @@ const (
 
 // Store is an open store. It is safe for concurrent use.
 type Store struct {
-	db  *badger.DB
-	dir string
+	db   *badger.DB
+	dir  string
+	logs logState // sync.go
 }
 
 // Options configure Open.
@@ -118,6 +119,7 @@ func Open(opts Options) (*Store, error) {
 		WithValueThreshold(64 << 10).
 		WithNumVersionsToKeep(1).
 		WithNumCompactors(2)
+	bo = testOptions(bo)
 	if opts.InMemory {
 		bo = bo.WithInMemory(true).WithDir("").WithValueDir("").WithValueThreshold(1 << 20) // in memory, a value cannot go to a log
 		db, err := badger.Open(bo)
@@ -136,6 +138,9 @@ func Open(opts Options) (*Store, error) {
 	}
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
+	}
+	if err := removeEmptyLogs(opts.Dir); err != nil {
+		return nil, err
 	}
 	db, err := badger.Open(bo)
 	if err != nil {
@@ -192,10 +197,17 @@ func command(args []string) string {
 // Dir returns the store's directory ("" in memory).
 func (s *Store) Dir() string { return s.dir }
 
-// Close flushes and closes the store.
+// Close flushes and closes the store. It syncs first: Badger's close writes
+// the memtable to a table, which can name values in the value log, before it
+// syncs that log, so a crash in between would leave the table naming values
+// that never reached the disk.
 func (s *Store) Close() error {
 	if s.dir != "" {
 		os.Remove(filepath.Join(s.dir, holderFile))
+		if err := s.sync(); err != nil {
+			s.db.Close()
+			return fmt.Errorf("store: sync: %w", err)
+		}
 	}
 	return s.db.Close()
 }
@@ -215,7 +227,7 @@ func (s *Store) Update(d Durability, fn func(tx *Tx) error) error {
 		return err
 	}
 	if d == Synced {
-		if err := s.db.Sync(); err != nil {
+		if err := s.sync(); err != nil {
 			return fmt.Errorf("store: sync: %w", err)
 		}
 	}

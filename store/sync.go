@@ -1,0 +1,116 @@
+// sync.go holds what a Synced commit flushes: Badger's logs, including the
+// ones that rotated since the last sync, which Badger's own Sync misses.
+
+package store
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Badger's DB.Sync flushes the newest value-log file and the active
+// memtable's write-ahead log only, and with SyncWrites off Badger never
+// syncs a log file when it rotates. A Synced commit whose value filled a
+// value-log file (the write that fills a file is the last one in it) would
+// then return with its value in the page cache only; a machine crash would
+// leave its key naming a value that is not on disk. syncLogs also flushes
+// every log file that was the newest one at the last sync and is not now.
+
+// logExts are the extensions of Badger's append-only logs.
+var logExts = []string{".vlog", ".mem"}
+
+// logState is what the last sync left: per log extension, the newest file.
+type logState struct {
+	mu     sync.Mutex
+	newest map[string]int
+}
+
+// syncLogs syncs Badger's logs and returns the names of the log files it
+// flushed, for the crash harness (synchook_crashtest.go).
+func (s *Store) syncLogs() ([]string, error) {
+	if err := s.db.Sync(); err != nil {
+		return nil, err
+	}
+	if s.dir == "" {
+		return nil, nil
+	}
+	s.logs.mu.Lock()
+	defer s.logs.mu.Unlock()
+	files, err := logFiles(s.dir)
+	if err != nil {
+		return nil, err
+	}
+	if s.logs.newest == nil {
+		s.logs.newest = map[string]int{} // every file but the newest is flushed once
+	}
+	var synced []string
+	for _, ext := range logExts {
+		fids := files[ext]
+		if len(fids) == 0 {
+			continue
+		}
+		top := fids[len(fids)-1]
+		for _, f := range fids[:len(fids)-1] {
+			if f.fid < s.logs.newest[ext] {
+				continue // flushed when it stopped being the newest
+			}
+			if err := fsyncFile(filepath.Join(s.dir, f.name)); err != nil {
+				return nil, err
+			}
+			synced = append(synced, f.name)
+		}
+		s.logs.newest[ext] = top.fid
+		synced = append(synced, top.name) // DB.Sync flushed it
+	}
+	return synced, nil
+}
+
+// logFile is one of Badger's log files.
+type logFile struct {
+	fid  int
+	name string
+}
+
+// logFiles lists the log files in dir by extension, file ids ascending.
+func logFiles(dir string) (map[string][]logFile, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	out := map[string][]logFile{}
+	for _, e := range ents {
+		for _, ext := range logExts {
+			if id, ok := strings.CutSuffix(e.Name(), ext); ok {
+				if fid, err := strconv.Atoi(id); err == nil {
+					out[ext] = append(out[ext], logFile{fid, e.Name()})
+				}
+			}
+		}
+	}
+	for _, fs := range out {
+		slices.SortFunc(fs, func(a, b logFile) int { return a.fid - b.fid })
+	}
+	return out, nil
+}
+
+// fsyncFile flushes a file to disk. One that is gone (a memtable's log
+// deleted once its table was written, a value log collected) needs nothing.
+func fsyncFile(path string) error {
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("store: sync: %w", err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("store: sync %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
