@@ -175,7 +175,6 @@ func (n *Native) Start(_ context.Context, in Input) ([]byte, error) {
 func decodeOptional(b []byte, what string) (any, error) {
 	if len(b) == 0 { // none, as on the wire, where empty and nil are one
 		return nil, nil
-		return nil, nil
 	}
 	v, err := checkpoint.DecodeData(b)
 	if err != nil {
