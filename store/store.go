@@ -13,10 +13,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"runtime/debug"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 	"github.com/fxamacker/cbor/v2"
 )
 
@@ -26,6 +31,14 @@ var (
 	ErrCorrupt  = errors.New("corrupt record")
 	ErrConflict = errors.New("transaction conflict")
 	ErrTooLarge = errors.New("record too large")
+	// ErrDamaged is a store whose files disagree with its seal or with
+	// themselves: lost tables, a truncated or replaced MANIFEST, a table
+	// that does not checksum, lost synced writes. Such a store is not
+	// opened (runehost store verify reports every problem).
+	ErrDamaged = errors.New("store damaged")
+	// ErrNoSpace is a write refused because the disk's free space would
+	// fall below the reserve (Options.Reserve).
+	ErrNoSpace = errors.New("disk space below the store's reserve")
 )
 
 // MaxRecord bounds one encoded record.
@@ -46,14 +59,36 @@ const (
 
 // Store is an open store. It is safe for concurrent use.
 type Store struct {
-	db  *badger.DB
-	dir string
+	db    *badger.DB
+	dir   string
+	lock  *os.File   // holds the directory (lockName) from before Badger opens it until after it closed
+	log   *badgerLog // the errors Badger logs instead of returning
+	space *reserve   // nil in memory
+
+	synced   atomic.Uint64 // the mark's version as of the newest synced commit
+	sealMu   sync.Mutex
+	sealed   *seal
+	sealMark [2]int64             // the MANIFEST's size and time when sealed
+	verified map[uint64]fileStamp // tables read in full, by their contents
+	sealStop chan struct{}
+	sealDone chan struct{}
 }
 
 // Options configure Open.
 type Options struct {
 	Dir      string // "" means DefaultDir()
 	InMemory bool   // for tests: nothing touches the disk
+	// Reserve is the free disk space, in bytes, that writes leave (beyond
+	// what Badger's preallocated logs may still claim); 0 means
+	// DefaultReserve. UpdateInReserve may go down to an eighth of it.
+	Reserve uint64
+	// FreeSpace, if set, replaces the file system's count of free bytes
+	// (statfs): tests fill a disk with it.
+	FreeSpace func() (uint64, error)
+	// AcceptDamage opens a store whose files disagree with its seal and
+	// seals it as it now is, accepting what was lost (runehost store
+	// verify --accept). Tables that do not checksum stay as they are.
+	AcceptDamage bool
 }
 
 // DefaultDir is the embedded default: runehost/store under the user's data
@@ -100,11 +135,17 @@ func (e *LockedError) Error() string {
 
 func (e *LockedError) Unwrap() error { return ErrLocked }
 
-// Open opens (creating if need be) the store in opts.Dir. If another
-// process has it open, Open fails at once with a *LockedError naming it:
-// Badger's directory lock guarantees one writer, and the holder file says who.
-func Open(opts Options) (*Store, error) {
-	bo := badger.DefaultOptions(opts.Dir).
+// lockName is the file the store locks for as long as it is open. Badger
+// locks the directory too, but only once it opens it: the files are
+// checked before that, under this lock.
+const lockName = "RUNEHOST.LOCK"
+
+// errBusy is a lock another process holds.
+var errBusy = errors.New("busy")
+
+// badgerOptions are Badger's options for a store in dir.
+func badgerOptions(dir string) badger.Options {
+	return badger.DefaultOptions(dir).
 		WithLogger(nil).
 		WithSyncWrites(false).
 		WithMemTableSize(16 << 20).
@@ -117,14 +158,26 @@ func Open(opts Options) (*Store, error) {
 		// of a memtable, counts them as pointers.
 		WithValueThreshold(64 << 10).
 		WithNumVersionsToKeep(1).
-		WithNumCompactors(2)
+		WithNumCompactors(2).
+		// Checksums on every read: a damaged block or value is found, not
+		// read as garbage.
+		WithChecksumVerificationMode(options.OnBlockRead).
+		WithVerifyValueChecksum(true)
+}
+
+// Open opens (creating if need be) the store in opts.Dir. If another
+// process has it open, Open fails at once with a *LockedError naming it.
+// Before Badger may touch the files, they are checked against the store's
+// seal: a store that lost tables or synced writes fails with ErrDamaged,
+// in a *RecordError naming the file, and nothing is changed.
+func Open(opts Options) (*Store, error) {
 	if opts.InMemory {
-		bo = bo.WithInMemory(true).WithDir("").WithValueDir("").WithValueThreshold(1 << 20) // in memory, a value cannot go to a log
+		bo := badgerOptions("").WithInMemory(true).WithDir("").WithValueDir("").WithValueThreshold(1 << 20) // in memory, a value cannot go to a log
 		db, err := badger.Open(bo)
 		if err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
-		return &Store{db: db}, nil
+		return &Store{db: db, log: &badgerLog{}}, nil
 	}
 	if opts.Dir == "" {
 		dir, err := DefaultDir()
@@ -132,24 +185,165 @@ func Open(opts Options) (*Store, error) {
 			return nil, err
 		}
 		opts.Dir = dir
-		bo = bo.WithDir(dir).WithValueDir(dir)
 	}
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	db, err := badger.Open(bo)
+	lock, err := os.OpenFile(filepath.Join(opts.Dir, lockName), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	if err := lockFile(lock); err != nil {
+		lock.Close()
+		if errors.Is(err, errBusy) {
 			return nil, &LockedError{Dir: opts.Dir, Holder: readHolder(opts.Dir)}
 		}
-		return nil, fmt.Errorf("store %s: %w", opts.Dir, err)
+		return nil, fmt.Errorf("store %s: lock: %w", opts.Dir, err)
 	}
-	s := &Store{db: db, dir: opts.Dir}
+	s, err := open(opts, lock)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// open is Open under the lock.
+func open(opts Options, lock *os.File) (*Store, error) {
+	dir := opts.Dir
+	sl, err := readSeal(dir)
+	var rerr *RecordError
+	if errors.As(err, &rerr) && !opts.AcceptDamage {
+		return nil, joinDamage(dir, []*RecordError{rerr}, false)
+	} else if err != nil && !opts.AcceptDamage {
+		return nil, err
+	}
+	var prefix int64
+	if sl != nil {
+		prefix = sl.Manifest.Size
+	}
+	files, err := readFiles(dir, prefix)
+	if err != nil && !opts.AcceptDamage {
+		return nil, err
+	}
+	var verified map[uint64]fileStamp
+	if files != nil {
+		var problems []*RecordError
+		problems, verified = preflight(files, sl)
+		if len(problems) > 0 && !opts.AcceptDamage {
+			return nil, joinDamage(dir, problems, false)
+		}
+	}
+	log := &badgerLog{}
+	db, err := openBadger(badgerOptions(dir).WithLogger(log))
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{db: db, dir: dir, lock: lock, log: log, space: newReserve(dir, opts.Reserve, opts.FreeSpace),
+		verified: verified, sealStop: make(chan struct{}), sealDone: make(chan struct{})}
+	if err := s.afterOpen(files, sl); err != nil && !opts.AcceptDamage {
+		db.Close()
+		return nil, err
+	}
+	if sl != nil && !opts.AcceptDamage {
+		s.sealed = sl
+		s.synced.Store(sl.Synced)
+	}
+	s.synced.Store(max(s.synced.Load(), s.markVersion()))
+	if err := s.renewSeal(opts.AcceptDamage || sl == nil); err != nil {
+		db.Close()
+		return nil, err
+	}
 	if err := s.writeHolder(); err != nil {
 		db.Close()
 		return nil, err
 	}
+	go s.sealLoop()
 	return s, nil
+}
+
+// openBadger opens Badger, a panic of its (over a file it could not read)
+// an error.
+func openBadger(bo badger.Options) (db *badger.DB, err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			db, err = nil, damaged(bo.Dir, "Badger failed opening it: %s", firstLine(fmt.Errorf("%v", r)))
+		}
+	}()
+	db, err = badger.Open(bo)
+	if err != nil && (strings.Contains(err.Error(), "sanity text") || strings.Contains(err.Error(), "key registry")) {
+		return nil, damaged(filepath.Join(bo.Dir, badger.KeyRegistryFileName), "Badger cannot read it: %v", firstLine(err))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", bo.Dir, err)
+	}
+	return db, nil
+}
+
+// afterOpen checks what only an open Badger can tell: that it kept every
+// table its MANIFEST lists (it skips some it cannot read), and that the
+// newest synced commit the seal recorded is there.
+func (s *Store) afterOpen(files *dirFiles, sl *seal) error {
+	var problems []*RecordError
+	if files != nil {
+		open := map[uint64]bool{}
+		for _, t := range s.db.Tables() {
+			open[t.ID] = true
+		}
+		for id := range files.manifest.tables {
+			if !open[id] {
+				problems = append(problems, damaged(filepath.Join(s.dir, tableName(id)), "listed by the MANIFEST, and Badger did not open it"))
+			}
+		}
+	}
+	v := s.markVersion()
+	switch {
+	case sl != nil && v < sl.Synced:
+		problems = append(problems, damaged(s.dir, "the newest synced commit is %d, and the seal recorded %d: synced writes were lost (a write-ahead log (.mem) or a table was damaged)", v, sl.Synced))
+	case sl == nil && v > 0:
+		problems = append(problems, damaged(filepath.Join(s.dir, sealFile), "missing, while the store was sealed before: its checks cannot be made"))
+	}
+	if len(problems) > 0 {
+		return joinDamage(s.dir, problems, true)
+	}
+	return nil
+}
+
+// joinDamage is the error of a damaged store: the first problem, and how
+// many more there are; opened says Badger had opened the store.
+func joinDamage(dir string, problems []*RecordError, opened bool) error {
+	e := *problems[0]
+	if len(problems) > 1 {
+		e.Msg += fmt.Sprintf(" (and %d more problems)", len(problems)-1)
+	}
+	if opened {
+		e.Msg += "; the store was closed again before any write"
+	} else {
+		e.Msg += "; the store was not opened and nothing was changed"
+	}
+	e.Msg += ": runehost store verify --store " + dir + " lists every problem (docs/store.md: recovering a damaged store)"
+	return &e
+}
+
+// markKey is the store's own record, written with every synced commit:
+// its version is the newest synced commit's.
+var markKey = K("seal")
+
+// markValue is the mark's value: CBOR true.
+var markValue = []byte{0xf5}
+
+// markVersion is the version of the mark as it stands (0 when none).
+func (s *Store) markVersion() uint64 {
+	var v uint64
+	s.db.View(func(t *badger.Txn) error {
+		if item, err := t.Get(markKey); err == nil {
+			v = item.Version()
+		}
+		return nil
+	})
+	return v
 }
 
 func readHolder(dir string) *Holder {
@@ -181,19 +375,53 @@ func (s *Store) writeHolder() error {
 // Dir returns the store's directory ("" in memory).
 func (s *Store) Dir() string { return s.dir }
 
-// Close flushes and closes the store.
+// Close flushes and closes the store, and seals it as it is then.
 func (s *Store) Close() error {
-	if s.dir != "" {
-		os.Remove(filepath.Join(s.dir, holderFile))
+	if s.dir == "" {
+		return s.db.Close()
 	}
-	return s.db.Close()
+	close(s.sealStop)
+	<-s.sealDone
+	s.synced.Store(max(s.synced.Load(), s.markVersion()))
+	err := s.db.Close()
+	if err == nil {
+		err = s.renewSeal(true)
+	}
+	os.Remove(filepath.Join(s.dir, holderFile))
+	s.lock.Close()
+	return err
 }
 
 // Update runs fn in a read-write transaction and commits it with the given
 // durability. A conflict with a concurrent transaction returns ErrConflict
-// and nothing is written; the caller may retry.
+// and nothing is written; the caller may retry. A transaction that would
+// bring the disk's free space below the reserve returns ErrNoSpace and
+// writes nothing.
 func (s *Store) Update(d Durability, fn func(tx *Tx) error) error {
-	err := s.db.Update(func(t *badger.Txn) error { return fn(&Tx{t: t}) })
+	return s.update(d, false, fn)
+}
+
+// UpdateInReserve is Update for the few small writes that stop or clean up
+// work (a pause, a cancel, a revoke, an act's outcome, deletions): they may
+// use the disk reserve that Update keeps free, down to an eighth of it.
+func (s *Store) UpdateInReserve(d Durability, fn func(tx *Tx) error) error {
+	return s.update(d, true, fn)
+}
+
+func (s *Store) update(d Durability, inReserve bool, fn func(tx *Tx) error) error {
+	txn := s.db.NewTransaction(true)
+	defer txn.Discard()
+	tx := &Tx{t: txn, s: s}
+	err := fn(tx)
+	if err == nil && s.space != nil {
+		err = s.space.admit(tx.size, inReserve)
+	}
+	if err == nil && d == Synced && s.dir != "" {
+		err = txn.Set(markKey, markValue)
+	}
+	if err == nil {
+		err = txn.Commit()
+	}
 	if errors.Is(err, badger.ErrConflict) {
 		return ErrConflict
 	}
@@ -204,9 +432,22 @@ func (s *Store) Update(d Durability, fn func(tx *Tx) error) error {
 		return err
 	}
 	if d == Synced {
-		if err := s.db.Sync(); err != nil {
-			return fmt.Errorf("store: sync: %w", err)
-		}
+		return s.sync()
+	}
+	return nil
+}
+
+// sync makes every commit so far survive a crash of the machine: the one
+// place a Synced transaction is flushed to disk.
+func (s *Store) sync() error {
+	v := uint64(0)
+	if s.dir != "" {
+		v = s.markVersion() // read before the sync, so that it is covered by it
+	}
+	if err := s.db.Sync(); err != nil {
+		return fmt.Errorf("store: sync: %w", err)
+	}
+	for old := s.synced.Load(); v > old && !s.synced.CompareAndSwap(old, v); old = s.synced.Load() {
 	}
 	return nil
 }
@@ -233,8 +474,17 @@ func (s *Store) Compact() error {
 // Retry is Update, run again from the start after a conflict until it
 // commits: fn must depend only on what it reads in its transaction.
 func (s *Store) Retry(d Durability, fn func(tx *Tx) error) error {
+	return s.retry(d, false, fn)
+}
+
+// RetryInReserve is UpdateInReserve, retried as Retry is.
+func (s *Store) RetryInReserve(d Durability, fn func(tx *Tx) error) error {
+	return s.retry(d, true, fn)
+}
+
+func (s *Store) retry(d Durability, inReserve bool, fn func(tx *Tx) error) error {
 	for {
-		err := s.Update(d, fn)
+		err := s.update(d, inReserve, fn)
 		if !errors.Is(err, ErrConflict) {
 			return err
 		}
@@ -243,13 +493,15 @@ func (s *Store) Retry(d Durability, fn func(tx *Tx) error) error {
 
 // View runs fn in a read-only transaction.
 func (s *Store) View(fn func(tx *Tx) error) error {
-	return s.db.View(func(t *badger.Txn) error { return fn(&Tx{t: t, readOnly: true}) })
+	return s.db.View(func(t *badger.Txn) error { return fn(&Tx{t: t, s: s, readOnly: true}) })
 }
 
 // Tx is a transaction.
 type Tx struct {
 	t        *badger.Txn
+	s        *Store
 	readOnly bool
+	size     int // bytes of keys and values written
 }
 
 var (
@@ -274,27 +526,138 @@ func init() {
 	}
 }
 
-// RecordError says which record could not be read or written.
+// RecordError says which record, or which file of the store, could not be
+// read or written.
 type RecordError struct {
-	Key Key
-	Err error // ErrCorrupt or ErrTooLarge
-	Msg string
+	Key  Key    // the record; nil for a file
+	File string // the file (a path), when the problem is one of the store's files
+	Err  error  // ErrCorrupt, ErrTooLarge or ErrDamaged
+	Msg  string
 }
 
-func (e *RecordError) Error() string { return fmt.Sprintf("record %s: %v: %s", e.Key, e.Err, e.Msg) }
+func (e *RecordError) Error() string {
+	if e.Key == nil {
+		return fmt.Sprintf("%s: %v: %s", e.File, e.Err, e.Msg)
+	}
+	if e.File != "" {
+		return fmt.Sprintf("record %s (in %s): %v: %s", e.Key, filepath.Base(e.File), e.Err, e.Msg)
+	}
+	return fmt.Sprintf("record %s: %v: %s", e.Key, e.Err, e.Msg)
+}
 func (e *RecordError) Unwrap() error { return e.Err }
 
-// Get reads the record at key into v; it reports false when there is none.
-// A record that does not decode strictly into v is ErrCorrupt, with its key.
-func (tx *Tx) Get(key Key, v any) (bool, error) {
-	item, err := tx.t.Get(key)
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return false, nil
+// badgerLog keeps the errors Badger logs instead of returning them: a value
+// it could not read from its value log is logged, and read as empty.
+type badgerLog struct {
+	mu     sync.Mutex
+	errors int
+	last   string
+}
+
+func (l *badgerLog) Errorf(format string, args ...any) {
+	m := firstLine(fmt.Errorf(format, args...))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.errors++
+	if _, after, ok := strings.Cut(m, " Error: "); ok {
+		l.last = strings.TrimSpace(after) // an unreadable value; the lines after it list its versions
+	} else if !strings.HasPrefix(m, "Key: ") {
+		l.last = strings.TrimSpace(m)
 	}
-	if err != nil {
+}
+func (*badgerLog) Warningf(string, ...any) {}
+func (*badgerLog) Infof(string, ...any)    {}
+func (*badgerLog) Debugf(string, ...any)   {}
+
+// count returns how many errors Badger logged, and the last.
+func (l *badgerLog) count() (int, string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.errors, l.last
+}
+
+// guard runs f, which calls into Badger for the record at key, and turns a
+// panic of Badger's (a damaged file, or one shorter than its mapping) into
+// an error naming the record and the tables that may hold it.
+func (s *Store) guard(key Key, f func() error) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			err = &RecordError{Key: key, File: s.tablesHolding(key), Err: ErrCorrupt,
+				Msg: fmt.Sprintf("Badger failed reading it (%s); runehost store verify checks every file", firstLine(fmt.Errorf("%v", r)))}
+		}
+	}()
+	return f()
+}
+
+// tablesHolding names the tables whose key range covers key.
+func (s *Store) tablesHolding(key Key) string {
+	if s == nil || s.dir == "" {
+		return ""
+	}
+	defer func() { recover() }() // a second failure: name none
+	var names []string
+	for _, t := range s.db.Tables() {
+		if bytes.Compare(parseKey(t.Left), key) <= 0 && bytes.Compare(key, parseKey(t.Right)) <= 0 {
+			names = append(names, tableName(t.ID))
+		}
+	}
+	return filepath.Join(s.dir, strings.Join(names, ","))
+}
+
+// parseKey strips the version Badger appends to a key inside a table.
+func parseKey(k []byte) []byte {
+	if len(k) < 8 {
+		return k
+	}
+	return k[:len(k)-8]
+}
+
+// value passes the record at item to use, or says why it cannot be read:
+// Badger reads a value it could not find in its value log as empty, with
+// no error, so an empty value where the item says there is one is that.
+func (tx *Tx) value(key Key, item *badger.Item, use func(b []byte) error) error {
+	return tx.s.guard(key, func() error {
+		return item.Value(func(b []byte) error {
+			if len(b) == 0 && item.ValueSize() > 0 {
+				_, last := tx.s.log.count()
+				e := &RecordError{Key: key, Err: ErrCorrupt, Msg: "its value could not be read from the value log: " + last}
+				if m := fidRE.FindStringSubmatch(last); m != nil && tx.s.dir != "" {
+					e.File = filepath.Join(tx.s.dir, fmt.Sprintf("%06s.vlog", m[1]))
+				}
+				return e
+			}
+			return use(b)
+		})
+	})
+}
+
+// fidRE finds the value log file in Badger's message about a value.
+var fidRE = regexp.MustCompile(`Fid:(\d+)`)
+
+// item looks key up.
+func (tx *Tx) item(key Key) (item *badger.Item, found bool, err error) {
+	err = tx.s.guard(key, func() error {
+		var gerr error
+		item, gerr = tx.t.Get(key)
+		return gerr
+	})
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, false, nil
+	}
+	return item, err == nil, err
+}
+
+// Get reads the record at key into v; it reports false when there is none.
+// A record that does not decode strictly into v, or cannot be read, is
+// ErrCorrupt, with its key.
+func (tx *Tx) Get(key Key, v any) (bool, error) {
+	item, found, err := tx.item(key)
+	if !found {
 		return false, err
 	}
-	err = item.Value(func(b []byte) error {
+	err = tx.value(key, item, func(b []byte) error {
 		if err := recDec.Unmarshal(b, v); err != nil {
 			return &RecordError{Key: key, Err: ErrCorrupt, Msg: err.Error()}
 		}
@@ -312,6 +675,7 @@ func (tx *Tx) Put(key Key, v any) error {
 	if len(b) > MaxRecord {
 		return &RecordError{Key: key, Err: ErrTooLarge, Msg: fmt.Sprintf("%d bytes, limit %d", len(b), MaxRecord)}
 	}
+	tx.size += len(key) + len(b)
 	return tx.t.Set(bytes.Clone(key), b)
 }
 
@@ -320,24 +684,26 @@ func (tx *Tx) PutRaw(key Key, b []byte) error {
 	if len(b) > MaxRecord {
 		return &RecordError{Key: key, Err: ErrTooLarge, Msg: fmt.Sprintf("%d bytes, limit %d", len(b), MaxRecord)}
 	}
+	tx.size += len(key) + len(b)
 	return tx.t.Set(bytes.Clone(key), bytes.Clone(b))
 }
 
 // GetRaw reads the bytes at key.
 func (tx *Tx) GetRaw(key Key) ([]byte, bool, error) {
-	item, err := tx.t.Get(key)
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return nil, false, nil
-	}
-	if err != nil {
+	item, found, err := tx.item(key)
+	if !found {
 		return nil, false, err
 	}
-	b, err := item.ValueCopy(nil)
+	var b []byte
+	err = tx.value(key, item, func(v []byte) error { b = bytes.Clone(v); return nil })
 	return b, err == nil, err
 }
 
 // Delete removes the record at key.
-func (tx *Tx) Delete(key Key) error { return tx.t.Delete(bytes.Clone(key)) }
+func (tx *Tx) Delete(key Key) error {
+	tx.size += len(key)
+	return tx.t.Delete(bytes.Clone(key))
+}
 
 // Scan calls fn for every record whose key starts with prefix, in key order,
 // until fn returns false or an error. decode reads the record into a value.
@@ -347,23 +713,50 @@ func (tx *Tx) Scan(prefix Key, fn func(key Key, decode func(v any) error) (bool,
 
 // ScanFrom is Scan starting at the first key at or after start.
 func (tx *Tx) ScanFrom(prefix, start Key, fn func(key Key, decode func(v any) error) (bool, error)) error {
-	it := tx.t.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: false})
-	defer it.Close()
-	for it.Seek(start); it.ValidForPrefix(prefix); it.Next() {
-		item := it.Item()
-		key := Key(item.KeyCopy(nil))
-		decode := func(v any) error {
-			return item.Value(func(b []byte) error {
+	return tx.scan(prefix, start, func(key Key, item *badger.Item) (bool, error) {
+		return fn(key, func(v any) error {
+			return tx.value(key, item, func(b []byte) error {
 				if err := recDec.Unmarshal(b, v); err != nil {
 					return &RecordError{Key: key, Err: ErrCorrupt, Msg: err.Error()}
 				}
 				return nil
 			})
+		})
+	})
+}
+
+// scan walks the items under prefix from start. Badger's own calls are
+// guarded; a panic in fn is fn's, and goes on.
+func (tx *Tx) scan(prefix, start Key, fn func(key Key, item *badger.Item) (bool, error)) error {
+	var it *badger.Iterator
+	if err := tx.s.guard(start, func() error {
+		it = tx.t.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: false})
+		it.Seek(start)
+		return nil
+	}); err != nil {
+		return err
+	}
+	defer it.Close()
+	for {
+		var item *badger.Item
+		var key Key
+		valid := false
+		if err := tx.s.guard(start, func() error {
+			if valid = it.ValidForPrefix(prefix); valid {
+				item = it.Item()
+				key = Key(item.KeyCopy(nil))
+			}
+			return nil
+		}); err != nil || !valid {
+			return err
 		}
-		more, err := fn(key, decode)
+		more, err := fn(key, item)
 		if err != nil || !more {
 			return err
 		}
+		start = key
+		if err := tx.s.guard(key, func() error { it.Next(); return nil }); err != nil {
+			return err
+		}
 	}
-	return nil
 }
