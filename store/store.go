@@ -552,6 +552,7 @@ type badgerLog struct {
 	mu     sync.Mutex
 	errors int
 	last   string
+	fid    string // the value log file the last message named
 }
 
 func (l *badgerLog) Errorf(format string, args ...any) {
@@ -559,6 +560,9 @@ func (l *badgerLog) Errorf(format string, args ...any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.errors++
+	if f := fidRE.FindStringSubmatch(m); f != nil {
+		l.fid = f[1]
+	}
 	if _, after, ok := strings.Cut(m, " Error: "); ok {
 		l.last = strings.TrimSpace(after) // an unreadable value; the lines after it list its versions
 	} else if !strings.HasPrefix(m, "Key: ") {
@@ -574,6 +578,16 @@ func (l *badgerLog) count() (int, string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.errors, l.last
+}
+
+// lastLog is the value log file Badger's last message named ("" if none).
+func (l *badgerLog) lastLog() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fid == "" {
+		return ""
+	}
+	return fmt.Sprintf("%06s.vlog", l.fid)
 }
 
 // guard runs f, which calls into Badger for the record at key, and turns a
@@ -623,8 +637,8 @@ func (tx *Tx) value(key Key, item *badger.Item, use func(b []byte) error) error 
 			if len(b) == 0 && item.ValueSize() > 0 {
 				_, last := tx.s.log.count()
 				e := &RecordError{Key: key, Err: ErrCorrupt, Msg: "its value could not be read from the value log: " + last}
-				if m := fidRE.FindStringSubmatch(last); m != nil && tx.s.dir != "" {
-					e.File = filepath.Join(tx.s.dir, fmt.Sprintf("%06s.vlog", m[1]))
+				if f := tx.s.log.lastLog(); f != "" && tx.s.dir != "" {
+					e.File = filepath.Join(tx.s.dir, f)
 				}
 				return e
 			}
