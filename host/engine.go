@@ -660,7 +660,11 @@ func (e *Engine) reserveSlice(inv string, s *settlement, want uint64) (uint64, e
 	}
 	var got uint64
 	var stored []events.Event
-	err := e.Store.Retry(store.Synced, func(tx *store.Tx) error {
+	retry := e.Store.Retry
+	if s != nil && s.outcome != nil {
+		retry = e.Store.RetryInReserve // an effect happened: its outcome is kept, even on a nearly full disk
+	}
+	err := retry(store.Synced, func(tx *store.Tx) error {
 		stored = nil
 		if s != nil {
 			if s.outcome != nil {
