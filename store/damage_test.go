@@ -343,3 +343,23 @@ func TestScanPanicIsCallers(t *testing.T) {
 		return tx.Scan(K("inv"), func(Key, func(any) error) (bool, error) { panic("mine") })
 	})
 }
+
+// A table the MANIFEST lists that Badger did not open (it skips some it
+// cannot read) is damage, found once Badger is open.
+func TestTableBadgerSkipped(t *testing.T) {
+	dir := sessions(t, 1)
+	s, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	files, err := readFiles(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files.manifest.tables[999] = files.manifest.tables[1]
+	err = s.afterOpen(files, nil)
+	if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), tableName(999)) {
+		t.Fatalf("got %v", err)
+	}
+}
