@@ -288,3 +288,19 @@ func TestVerifyRecords(t *testing.T) {
 		t.Errorf("unknown kind: %v", problems)
 	}
 }
+
+// An invocation with a damaged record can be cancelled.
+func TestCancelDamaged(t *testing.T) {
+	for _, key := range []func(string) store.Key{cpKey, allowanceKey, waitKey} {
+		e := three(t)
+		k := key("r3")
+		putRaw(t, e, k, garbage)
+		if err := e.Cancel("r3"); err != nil {
+			t.Errorf("cancel beside %s: %v", k, err)
+			continue
+		}
+		if i, _ := e.invs.get("r3"); i.Status != Cancelled {
+			t.Errorf("%s: %+v", k, i)
+		}
+	}
+}

@@ -1103,8 +1103,8 @@ func (e *Engine) Resolve(ctx context.Context, id OpID, reply []byte) (*RunState,
 // unknown outcome stays unresolved and inspectable, and its allowance held by
 // a lost slice is charged.
 func (e *Engine) Cancel(inv string) error {
-	if _, err := e.accounts.Recover(inv); err != nil {
-		return err
+	if _, err := e.accounts.Recover(inv); err != nil && !errors.Is(err, store.ErrCorrupt) {
+		return err // an unreadable allowance stays as it is; the invocation is cancelled
 	}
 	if _, err := e.invs.Move(inv, Cancelled); err != nil {
 		return err
