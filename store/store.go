@@ -65,7 +65,8 @@ type Store struct {
 	log   *badgerLog // the errors Badger logs instead of returning
 	space *reserve   // nil in memory
 
-	synced   atomic.Uint64 // the mark's version as of the newest synced commit
+	synced   atomic.Uint64 // at most the mark's version, as of the newest synced commit that wrote it
+	marked   atomic.Int64  // when a synced transaction last carried the mark (unix ns)
 	sealMu   sync.Mutex
 	sealed   *seal
 	sealMark [2]int64             // the MANIFEST's size and time when sealed
@@ -327,12 +328,27 @@ func joinDamage(dir string, problems []*RecordError, opened bool) error {
 	return &e
 }
 
-// markKey is the store's own record, written with every synced commit:
-// its version is the newest synced commit's.
+// markKey is the store's own record, written by a synced commit every
+// markEvery: its version is that commit's.
 var markKey = K("seal")
 
 // markValue is the mark's value: CBOR true.
 var markValue = []byte{0xf5}
+
+// markEvery is how often a synced transaction carries the mark: often
+// enough that a lost write-ahead log's tail holds one, seldom enough to
+// cost nothing (a one-record transaction with the mark is three entries).
+const markEvery = 100 * time.Millisecond
+
+// markDue reports whether this synced transaction is to carry the mark.
+func (s *Store) markDue() bool {
+	if s.dir == "" {
+		return false
+	}
+	now := time.Now().UnixNano()
+	last := s.marked.Load()
+	return now-last >= int64(markEvery) && s.marked.CompareAndSwap(last, now)
+}
 
 // markVersion is the version of the mark as it stands (0 when none).
 func (s *Store) markVersion() uint64 {
@@ -416,8 +432,12 @@ func (s *Store) update(d Durability, inReserve bool, fn func(tx *Tx) error) erro
 	if err == nil && s.space != nil {
 		err = s.space.admit(tx.size, inReserve)
 	}
-	if err == nil && d == Synced && s.dir != "" {
+	var after uint64
+	if err == nil && d == Synced && s.markDue() {
 		err = txn.Set(markKey, markValue)
+		// The commit's version, and so the mark's after it, is above the
+		// transaction's read timestamp.
+		after = txn.ReadTs() + 1
 	}
 	if err == nil {
 		err = txn.Commit()
@@ -432,22 +452,20 @@ func (s *Store) update(d Durability, inReserve bool, fn func(tx *Tx) error) erro
 		return err
 	}
 	if d == Synced {
-		return s.sync()
+		return s.sync(after)
 	}
 	return nil
 }
 
 // sync makes every commit so far survive a crash of the machine: the one
-// place a Synced transaction is flushed to disk.
-func (s *Store) sync() error {
-	v := uint64(0)
-	if s.dir != "" {
-		v = s.markVersion() // read before the sync, so that it is covered by it
-	}
+// place a Synced transaction is flushed to disk. version is at most the
+// mark's version once the commit that wrote it is synced: the seal records
+// it as synced.
+func (s *Store) sync(version uint64) error {
 	if err := s.db.Sync(); err != nil {
 		return fmt.Errorf("store: sync: %w", err)
 	}
-	for old := s.synced.Load(); v > old && !s.synced.CompareAndSwap(old, v); old = s.synced.Load() {
+	for old := s.synced.Load(); version > old && !s.synced.CompareAndSwap(old, version); old = s.synced.Load() {
 	}
 	return nil
 }
@@ -590,19 +608,22 @@ func (l *badgerLog) lastLog() string {
 	return fmt.Sprintf("%06s.vlog", l.fid)
 }
 
-// guard runs f, which calls into Badger for the record at key, and turns a
-// panic of Badger's (a damaged file, or one shorter than its mapping) into
-// an error naming the record and the tables that may hold it.
-func (s *Store) guard(key Key, f func() error) (err error) {
-	old := debug.SetPanicOnFault(true)
-	defer func() {
-		debug.SetPanicOnFault(old)
-		if r := recover(); r != nil {
-			err = &RecordError{Key: key, File: s.tablesHolding(key), Err: ErrCorrupt,
-				Msg: fmt.Sprintf("Badger failed reading it (%s); runehost store verify checks every file", firstLine(fmt.Errorf("%v", r)))}
-		}
-	}()
-	return f()
+// readFault is deferred, with the previous SetPanicOnFault, by every call
+// into Badger for the record at key: it turns a panic of Badger's (a
+// damaged file, or one shorter than its mapping) into an error naming the
+// record and the tables that may hold it. A deferred call, not a closure:
+// reads pay no allocation for it.
+func (s *Store) readFault(key Key, err *error, old bool) {
+	debug.SetPanicOnFault(old)
+	if r := recover(); r != nil {
+		*err = s.faultErr(key, r)
+	}
+}
+
+// faultErr is the error of a panic r while reading the record at key.
+func (s *Store) faultErr(key Key, r any) error {
+	return &RecordError{Key: key, File: s.tablesHolding(key), Err: ErrCorrupt,
+		Msg: fmt.Sprintf("Badger failed reading it (%s); runehost store verify checks every file", firstLine(fmt.Errorf("%v", r)))}
 }
 
 // tablesHolding names the tables whose key range covers key.
@@ -628,56 +649,50 @@ func parseKey(k []byte) []byte {
 	return k[:len(k)-8]
 }
 
-// value passes the record at item to use, or says why it cannot be read:
-// Badger reads a value it could not find in its value log as empty, with
-// no error, so an empty value where the item says there is one is that.
-func (tx *Tx) value(key Key, item *badger.Item, use func(b []byte) error) error {
-	return tx.s.guard(key, func() error {
-		return item.Value(func(b []byte) error {
-			if len(b) == 0 && item.ValueSize() > 0 {
-				_, last := tx.s.log.count()
-				e := &RecordError{Key: key, Err: ErrCorrupt, Msg: "its value could not be read from the value log: " + last}
-				if f := tx.s.log.lastLog(); f != "" && tx.s.dir != "" {
-					e.File = filepath.Join(tx.s.dir, f)
-				}
-				return e
-			}
-			return use(b)
-		})
-	})
+// unreadable says why an empty value Badger read for a record that has
+// one could not be read: Badger reads a value it could not find in its
+// value log as empty, with no error, and logs why.
+func (tx *Tx) unreadable(key Key) error {
+	_, last := tx.s.log.count()
+	e := &RecordError{Key: key, Err: ErrCorrupt, Msg: "its value could not be read from the value log: " + last}
+	if f := tx.s.log.lastLog(); f != "" && tx.s.dir != "" {
+		e.File = filepath.Join(tx.s.dir, f)
+	}
+	return e
 }
 
 // fidRE finds the value log file in Badger's message about a value.
 var fidRE = regexp.MustCompile(`Fid:(\d+)`)
 
-// item looks key up.
-func (tx *Tx) item(key Key) (item *badger.Item, found bool, err error) {
-	err = tx.s.guard(key, func() error {
-		var gerr error
-		item, gerr = tx.t.Get(key)
-		return gerr
-	})
+// raw reads (a copy of) the value at key.
+func (tx *Tx) raw(key Key) (b []byte, found bool, err error) {
+	defer tx.s.readFault(key, &err, debug.SetPanicOnFault(true))
+	item, err := tx.t.Get(key)
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return nil, false, nil
 	}
-	return item, err == nil, err
+	if err != nil {
+		return nil, false, err
+	}
+	b, err = item.ValueCopy(nil)
+	if err == nil && len(b) == 0 && item.ValueSize() > 0 {
+		err = tx.unreadable(key)
+	}
+	return b, err == nil, err
 }
 
 // Get reads the record at key into v; it reports false when there is none.
 // A record that does not decode strictly into v, or cannot be read, is
 // ErrCorrupt, with its key.
 func (tx *Tx) Get(key Key, v any) (bool, error) {
-	item, found, err := tx.item(key)
+	b, found, err := tx.raw(key)
 	if !found {
 		return false, err
 	}
-	err = tx.value(key, item, func(b []byte) error {
-		if err := recDec.Unmarshal(b, v); err != nil {
-			return &RecordError{Key: key, Err: ErrCorrupt, Msg: err.Error()}
-		}
-		return nil
-	})
-	return err == nil, err
+	if err := recDec.Unmarshal(b, v); err != nil {
+		return false, &RecordError{Key: key, Err: ErrCorrupt, Msg: err.Error()}
+	}
+	return true, nil
 }
 
 // Put writes v at key, encoded as deterministic CBOR.
@@ -703,15 +718,7 @@ func (tx *Tx) PutRaw(key Key, b []byte) error {
 }
 
 // GetRaw reads the bytes at key.
-func (tx *Tx) GetRaw(key Key) ([]byte, bool, error) {
-	item, found, err := tx.item(key)
-	if !found {
-		return nil, false, err
-	}
-	var b []byte
-	err = tx.value(key, item, func(v []byte) error { b = bytes.Clone(v); return nil })
-	return b, err == nil, err
-}
+func (tx *Tx) GetRaw(key Key) ([]byte, bool, error) { return tx.raw(key) }
 
 // Delete removes the record at key.
 func (tx *Tx) Delete(key Key) error {
@@ -727,50 +734,59 @@ func (tx *Tx) Scan(prefix Key, fn func(key Key, decode func(v any) error) (bool,
 
 // ScanFrom is Scan starting at the first key at or after start.
 func (tx *Tx) ScanFrom(prefix, start Key, fn func(key Key, decode func(v any) error) (bool, error)) error {
-	return tx.scan(prefix, start, func(key Key, item *badger.Item) (bool, error) {
-		return fn(key, func(v any) error {
-			return tx.value(key, item, func(b []byte) error {
-				if err := recDec.Unmarshal(b, v); err != nil {
-					return &RecordError{Key: key, Err: ErrCorrupt, Msg: err.Error()}
-				}
-				return nil
-			})
-		})
+	var item *badger.Item
+	var key Key
+	decode := func(v any) error {
+		b, err := tx.itemValue(key, item)
+		if err != nil {
+			return err
+		}
+		if err := recDec.Unmarshal(b, v); err != nil {
+			return &RecordError{Key: key, Err: ErrCorrupt, Msg: err.Error()}
+		}
+		return nil
+	}
+	return tx.scan(prefix, start, func(k Key, it *badger.Item) (bool, error) {
+		key, item = k, it
+		return fn(key, decode)
 	})
+}
+
+// itemValue reads an item's value, as raw does.
+func (tx *Tx) itemValue(key Key, item *badger.Item) (b []byte, err error) {
+	defer tx.s.readFault(key, &err, debug.SetPanicOnFault(true))
+	b, err = item.ValueCopy(nil)
+	if err == nil && len(b) == 0 && item.ValueSize() > 0 {
+		err = tx.unreadable(key)
+	}
+	return b, err
 }
 
 // scan walks the items under prefix from start. Badger's own calls are
 // guarded; a panic in fn is fn's, and goes on.
-func (tx *Tx) scan(prefix, start Key, fn func(key Key, item *badger.Item) (bool, error)) error {
-	var it *badger.Iterator
-	if err := tx.s.guard(start, func() error {
-		it = tx.t.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: false})
-		it.Seek(start)
-		return nil
-	}); err != nil {
-		return err
-	}
-	defer it.Close()
-	for {
-		var item *badger.Item
-		var key Key
-		valid := false
-		if err := tx.s.guard(start, func() error {
-			if valid = it.ValidForPrefix(prefix); valid {
-				item = it.Item()
-				key = Key(item.KeyCopy(nil))
-			}
-			return nil
-		}); err != nil || !valid {
-			return err
+func (tx *Tx) scan(prefix, start Key, fn func(key Key, item *badger.Item) (bool, error)) (err error) {
+	inFn := false
+	defer func() {
+		if inFn { // fn's panic, not Badger's: on it goes
+			return
 		}
+		if r := recover(); r != nil {
+			err = tx.s.faultErr(start, r)
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	it := tx.t.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: false})
+	defer it.Close()
+	for it.Seek(start); it.ValidForPrefix(prefix); it.Next() {
+		item := it.Item()
+		key := Key(item.KeyCopy(nil))
+		start = key
+		inFn = true
 		more, err := fn(key, item)
+		inFn = false
 		if err != nil || !more {
 			return err
 		}
-		start = key
-		if err := tx.s.guard(key, func() error { it.Next(); return nil }); err != nil {
-			return err
-		}
 	}
+	return nil
 }

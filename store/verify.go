@@ -79,8 +79,7 @@ func (s *Store) Records(fn func(r Record) error) error {
 				return true, nil
 			}
 			r := Record{Key: key}
-			r.Err = tx.value(key, item, func(b []byte) error { r.Value = bytes.Clone(b); return nil })
-			if r.Err != nil {
+			if r.Value, r.Err = tx.itemValue(key, item); r.Err != nil {
 				r.Value = nil
 			}
 			return true, fn(r)
