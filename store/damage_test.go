@@ -363,3 +363,34 @@ func TestTableBadgerSkipped(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// A table cut short under an open store (a fault on its mapping) is an
+// error of the reads that meet it, naming the record and the table, and
+// the process lives.
+func TestTableTruncatedWhileOpen(t *testing.T) {
+	dir := sessions(t, 3)
+	s, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, p := range tables(t, dir) {
+		os.Truncate(p, 0)
+	}
+	var errs []error
+	for i := range 3 {
+		s.View(func(tx *Tx) error {
+			var r rec
+			_, err := tx.Get(K("inv", uint64(i*100+7)), &r)
+			errs = append(errs, err)
+			err = tx.Scan(K("inv"), func(Key, func(any) error) (bool, error) { return true, nil })
+			errs = append(errs, err)
+			return nil
+		})
+	}
+	for _, err := range errs {
+		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "Badger failed reading it") || !strings.Contains(err.Error(), ".sst") {
+			t.Fatalf("got %v", err)
+		}
+	}
+}

@@ -351,8 +351,9 @@ func (s *Store) markDue() bool {
 }
 
 // markVersion is the version of the mark as it stands (0 when none).
-func (s *Store) markVersion() uint64 {
-	var v uint64
+func (s *Store) markVersion() (v uint64) {
+	defer func() { recover() }() // a damaged table under an open store: unknown, 0
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	s.db.View(func(t *badger.Txn) error {
 		if item, err := t.Get(markKey); err == nil {
 			v = item.Version()
@@ -626,19 +627,29 @@ func (s *Store) faultErr(key Key, r any) error {
 		Msg: fmt.Sprintf("Badger failed reading it (%s); runehost store verify checks every file", firstLine(fmt.Errorf("%v", r)))}
 }
 
-// tablesHolding names the tables whose key range covers key.
-func (s *Store) tablesHolding(key Key) string {
+// tablesHolding names the tables whose key range covers key, or (if even
+// their ranges cannot be read) every table.
+func (s *Store) tablesHolding(key Key) (names string) {
 	if s == nil || s.dir == "" {
 		return ""
 	}
-	defer func() { recover() }() // a second failure: name none
-	var names []string
+	defer func() {
+		if recover() != nil {
+			all, _ := filepath.Glob(filepath.Join(s.dir, "*.sst"))
+			for i := range all {
+				all[i] = filepath.Base(all[i])
+			}
+			names = filepath.Join(s.dir, strings.Join(all, ","))
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	var holding []string
 	for _, t := range s.db.Tables() {
 		if bytes.Compare(parseKey(t.Left), key) <= 0 && bytes.Compare(key, parseKey(t.Right)) <= 0 {
-			names = append(names, tableName(t.ID))
+			holding = append(holding, tableName(t.ID))
 		}
 	}
-	return filepath.Join(s.dir, strings.Join(names, ","))
+	return filepath.Join(s.dir, strings.Join(holding, ","))
 }
 
 // parseKey strips the version Badger appends to a key inside a table.
