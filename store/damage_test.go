@@ -291,6 +291,7 @@ func TestLostSyncedWrites(t *testing.T) {
 		}
 		for i := range 200 {
 			s.Update(Synced, func(tx *Tx) error { return tx.Put(K("att", uint64(i)), rec{N: uint64(i)}) })
+			time.Sleep(markEvery / 20) // over a second: several commits carry the mark
 		}
 		time.Sleep(3 * sealEvery) // the seal records them
 		os.Stdout.WriteString("written\n")
