@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/runehost/runehost/store"
@@ -241,5 +242,38 @@ func TestStoreVerifyBackupRestore(t *testing.T) {
 	}
 	if code, out, errs = process(t, into, "send", "r3", "go", "1"); code != exitOK || out != "131072\n" {
 		t.Fatalf("the restored r3 goes on: exit %d, %q, %q", code, out, errs)
+	}
+}
+
+// A disk that fills mid-run: the run stops with an error naming the
+// reserve (not a SIGBUS in the value log), the invocation is paused, the
+// store still opens for ps, and once there is space again resume finishes
+// it. The small disk is a tmpfs, which only root may mount.
+func TestDiskFillsMidRun(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small tmpfs needs root")
+	}
+	mnt := t.TempDir()
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=200m"); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v", err)
+	}
+	defer syscall.Unmount(mnt, syscall.MNT_DETACH)
+	t.Setenv("RUNEHOST_STORE_RESERVE", "16MiB")
+	dir := filepath.Join(mnt, "store")
+	// Each slice stores a checkpoint of some 130 KiB, in the value log.
+	f := writeProg(t, "var s = \"x\"\nvar i = 0\nwhile i < 17 { s = s + s; i += 1 }\nvar n = 0\nwhile n < 800 { n += 1; s = s + \"\" }\nreturn n")
+	code, _, errs := process(t, dir, "run", "--native", f, "--slice", "200")
+	if code != exitInternal || !strings.Contains(errs, "disk space below the store's reserve") || strings.Contains(errs, "SIGBUS") || strings.Contains(errs, "fatal error") {
+		t.Fatalf("run: exit %d, %.1500s", code, errs)
+	}
+	code, out, errs := process(t, dir, "ps")
+	if code != exitOK || !strings.Contains(out, "r1") || !strings.Contains(out, "(paused)") {
+		t.Fatalf("ps: exit %d, %q, %q", code, out, errs)
+	}
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", syscall.MS_REMOUNT, "size=400m"); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs = process(t, dir, "resume", "r1", "--native"); code != exitOK || out != "800\n" {
+		t.Fatalf("resume: exit %d, %q, %.1500s", code, out, errs)
 	}
 }
