@@ -81,7 +81,7 @@ type Options struct {
 	InMemory bool   // for tests: nothing touches the disk
 	// Reserve is the free disk space, in bytes, that writes leave (beyond
 	// what Badger's preallocated logs may still claim); 0 means
-	// DefaultReserve. UpdateInReserve may go down to an eighth of it.
+	// DefaultReserve. UpdateInReserve needs only an eighth of it free.
 	Reserve uint64
 	// FreeSpace, if set, replaces the file system's count of free bytes
 	// (statfs): tests fill a disk with it.
@@ -420,7 +420,8 @@ func (s *Store) Update(d Durability, fn func(tx *Tx) error) error {
 
 // UpdateInReserve is Update for the few small writes that stop or clean up
 // work (a pause, a cancel, a revoke, an act's outcome, deletions): they may
-// use the disk reserve that Update keeps free, down to an eighth of it.
+// use the disk reserve that Update keeps free, as long as the free space
+// itself stays above an eighth of it.
 func (s *Store) UpdateInReserve(d Durability, fn func(tx *Tx) error) error {
 	return s.update(d, true, fn)
 }
