@@ -211,7 +211,8 @@ func TestSoundStoreOpens(t *testing.T) {
 	}
 }
 
-// Accepting the damage opens the store again, sealed as it is.
+// Accepting the damage opens the store again, sealed as it is, and it
+// goes on opening.
 func TestAcceptDamage(t *testing.T) {
 	dir := sessions(t, 3)
 	os.Truncate(filepath.Join(dir, "MANIFEST"), 50)
@@ -223,6 +224,18 @@ func TestAcceptDamage(t *testing.T) {
 	if n := countRecords(t, dir); n >= 150 {
 		t.Fatalf("%d records: the truncated MANIFEST lost none?", n)
 	}
+	dir = sessions(t, 3)
+	flip(t, tables(t, dir)[1], 100)
+	if _, err := Open(Options{Dir: dir}); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("damaged table: %v", err)
+	}
+	s, err = Open(Options{Dir: dir, AcceptDamage: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	countRecords(t, dir) // opens
+	countRecords(t, dir)
 }
 
 // A value in the value log that cannot be read (its log truncated, or a

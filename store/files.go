@@ -7,6 +7,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -19,8 +20,10 @@ import (
 
 	badger "github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
+	"github.com/dgraph-io/badger/v4/pb"
 	"github.com/dgraph-io/badger/v4/table"
 	"github.com/dgraph-io/ristretto/v2/z"
+	"google.golang.org/protobuf/proto"
 )
 
 // fileStamp identifies a file's contents as the file system keeps them.
@@ -262,4 +265,48 @@ func sparseDebt(dir string) (uint64, error) {
 		}
 	}
 	return debt, nil
+}
+
+// setAside takes tables out of a store that Badger cannot open with them:
+// each file is renamed NAME.damaged (kept, for whoever wants to look) and a
+// change deleting it is appended to the MANIFEST, in Badger's format, and
+// synced. Used only to accept damage (Options.AcceptDamage).
+func setAside(dir string, ids []uint64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	cs := &pb.ManifestChangeSet{}
+	for _, id := range ids {
+		cs.Changes = append(cs.Changes, &pb.ManifestChange{Id: id, Op: pb.ManifestChange_DELETE})
+		p := filepath.Join(dir, tableName(id))
+		if err := os.Rename(p, p+".damaged"); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("store: %w", err)
+		}
+	}
+	body, err := proto.Marshal(cs)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	// Badger's framing of a change set: length and CRC-32C, big endian.
+	frame := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
+	frame = binary.BigEndian.AppendUint32(frame, crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
+	f, err := os.OpenFile(filepath.Join(dir, badger.ManifestFilename), os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	defer f.Close()
+	m, err := replayManifest(dir, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(append(frame, body...), m.size); err != nil { // over a torn tail, if any
+		return fmt.Errorf("store: %w", err)
+	}
+	if err := f.Truncate(m.size + int64(len(frame)+len(body))); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return syncDir(dir)
 }

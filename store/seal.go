@@ -132,8 +132,9 @@ func syncDir(dir string) error {
 
 // buildSeal records dir's tables as they are now, keeping the verdicts of
 // verified (tables read in full, by their contents) and reading in full,
-// when check is set, the tables not yet verified.
-func buildSeal(dir string, synced uint64, verified map[uint64]fileStamp, check bool) (*seal, error) {
+// when check is set, the tables not yet verified; accept records them all
+// as verified, the damaged ones as they are.
+func buildSeal(dir string, synced uint64, verified map[uint64]fileStamp, check, accept bool) (*seal, error) {
 	f, err := readFiles(dir, 0)
 	if err != nil {
 		return nil, err
@@ -148,8 +149,8 @@ func buildSeal(dir string, synced uint64, verified map[uint64]fileStamp, check b
 		t := sealedTable{ID: id, fileStamp: st}
 		if v, ok := verified[id]; ok && v.sameContents(st) {
 			t.Verified = true
-		} else if check && checkTable(filepath.Join(dir, tableName(id)), tm.Compression) == nil {
-			t.Verified = true
+		} else if check && (accept || checkTable(filepath.Join(dir, tableName(id)), tm.Compression) == nil) {
+			t.Verified = true // read in full, or its damage accepted
 			verified[id] = st
 		}
 		s.Tables = append(s.Tables, t)
@@ -172,14 +173,14 @@ func (s *Store) sealLoop() {
 		case <-s.sealStop:
 			return
 		case <-t.C:
-			s.renewSeal(false)
+			s.renewSeal(false, false)
 		}
 	}
 }
 
 // renewSeal writes the seal if the MANIFEST or the newest synced commit
 // moved since the last one.
-func (s *Store) renewSeal(check bool) error {
+func (s *Store) renewSeal(check, accept bool) error {
 	s.sealMu.Lock()
 	defer s.sealMu.Unlock()
 	synced := s.synced.Load()
@@ -191,7 +192,7 @@ func (s *Store) renewSeal(check bool) error {
 	if s.sealed != nil && s.sealed.Synced == synced && mark == s.sealMark && !check {
 		return nil
 	}
-	next, err := buildSeal(s.dir, synced, s.verified, check)
+	next, err := buildSeal(s.dir, synced, s.verified, check, accept)
 	if err != nil {
 		return err
 	}

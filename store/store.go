@@ -88,7 +88,8 @@ type Options struct {
 	FreeSpace func() (uint64, error)
 	// AcceptDamage opens a store whose files disagree with its seal and
 	// seals it as it now is, accepting what was lost (runehost store
-	// verify --accept). Tables that do not checksum stay as they are.
+	// verify --accept). Tables that are missing or do not checksum are
+	// dropped from the MANIFEST, their files renamed NAME.damaged.
 	AcceptDamage bool
 }
 
@@ -234,6 +235,19 @@ func open(opts Options, lock *os.File) (*Store, error) {
 		if len(problems) > 0 && !opts.AcceptDamage {
 			return nil, joinDamage(dir, problems, false)
 		}
+		if opts.AcceptDamage {
+			// The tables Badger cannot open with are set aside, and lost.
+			var bad []uint64
+			for id := range files.manifest.tables {
+				if _, ok := verified[id]; !ok {
+					bad = append(bad, id)
+				}
+			}
+			if err := setAside(dir, bad); err != nil {
+				return nil, err
+			}
+			files = nil // changed: not checked again after Badger opens
+		}
 	}
 	log := &badgerLog{}
 	db, err := openBadger(badgerOptions(dir).WithLogger(log))
@@ -251,7 +265,7 @@ func open(opts Options, lock *os.File) (*Store, error) {
 		s.synced.Store(sl.Synced)
 	}
 	s.synced.Store(max(s.synced.Load(), s.markVersion()))
-	if err := s.renewSeal(opts.AcceptDamage || sl == nil); err != nil {
+	if err := s.renewSeal(opts.AcceptDamage || sl == nil, opts.AcceptDamage); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -402,7 +416,7 @@ func (s *Store) Close() error {
 	s.synced.Store(max(s.synced.Load(), s.markVersion()))
 	err := s.db.Close()
 	if err == nil {
-		err = s.renewSeal(true)
+		err = s.renewSeal(true, false)
 	}
 	os.Remove(filepath.Join(s.dir, holderFile))
 	s.lock.Close()
