@@ -47,6 +47,9 @@ func inspectCommand() *cli.Command {
 				return exitf(exitUsage, "inspect: %v", err)
 			}
 			if f := c.String("save-checkpoint"); f != "" {
+				if len(in.Checkpoint) == 0 {
+					return exitf(exitUsage, "inspect: %s has no readable checkpoint to save", in.Invocation.ID)
+				}
 				if err := os.WriteFile(f, in.Checkpoint, 0o600); err != nil {
 					return exitf(exitUsage, "inspect: %v", err)
 				}

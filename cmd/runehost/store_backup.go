@@ -5,6 +5,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/urfave/cli/v2"
 
@@ -28,6 +29,9 @@ func storeBackupCommand() *cli.Command {
 			dir, err := storeDir(c)
 			if err != nil {
 				return err
+			}
+			if _, err := os.Stat(dir); err != nil {
+				return exitf(exitUsage, "store backup: no store at %s", dir)
 			}
 			opts, err := storeOptions(dir)
 			if err != nil {
