@@ -6,6 +6,7 @@ toolchain go1.26.8
 
 require (
 	github.com/dgraph-io/badger/v4 v4.9.6
+	github.com/dgraph-io/ristretto/v2 v2.2.0
 	github.com/fxamacker/cbor/v2 v2.10.0
 	github.com/gorilla/websocket v1.5.3
 	github.com/slack-go/slack v0.35.0
@@ -13,12 +14,12 @@ require (
 	github.com/urfave/cli/v2 v2.27.7
 	github.com/x448/float16 v0.8.4
 	golang.org/x/sys v0.44.0
+	google.golang.org/protobuf v1.36.7
 )
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
-	github.com/dgraph-io/ristretto/v2 v2.2.0 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
@@ -30,5 +31,4 @@ require (
 	go.opentelemetry.io/otel v1.41.0 // indirect
 	go.opentelemetry.io/otel/metric v1.41.0 // indirect
 	go.opentelemetry.io/otel/trace v1.41.0 // indirect
-	google.golang.org/protobuf v1.36.7 // indirect
 )

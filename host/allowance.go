@@ -50,8 +50,13 @@ func NewAccounts(s *store.Store) *Accounts { return &Accounts{s: s} }
 func allowanceKey(inv string) store.Key { return store.K("alw", inv) }
 
 func (a *Accounts) change(inv string, f func(al *Allowance, found bool) error) (Allowance, error) {
+	return a.changeIn(a.s.Retry, inv, f)
+}
+
+// changeIn is change committed by retry (Retry, or RetryInReserve).
+func (a *Accounts) changeIn(retry func(store.Durability, func(*store.Tx) error) error, inv string, f func(al *Allowance, found bool) error) (Allowance, error) {
 	var out Allowance
-	err := a.s.Retry(store.Synced, func(tx *store.Tx) error {
+	err := retry(store.Synced, func(tx *store.Tx) error {
 		var err error
 		out, err = changeAllowance(tx, inv, f)
 		return err
@@ -140,9 +145,10 @@ func (a *Accounts) Forfeit(inv string, reserved uint64) (Allowance, error) {
 }
 
 // Recover charges every reservation left held by a process that died
-// before settling it: a lost settlement counts as spent.
+// before settling it: a lost settlement counts as spent. It may use the
+// disk reserve: a cancel begins with it.
 func (a *Accounts) Recover(inv string) (Allowance, error) {
-	return a.change(inv, func(al *Allowance, found bool) error {
+	return a.changeIn(a.s.RetryInReserve, inv, func(al *Allowance, found bool) error {
 		if !found {
 			return fmt.Errorf("%s: %w", inv, ErrNoAllowance)
 		}

@@ -60,7 +60,7 @@ func (e *Engine) byRef(o Outcome) (Outcome, error) {
 		return o, nil
 	}
 	hash := fmt.Sprintf("%x", sha256.Sum256(o.Reply))
-	err := e.Store.Retry(store.Synced, func(tx *store.Tx) error {
+	err := e.Store.RetryInReserve(store.Synced, func(tx *store.Tx) error { // an outcome's: the effect happened
 		if _, ok, err := tx.GetRaw(blobKey(hash)); err != nil || ok {
 			return err
 		}

@@ -275,6 +275,13 @@ func (e *Engine) turn(ctx context.Context, inv string, quantum int) (*RunState, 
 		return &RunState{Status: i.Status, Result: i.Result, Err: i.Err}, nil
 	}
 	out, err := e.drive(ctx, inv, quantum)
+	if errors.Is(err, store.ErrNoSpace) {
+		// Stopped cleanly at its last stored step: paused, resumable once
+		// there is space again.
+		if _, perr := e.invs.Pause(inv, err.Error()); perr != nil {
+			return out, errors.Join(err, perr)
+		}
+	}
 	if err == nil && out.Status != i.Status {
 		err = e.log(inv, e.statusNote(out)...)
 	}
@@ -669,7 +676,11 @@ func (e *Engine) reserveSlice(inv string, s *settlement, want uint64) (uint64, e
 	}
 	var got uint64
 	var stored []events.Event
-	err := e.Store.Retry(store.Synced, func(tx *store.Tx) error {
+	retry := e.Store.Retry
+	if s != nil && s.outcome != nil {
+		retry = e.Store.RetryInReserve // an effect happened: its outcome is kept, even on a nearly full disk
+	}
+	err := retry(store.Synced, func(tx *store.Tx) error {
 		stored = nil
 		if s != nil {
 			if s.outcome != nil {
@@ -1048,7 +1059,9 @@ type generation struct {
 // without an outcome become Unresolved (reported Unknown, never re-run).
 func Open(s *store.Store, rt port.RuntimePort, clock func() int64) (*Engine, []*Operation, error) {
 	var gen generation
-	err := s.Retry(store.Synced, func(tx *store.Tx) error {
+	// In the reserve: on a nearly full disk a host still opens, to read,
+	// cancel and clean up.
+	err := s.RetryInReserve(store.Synced, func(tx *store.Tx) error {
 		if _, err := tx.Get(store.K("gen"), &gen); err != nil {
 			return err
 		}
@@ -1110,113 +1123,6 @@ func (e *Engine) Send(ctx context.Context, inv, tag string, payload []byte) (*Ru
 	return e.Resume(ctx, inv)
 }
 
-// List returns the invocations, in id order, whose status is in statuses
-// (all when empty).
-func (e *Engine) List(statuses ...Status) ([]*Invocation, error) {
-	var out []*Invocation
-	err := e.Store.View(func(tx *store.Tx) error {
-		return tx.Scan(store.K("inv"), func(_ store.Key, decode func(any) error) (bool, error) {
-			var inv Invocation
-			if err := decode(&inv); err != nil {
-				return false, err
-			}
-			if len(statuses) == 0 || slices.Contains(statuses, inv.Status) {
-				out = append(out, &inv)
-			}
-			return true, nil
-		})
-	})
-	return out, err
-}
-
-// The projections: statuses computed, never stored.
-const (
-	Queued  = "queued"  // Running, and has not run a slice yet
-	Unknown = "unknown" // Waiting on an attempt whose outcome is unknown
-)
-
-// Project returns what to show as an invocation's status: a projection
-// where one applies, else its persisted status.
-func (e *Engine) Project(invs []*Invocation) (map[string]string, error) {
-	out := make(map[string]string, len(invs))
-	err := e.Store.View(func(tx *store.Tx) error {
-		open := map[string]bool{}
-		err := tx.Scan(store.K("open"), func(k store.Key, _ func(any) error) (bool, error) {
-			open[k.Parts()[1]] = true
-			return true, nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, i := range invs {
-			out[i.ID] = i.Status.String()
-			switch i.Status {
-			case Waiting:
-				if open[i.ID] {
-					out[i.ID] = Unknown
-				}
-			case Running:
-				var al Allowance
-				if _, err := tx.Get(allowanceKey(i.ID), &al); err != nil {
-					return err
-				}
-				if al.Charged == 0 && al.Held == 0 {
-					out[i.ID] = Queued
-				}
-			}
-		}
-		return nil
-	})
-	return out, err
-}
-
-// Inspection is what `runehost inspect` shows of an invocation.
-type Inspection struct {
-	Invocation *Invocation
-	Prog       *Prog
-	Allowance  Allowance
-	Header     *checkpoint.Header
-	Checkpoint []byte // as stored
-	Operations []*Operation
-}
-
-// Inspect gathers an invocation's records.
-func (e *Engine) Inspect(inv string) (*Inspection, error) {
-	i, err := e.invs.get(inv)
-	if err != nil {
-		return nil, err
-	}
-	out := &Inspection{Invocation: i}
-	if out.Prog, err = e.invs.Prog(i.Prog); err != nil {
-		return nil, err
-	}
-	if out.Allowance, err = e.accounts.Get(inv); err != nil {
-		return nil, err
-	}
-	cp, err := e.checkpoint(inv)
-	if err != nil {
-		return nil, err
-	}
-	out.Checkpoint = cp
-	if out.Header, err = checkpoint.DecodeHeader(cp); err != nil {
-		return nil, fmt.Errorf("invocation %s: stored checkpoint: %w", inv, err)
-	}
-	err = e.Store.View(func(tx *store.Tx) error {
-		return tx.Scan(store.K("op", inv), func(_ store.Key, decode func(any) error) (bool, error) {
-			var op Operation
-			if err := decode(&op); err != nil {
-				return false, err
-			}
-			if err := op.check(OpID{inv, op.Ordinal}); err != nil {
-				return false, err
-			}
-			out.Operations = append(out.Operations, &op)
-			return true, nil
-		})
-	})
-	return out, err
-}
-
 // Resolve settles an act of unknown outcome as an operator says it ended,
 // then drives the invocation on.
 func (e *Engine) Resolve(ctx context.Context, id OpID, reply []byte) (*RunState, error) {
@@ -1247,8 +1153,8 @@ func (e *Engine) Resolve(ctx context.Context, id OpID, reply []byte) (*RunState,
 // unknown outcome stays unresolved and inspectable, and its allowance held by
 // a lost slice is charged.
 func (e *Engine) Cancel(inv string) error {
-	if _, err := e.accounts.Recover(inv); err != nil {
-		return err
+	if _, err := e.accounts.Recover(inv); err != nil && !errors.Is(err, store.ErrCorrupt) {
+		return err // an unreadable allowance stays as it is; the invocation is cancelled
 	}
 	if _, err := e.invs.Move(inv, Cancelled); err != nil {
 		return err

@@ -78,6 +78,9 @@ func putWait(tx *store.Tx, inv string, w wait) error {
 func dropWait(tx *store.Tx, inv string) error {
 	var w wait
 	found, err := tx.Get(waitKey(inv), &w)
+	if errors.Is(err, store.ErrCorrupt) {
+		return tx.Delete(waitKey(inv)) // its deadline's index entry, unknown, is dropped as stale by Wake
+	}
 	if err != nil || !found {
 		return err
 	}

@@ -5,6 +5,7 @@
 package host
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/runehost/runehost/checkpoint"
@@ -17,6 +18,11 @@ type GCReport struct {
 	Records     int // all records of those invocations
 	Blobs       int
 	Sources     int
+	// Damaged lists the records GC could not read, each with why: an
+	// unreadable invocation is kept (its age is unknown), and while any
+	// operation, prog or checkpoint is unreadable no blob or source is
+	// swept (one of them might name it).
+	Damaged []string
 }
 
 // gcChunk bounds the deletes of one transaction.
@@ -32,7 +38,10 @@ func (e *Engine) GC(before int64, dryRun bool) (GCReport, error) {
 	err := e.Store.View(func(tx *store.Tx) error {
 		return tx.Scan(store.K("inv"), func(_ store.Key, decode func(any) error) (bool, error) {
 			var i Invocation
-			if err := decode(&i); err != nil {
+			if err := decode(&i); errors.Is(err, store.ErrCorrupt) {
+				rep.Damaged = append(rep.Damaged, err.Error())
+				return true, nil
+			} else if err != nil {
 				return false, err
 			}
 			ended := i.Ended
@@ -71,8 +80,9 @@ func (e *Engine) GC(before int64, dryRun bool) (GCReport, error) {
 			rep.Records += n
 		}
 	}
-	b, s, err := e.sweep(dryRun, doomed)
+	b, s, damage, err := e.sweep(dryRun, doomed)
 	rep.Blobs, rep.Sources = b, s
+	rep.Damaged = append(rep.Damaged, damage...)
 	return rep, err
 }
 
@@ -90,10 +100,10 @@ func (e *Engine) deleteInvocation(id string, dryRun bool) (int, error) {
 			}
 		}
 		for _, k := range []store.Key{allowanceKey(id), cpKey(id), store.K("evn", id), store.K("box", id), waitKey(id), runKey(id), invKey(id)} {
-			if _, ok, err := tx.GetRaw(k); err != nil {
+			if _, ok, err := tx.GetRaw(k); errors.Is(err, store.ErrCorrupt) || ok {
+				keys = append(keys, k) // unreadable, it goes with the rest
+			} else if err != nil {
 				return err
-			} else if ok {
-				keys = append(keys, k)
 			}
 		}
 		return nil
@@ -108,7 +118,7 @@ func (e *Engine) deleteInvocation(id string, dryRun bool) (int, error) {
 func (e *Engine) deleteKeys(keys []store.Key) error {
 	for len(keys) > 0 {
 		n := min(len(keys), gcChunk)
-		err := e.Store.Update(store.Buffered, func(tx *store.Tx) error {
+		err := e.Store.UpdateInReserve(store.Buffered, func(tx *store.Tx) error { // deleting frees space
 			for _, k := range keys[:n] {
 				if err := tx.Delete(k); err != nil {
 					return err
@@ -126,13 +136,26 @@ func (e *Engine) deleteKeys(keys []store.Key) error {
 
 // sweep deletes the blobs no outcome names and the sources no prog or
 // stored checkpoint names, counting those of doomed invocations as gone.
-func (e *Engine) sweep(dryRun bool, doomed map[string]bool) (blobs, sources int, err error) {
+// An unreadable operation keeps every blob, an unreadable prog or
+// checkpoint every source.
+func (e *Engine) sweep(dryRun bool, doomed map[string]bool) (blobs, sources int, damage []string, err error) {
 	usedBlobs, usedSrc := map[string]bool{}, map[string]bool{}
+	keep := map[string]bool{}
+	unreadable := func(kind string, err error) bool {
+		if !errors.Is(err, store.ErrCorrupt) && !errors.Is(err, checkpoint.ErrMalformed) {
+			return false
+		}
+		damage = append(damage, err.Error())
+		keep[kind] = true
+		return true
+	}
 	var dead []store.Key
 	err = e.Store.View(func(tx *store.Tx) error {
-		err := tx.Scan(store.K("op"), func(_ store.Key, decode func(any) error) (bool, error) {
+		err := tx.Scan(store.K("op"), func(k store.Key, decode func(any) error) (bool, error) {
 			var op Operation
-			if err := decode(&op); err != nil {
+			if err := decode(&op); unreadable("blob", err) {
+				return true, nil
+			} else if err != nil {
 				return false, err
 			}
 			if op.Outcome != nil && op.Outcome.Ref != "" && !doomed[op.Invocation] {
@@ -145,7 +168,9 @@ func (e *Engine) sweep(dryRun bool, doomed map[string]bool) (blobs, sources int,
 		}
 		err = tx.Scan(store.K("prog"), func(_ store.Key, decode func(any) error) (bool, error) {
 			var p Prog
-			if err := decode(&p); err != nil {
+			if err := decode(&p); unreadable("src", err) {
+				return true, nil
+			} else if err != nil {
 				return false, err
 			}
 			usedSrc[p.Source] = true
@@ -166,16 +191,22 @@ func (e *Engine) sweep(dryRun bool, doomed map[string]bool) (blobs, sources int,
 		}
 		for _, k := range cps {
 			b, _, err := tx.GetRaw(k)
-			if err != nil {
+			if unreadable("src", err) {
+				continue
+			} else if err != nil {
 				return err
 			}
 			h, err := checkpoint.DecodeHeader(b)
 			if err != nil {
-				return fmt.Errorf("%s: %w; not sweeping sources", k, err)
+				unreadable("src", fmt.Errorf("record %s: %w: %v", k, store.ErrCorrupt, err))
+				continue
 			}
 			usedSrc[fmt.Sprintf("%x", h.Program)] = true
 		}
 		for kind, used := range map[string]map[string]bool{"blob": usedBlobs, "src": usedSrc} {
+			if keep[kind] {
+				continue
+			}
 			err := tx.Scan(store.K(kind), func(k store.Key, _ func(any) error) (bool, error) {
 				parts := k.Parts()
 				if !used[parts[len(parts)-1]] {
@@ -195,7 +226,7 @@ func (e *Engine) sweep(dryRun bool, doomed map[string]bool) (blobs, sources int,
 		return nil
 	})
 	if err != nil || dryRun {
-		return blobs, sources, err
+		return blobs, sources, damage, err
 	}
-	return blobs, sources, e.deleteKeys(dead)
+	return blobs, sources, damage, e.deleteKeys(dead)
 }

@@ -84,6 +84,10 @@ type Invocation struct {
 	Ended    int64             `cbor:"12,keyasint,omitempty"` // unix ms, once terminal
 	Paused   string            `cbor:"13,keyasint,omitempty"` // why the engine cannot run it, until an operator resumes or migrates it
 	Origin   string            `cbor:"14,keyasint,omitempty"` // where it came from, for its caller (StartFrom)
+
+	// Damage, never stored, is why a record of it cannot be read, when one
+	// cannot (List, Project, Inspect): the rest of it may then be unknown.
+	Damage string `cbor:"-"`
 }
 
 // Runnable reports whether a scheduler may give it a turn.
@@ -150,6 +154,28 @@ func (iv *Invocations) update(d store.Durability, f func(tx *store.Tx) error) er
 	return iv.s.Retry(d, f)
 }
 
+// stop is update for the writes that stop or end work (a pause, a failure,
+// a cancel, a result): they may use the disk reserve.
+func (iv *Invocations) stop(d store.Durability, f func(tx *store.Tx) error) error {
+	return iv.s.RetryInReserve(d, f)
+}
+
+// pauseDamaged pauses an invocation one of whose records is unreadable,
+// with why, if its own record can be read and it has not ended.
+func pauseDamaged(s *store.Store, id, why string) error {
+	return s.RetryInReserve(store.Synced, func(tx *store.Tx) error {
+		inv, err := getInv(tx, id)
+		if errors.Is(err, store.ErrCorrupt) || errors.Is(err, ErrNoSuchInvocation) {
+			return nil // listed as damaged, or gone
+		}
+		if err != nil || inv.Status.Terminal() || inv.Paused == why {
+			return err
+		}
+		inv.Paused = why
+		return putInv(tx, inv)
+	})
+}
+
 // Admit records a new invocation of prog at the prog's current revision,
 // creating the prog at revision 0 if it is new.
 func (iv *Invocations) Admit(id, prog string) (*Invocation, error) {
@@ -200,7 +226,7 @@ func (iv *Invocations) Move(id string, to Status) (*Invocation, error) {
 // MoveFailed is Move that records why an invocation failed.
 func (iv *Invocations) MoveFailed(id string, to Status, failure *checkpoint.Error) (*Invocation, error) {
 	var inv *Invocation
-	err := iv.update(store.Synced, func(tx *store.Tx) error {
+	err := iv.stop(store.Synced, func(tx *store.Tx) error {
 		var err error
 		if inv, err = getInv(tx, id); err != nil {
 			return err
@@ -230,7 +256,7 @@ func (iv *Invocations) MoveFailed(id string, to Status, failure *checkpoint.Erro
 // the invocation as it stands.
 func (iv *Invocations) Publish(id string, result []byte) (*Invocation, error) {
 	var inv *Invocation
-	err := iv.update(store.Synced, func(tx *store.Tx) error {
+	err := iv.stop(store.Synced, func(tx *store.Tx) error {
 		var err error
 		if inv, err = getInv(tx, id); err != nil {
 			return err
@@ -316,7 +342,7 @@ func (iv *Invocations) end(tx *store.Tx, inv *Invocation, to Status) error {
 // or (with reason "") puts it back. Its status and records do not change.
 func (iv *Invocations) Pause(id, reason string) (*Invocation, error) {
 	var inv *Invocation
-	err := iv.update(store.Synced, func(tx *store.Tx) error {
+	err := iv.stop(store.Synced, func(tx *store.Tx) error {
 		var err error
 		if inv, err = getInv(tx, id); err != nil {
 			return err

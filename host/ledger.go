@@ -263,7 +263,8 @@ func attemptTx(tx *store.Tx, id OpID, a Attempt) (*Operation, error) {
 // ErrConflictingOutcome and changes nothing.
 func (l *Ledger) Record(id OpID, o Outcome) (*Operation, error) {
 	var op *Operation
-	err := l.s.Retry(store.Synced, func(tx *store.Tx) error {
+	// The effect happened: its outcome may use the disk reserve.
+	err := l.s.RetryInReserve(store.Synced, func(tx *store.Tx) error {
 		var err error
 		op, err = recordTx(tx, id, o)
 		return err
@@ -336,6 +337,7 @@ func consumeTx(tx *store.Tx, id OpID) (*Operation, error) {
 // adapter that can reconcile (lookup by idempotency key) does.
 func (l *Ledger) Recover(generation uint64) ([]*Operation, error) {
 	var ids []OpID
+	damaged := map[string]string{} // invocation: why an open operation of it is unreadable
 	err := l.s.View(func(tx *store.Tx) error {
 		return tx.Scan(store.K("open"), func(k store.Key, _ func(any) error) (bool, error) {
 			parts := k.Parts()
@@ -347,13 +349,17 @@ func (l *Ledger) Recover(generation uint64) ([]*Operation, error) {
 				return false, fmt.Errorf("index key %s: %w", k, store.ErrCorrupt)
 			}
 			var op Operation
-			if found, err := tx.Get(OpID{parts[1], n}.key(), &op); err != nil || !found {
-				if err == nil {
-					err = fmt.Errorf("index key %s names no operation: %w", k, store.ErrCorrupt)
-				}
-				return false, err
+			found, err := tx.Get(OpID{parts[1], n}.key(), &op)
+			if err == nil && !found {
+				err = fmt.Errorf("index key %s names no operation: %w", k, store.ErrCorrupt)
 			}
-			if err := op.check(OpID{parts[1], n}); err != nil {
+			if err == nil {
+				err = op.check(OpID{parts[1], n})
+			}
+			if errors.Is(err, store.ErrCorrupt) {
+				damaged[parts[1]] = err.Error() // its invocation is paused; the others recover
+				return true, nil
+			} else if err != nil {
 				return false, err
 			}
 			if (op.Phase == Attempted && op.Attempt.Generation < generation) || op.Phase == Unresolved {
@@ -364,6 +370,11 @@ func (l *Ledger) Recover(generation uint64) ([]*Operation, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	for inv, why := range damaged {
+		if err := pauseDamaged(l.s, inv, why); err != nil {
+			return nil, err
+		}
 	}
 	var out []*Operation
 	for _, id := range ids {

@@ -148,16 +148,22 @@ return t`), nil, 10_000_000, 1)
 	}
 }
 
-// A corrupt operation record is an error, not a panic of every command.
+// A corrupt operation record fails only its invocation: the host opens,
+// and the invocation is paused with the reason.
 func TestCorruptOperation(t *testing.T) {
 	s := memStore(t)
 	id := OpID{"r1", 1}
 	s.Update(store.Synced, func(tx *store.Tx) error {
 		tx.Put(id.openKey(), true)
+		putInv(tx, &Invocation{ID: "r1", Prog: "p", Status: Waiting})
 		return tx.Put(id.key(), Operation{Invocation: "r1", Ordinal: 1, Tag: "x", Phase: Attempted})
 	})
-	if _, _, err := Open(s, port.NewNative(), func() int64 { return 1 }); !errors.Is(err, store.ErrCorrupt) {
-		t.Fatalf("got %v", err)
+	e, _, err := Open(s, port.NewNative(), func() int64 { return 1 })
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	if i, err := e.invs.get("r1"); err != nil || !strings.Contains(i.Paused, "op/r1/") || !strings.Contains(i.Paused, "without an attempt") {
+		t.Fatalf("r1 not paused with the reason: %+v %v", i, err)
 	}
 }
 

@@ -5,6 +5,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -147,7 +148,9 @@ func (s *Scheduler) Wake() (int, error) {
 			wokeThis = false
 			var w wait
 			found, err := tx.Get(waitKey(d.id), &w)
-			if err != nil {
+			if errors.Is(err, store.ErrCorrupt) {
+				return nil // it stays waiting, listed and inspectable; the others wake
+			} else if err != nil {
 				return err
 			}
 			inv, ierr := getInv(tx, d.id)

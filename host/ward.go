@@ -24,6 +24,10 @@ type Grant struct {
 	Subject   string `cbor:"1,keyasint"` // a prog name, or AnyProg
 	Statement string `cbor:"2,keyasint"`
 	At        int64  `cbor:"3,keyasint"` // unix ms
+
+	// Damage, never stored, is why the grant's record cannot be read (List
+	// only): such a grant allows nothing until granted again or revoked.
+	Damage string `cbor:"-"`
 }
 
 // Tag is the act tag a grant's statement names.
@@ -94,22 +98,32 @@ func (w *Ward) Grant(subject, statement string) (*Grant, error) {
 	g := &Grant{Subject: subject, Statement: statement, At: w.clock()}
 	err := w.s.Retry(store.Synced, func(tx *store.Tx) error {
 		var old Grant
-		if found, err := tx.Get(grantKey(subject, statement), &old); err != nil || found {
+		found, err := tx.Get(grantKey(subject, statement), &old)
+		if found {
 			*g = old
+			return nil
+		}
+		if err != nil && !errors.Is(err, store.ErrCorrupt) {
 			return err
 		}
-		return tx.Put(grantKey(subject, statement), g)
+		return tx.Put(grantKey(subject, statement), g) // new, or over an unreadable record of it
 	})
 	return g, err
 }
 
-// Revoke removes a grant (synced) and reports whether there was one.
+// Revoke removes a grant (synced) and reports whether there was one; an
+// unreadable record of it is removed too. It may use the disk reserve:
+// taking authority back is never refused for space.
 func (w *Ward) Revoke(subject, statement string) (bool, error) {
 	var found bool
-	err := w.s.Retry(store.Synced, func(tx *store.Tx) error {
+	err := w.s.RetryInReserve(store.Synced, func(tx *store.Tx) error {
 		var g Grant
 		var err error
-		if found, err = tx.Get(grantKey(subject, statement), &g); err != nil || !found {
+		found, err = tx.Get(grantKey(subject, statement), &g)
+		if errors.Is(err, store.ErrCorrupt) {
+			found, err = true, nil
+		}
+		if err != nil || !found {
 			return err
 		}
 		return tx.Delete(grantKey(subject, statement))
@@ -117,7 +131,9 @@ func (w *Ward) Revoke(subject, statement string) (bool, error) {
 	return found, err
 }
 
-// List returns the grants of a subject, or of all when subject is "".
+// List returns the grants of a subject, or of all when subject is "". A
+// grant whose record cannot be read is listed with its subject and
+// statement (from its key) and its Damage.
 func (w *Ward) List(subject string) ([]Grant, error) {
 	prefix := store.K("grant")
 	if subject != "" {
@@ -125,10 +141,16 @@ func (w *Ward) List(subject string) ([]Grant, error) {
 	}
 	var out []Grant
 	err := w.s.View(func(tx *store.Tx) error {
-		return tx.Scan(prefix, func(_ store.Key, decode func(any) error) (bool, error) {
+		return tx.Scan(prefix, func(k store.Key, decode func(any) error) (bool, error) {
 			var g Grant
 			if err := decode(&g); err != nil {
-				return false, err
+				if !errors.Is(err, store.ErrCorrupt) {
+					return false, err
+				}
+				g = Grant{Damage: err.Error()}
+				if parts := k.Parts(); len(parts) == 3 {
+					g.Subject, g.Statement = parts[1], parts[2]
+				}
 			}
 			out = append(out, g)
 			return true, nil
@@ -152,7 +174,7 @@ func (w *Ward) For(prog, tag string) ([]Grant, error) {
 			return nil, err
 		}
 		for _, g := range gs {
-			if g.Tag() == tag {
+			if g.Tag() == tag && g.Damage == "" { // an unreadable grant allows nothing
 				out = append(out, g)
 			}
 		}

@@ -13,10 +13,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"runtime/debug"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 	"github.com/fxamacker/cbor/v2"
 )
 
@@ -26,6 +31,14 @@ var (
 	ErrCorrupt  = errors.New("corrupt record")
 	ErrConflict = errors.New("transaction conflict")
 	ErrTooLarge = errors.New("record too large")
+	// ErrDamaged is a store whose files disagree with its seal or with
+	// themselves: lost tables, a truncated or replaced MANIFEST, a table
+	// that does not checksum, lost synced writes. Such a store is not
+	// opened (runehost store verify reports every problem).
+	ErrDamaged = errors.New("store damaged")
+	// ErrNoSpace is a write refused because the disk's free space would
+	// fall below the reserve (Options.Reserve).
+	ErrNoSpace = errors.New("disk space below the store's reserve")
 )
 
 // MaxRecord bounds one encoded record.
@@ -46,15 +59,39 @@ const (
 
 // Store is an open store. It is safe for concurrent use.
 type Store struct {
-	db   *badger.DB
-	dir  string
-	logs logState // sync.go
+	db    *badger.DB
+	dir   string
+	logs  logState   // the logs the last sync left (sync.go)
+	lock  *os.File   // holds the directory (lockName) from before Badger opens it until after it closed
+	log   *badgerLog // the errors Badger logs instead of returning
+	space *reserve   // nil in memory
+
+	synced   atomic.Uint64 // at most the mark's version, as of the newest synced commit that wrote it
+	marked   atomic.Int64  // when a synced transaction last carried the mark (unix ns)
+	sealMu   sync.Mutex
+	sealed   *seal
+	sealMark [2]int64             // the MANIFEST's size and time when sealed
+	verified map[uint64]fileStamp // tables read in full, by their contents
+	sealStop chan struct{}
+	sealDone chan struct{}
 }
 
 // Options configure Open.
 type Options struct {
 	Dir      string // "" means DefaultDir()
 	InMemory bool   // for tests: nothing touches the disk
+	// Reserve is the free disk space, in bytes, that writes leave (beyond
+	// what Badger's preallocated logs may still claim); 0 means
+	// DefaultReserve. UpdateInReserve needs only an eighth of it free.
+	Reserve uint64
+	// FreeSpace, if set, replaces the file system's count of free bytes
+	// (statfs): tests fill a disk with it.
+	FreeSpace func() (uint64, error)
+	// AcceptDamage opens a store whose files disagree with its seal and
+	// seals it as it now is, accepting what was lost (runehost store
+	// verify --accept). Tables that are missing or do not checksum are
+	// dropped from the MANIFEST, their files renamed NAME.damaged.
+	AcceptDamage bool
 }
 
 // DefaultDir is the embedded default: runehost/store under the user's data
@@ -101,11 +138,17 @@ func (e *LockedError) Error() string {
 
 func (e *LockedError) Unwrap() error { return ErrLocked }
 
-// Open opens (creating if need be) the store in opts.Dir. If another
-// process has it open, Open fails at once with a *LockedError naming it:
-// Badger's directory lock guarantees one writer, and the holder file says who.
-func Open(opts Options) (*Store, error) {
-	bo := badger.DefaultOptions(opts.Dir).
+// lockName is the file the store locks for as long as it is open. Badger
+// locks the directory too, but only once it opens it: the files are
+// checked before that, under this lock.
+const lockName = "RUNEHOST.LOCK"
+
+// errBusy is a lock another process holds.
+var errBusy = errors.New("busy")
+
+// badgerOptions are Badger's options for a store in dir.
+func badgerOptions(dir string) badger.Options {
+	return badger.DefaultOptions(dir).
 		WithLogger(nil).
 		WithSyncWrites(false).
 		WithMemTableSize(16 << 20).
@@ -118,15 +161,30 @@ func Open(opts Options) (*Store, error) {
 		// of a memtable, counts them as pointers.
 		WithValueThreshold(64 << 10).
 		WithNumVersionsToKeep(1).
-		WithNumCompactors(2)
-	bo = testOptions(bo)
+		WithNumCompactors(2).
+		// Checksums on every read: a damaged block or value is found, not
+		// read as garbage.
+		WithChecksumVerificationMode(options.OnBlockRead).
+		WithVerifyValueChecksum(true)
+}
+
+// storeOptions are badgerOptions as the build wants them (the crash-test
+// build shrinks the logs).
+func storeOptions(dir string) badger.Options { return testOptions(badgerOptions(dir)) }
+
+// Open opens (creating if need be) the store in opts.Dir. If another
+// process has it open, Open fails at once with a *LockedError naming it.
+// Before Badger may touch the files, they are checked against the store's
+// seal: a store that lost tables or synced writes fails with ErrDamaged,
+// in a *RecordError naming the file, and nothing is changed.
+func Open(opts Options) (*Store, error) {
 	if opts.InMemory {
-		bo = bo.WithInMemory(true).WithDir("").WithValueDir("").WithValueThreshold(1 << 20) // in memory, a value cannot go to a log
+		bo := storeOptions("").WithInMemory(true).WithDir("").WithValueDir("").WithValueThreshold(1 << 20) // in memory, a value cannot go to a log
 		db, err := badger.Open(bo)
 		if err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
-		return &Store{db: db}, nil
+		return &Store{db: db, log: &badgerLog{}}, nil
 	}
 	if opts.Dir == "" {
 		dir, err := DefaultDir()
@@ -134,27 +192,197 @@ func Open(opts Options) (*Store, error) {
 			return nil, err
 		}
 		opts.Dir = dir
-		bo = bo.WithDir(dir).WithValueDir(dir)
 	}
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	if err := removeEmptyLogs(opts.Dir); err != nil {
-		return nil, err
-	}
-	db, err := badger.Open(bo)
+	lock, err := os.OpenFile(filepath.Join(opts.Dir, lockName), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	if err := lockFile(lock); err != nil {
+		lock.Close()
+		if errors.Is(err, errBusy) {
 			return nil, &LockedError{Dir: opts.Dir, Holder: readHolder(opts.Dir)}
 		}
-		return nil, fmt.Errorf("store %s: %w", opts.Dir, err)
+		return nil, fmt.Errorf("store %s: lock: %w", opts.Dir, err)
 	}
-	s := &Store{db: db, dir: opts.Dir}
+	s, err := open(opts, lock)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// open is Open under the lock.
+func open(opts Options, lock *os.File) (*Store, error) {
+	dir := opts.Dir
+	if err := removeEmptyLogs(dir); err != nil {
+		return nil, err
+	}
+	sl, err := readSeal(dir)
+	var rerr *RecordError
+	if errors.As(err, &rerr) && !opts.AcceptDamage {
+		return nil, joinDamage(dir, []*RecordError{rerr}, false)
+	} else if err != nil && !opts.AcceptDamage {
+		return nil, err
+	}
+	var prefix int64
+	if sl != nil {
+		prefix = sl.Manifest.Size
+	}
+	files, err := readFiles(dir, prefix)
+	if err != nil && !opts.AcceptDamage {
+		return nil, err
+	}
+	var verified map[uint64]fileStamp
+	if files != nil {
+		var problems []*RecordError
+		problems, verified = preflight(files, sl)
+		if len(problems) > 0 && !opts.AcceptDamage {
+			return nil, joinDamage(dir, problems, false)
+		}
+		if opts.AcceptDamage {
+			// The tables Badger cannot open with are set aside, and lost.
+			var bad []uint64
+			for id := range files.manifest.tables {
+				if _, ok := verified[id]; !ok {
+					bad = append(bad, id)
+				}
+			}
+			if err := setAside(dir, bad); err != nil {
+				return nil, err
+			}
+			files = nil // changed: not checked again after Badger opens
+		}
+	}
+	log := &badgerLog{}
+	db, err := openBadger(storeOptions(dir).WithLogger(log))
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{db: db, dir: dir, lock: lock, log: log, space: newReserve(dir, opts.Reserve, opts.FreeSpace),
+		verified: verified, sealStop: make(chan struct{}), sealDone: make(chan struct{})}
+	if err := s.afterOpen(files, sl); err != nil && !opts.AcceptDamage {
+		db.Close()
+		return nil, err
+	}
+	if sl != nil && !opts.AcceptDamage {
+		s.sealed = sl
+		s.synced.Store(sl.Synced)
+	}
+	s.synced.Store(max(s.synced.Load(), s.markVersion()))
+	if err := s.renewSeal(opts.AcceptDamage || sl == nil, opts.AcceptDamage); err != nil {
+		db.Close()
+		return nil, err
+	}
 	if err := s.writeHolder(); err != nil {
 		db.Close()
 		return nil, err
 	}
+	go s.sealLoop()
 	return s, nil
+}
+
+// openBadger opens Badger, a panic of its (over a file it could not read)
+// an error.
+func openBadger(bo badger.Options) (db *badger.DB, err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			db, err = nil, damaged(bo.Dir, "Badger failed opening it: %s", firstLine(fmt.Errorf("%v", r)))
+		}
+	}()
+	db, err = badger.Open(bo)
+	if err != nil && (strings.Contains(err.Error(), "sanity text") || strings.Contains(err.Error(), "key registry")) {
+		return nil, damaged(filepath.Join(bo.Dir, badger.KeyRegistryFileName), "Badger cannot read it: %v", firstLine(err))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", bo.Dir, err)
+	}
+	return db, nil
+}
+
+// afterOpen checks what only an open Badger can tell: that it kept every
+// table its MANIFEST lists (it skips some it cannot read), and that the
+// newest synced commit the seal recorded is there.
+func (s *Store) afterOpen(files *dirFiles, sl *seal) error {
+	var problems []*RecordError
+	if files != nil {
+		open := map[uint64]bool{}
+		for _, t := range s.db.Tables() {
+			open[t.ID] = true
+		}
+		for id := range files.manifest.tables {
+			if !open[id] {
+				problems = append(problems, damaged(filepath.Join(s.dir, tableName(id)), "listed by the MANIFEST, and Badger did not open it"))
+			}
+		}
+	}
+	v := s.markVersion()
+	switch {
+	case sl != nil && v < sl.Synced:
+		problems = append(problems, damaged(s.dir, "the newest synced commit is %d, and the seal recorded %d: synced writes were lost (a write-ahead log (.mem) or a table was damaged)", v, sl.Synced))
+	case sl == nil && v > 0:
+		problems = append(problems, damaged(filepath.Join(s.dir, sealFile), "missing, while the store was sealed before: its checks cannot be made"))
+	}
+	if len(problems) > 0 {
+		return joinDamage(s.dir, problems, true)
+	}
+	return nil
+}
+
+// joinDamage is the error of a damaged store: the first problem, and how
+// many more there are; opened says Badger had opened the store.
+func joinDamage(dir string, problems []*RecordError, opened bool) error {
+	e := *problems[0]
+	if len(problems) > 1 {
+		e.Msg += fmt.Sprintf(" (and %d more problems)", len(problems)-1)
+	}
+	if opened {
+		e.Msg += "; the store was closed again before any write"
+	} else {
+		e.Msg += "; the store was not opened and nothing was changed"
+	}
+	e.Msg += ": runehost store verify --store " + dir + " lists every problem (docs/store.md: recovering a damaged store)"
+	return &e
+}
+
+// markKey is the store's own record, written by a synced commit every
+// markEvery: its version is that commit's.
+var markKey = K("seal")
+
+// markValue is the mark's value: CBOR true.
+var markValue = []byte{0xf5}
+
+// markEvery is how often a synced transaction carries the mark: often
+// enough that a lost write-ahead log's tail holds one, seldom enough to
+// cost nothing (a one-record transaction with the mark is three entries).
+const markEvery = 100 * time.Millisecond
+
+// markDue reports whether this synced transaction is to carry the mark.
+func (s *Store) markDue() bool {
+	if s.dir == "" {
+		return false
+	}
+	now := time.Now().UnixNano()
+	last := s.marked.Load()
+	return now-last >= int64(markEvery) && s.marked.CompareAndSwap(last, now)
+}
+
+// markVersion is the version of the mark as it stands (0 when none).
+func (s *Store) markVersion() (v uint64) {
+	defer func() { recover() }() // a damaged table under an open store: unknown, 0
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	s.db.View(func(t *badger.Txn) error {
+		if item, err := t.Get(markKey); err == nil {
+			v = item.Version()
+		}
+		return nil
+	})
+	return v
 }
 
 func readHolder(dir string) *Holder {
@@ -167,6 +395,17 @@ func readHolder(dir string) *Holder {
 		return nil
 	}
 	return &h
+}
+
+// command is a command line up to its first flag: a flag's value may be a
+// secret (--bot-token), and the holder file is read by whoever opens next.
+func command(args []string) string {
+	for i, a := range args {
+		if strings.HasPrefix(a, "-") {
+			return strings.Join(args[:i], " ")
+		}
+	}
+	return strings.Join(args, " ")
 }
 
 func (s *Store) writeHolder() error {
@@ -183,40 +422,69 @@ func (s *Store) writeHolder() error {
 	return os.Rename(tmp, filepath.Join(s.dir, holderFile))
 }
 
-// command is a command line up to its first flag: a flag's value may be a
-// secret (--bot-token), and the holder file is read by whoever opens next.
-func command(args []string) string {
-	for i, a := range args {
-		if strings.HasPrefix(a, "-") {
-			return strings.Join(args[:i], " ")
-		}
-	}
-	return strings.Join(args, " ")
-}
-
 // Dir returns the store's directory ("" in memory).
 func (s *Store) Dir() string { return s.dir }
 
-// Close flushes and closes the store. It syncs first: Badger's close writes
-// the memtable to a table, which can name values in the value log, before it
-// syncs that log, so a crash in between would leave the table naming values
-// that never reached the disk.
+// Close flushes and closes the store, and seals it as it is then.
 func (s *Store) Close() error {
-	if s.dir != "" {
-		os.Remove(filepath.Join(s.dir, holderFile))
-		if err := s.sync(); err != nil {
-			s.db.Close()
-			return fmt.Errorf("store: sync: %w", err)
-		}
+	if s.dir == "" {
+		return s.db.Close()
 	}
-	return s.db.Close()
+	close(s.sealStop)
+	<-s.sealDone
+	s.synced.Store(max(s.synced.Load(), s.markVersion()))
+	// Sync first: Badger's close writes the memtable to a table, which can
+	// name values in the value log, before it syncs that log, so a crash in
+	// between would leave the table naming values never on disk.
+	err := s.sync()
+	if err == nil {
+		err = s.db.Close()
+	} else {
+		s.db.Close()
+	}
+	if err == nil {
+		err = s.renewSeal(true, false)
+	}
+	os.Remove(filepath.Join(s.dir, holderFile))
+	s.lock.Close()
+	return err
 }
 
 // Update runs fn in a read-write transaction and commits it with the given
 // durability. A conflict with a concurrent transaction returns ErrConflict
-// and nothing is written; the caller may retry.
+// and nothing is written; the caller may retry. A transaction that would
+// bring the disk's free space below the reserve returns ErrNoSpace and
+// writes nothing.
 func (s *Store) Update(d Durability, fn func(tx *Tx) error) error {
-	err := s.db.Update(func(t *badger.Txn) error { return fn(&Tx{t: t}) })
+	return s.update(d, false, fn)
+}
+
+// UpdateInReserve is Update for the few small writes that stop or clean up
+// work (a pause, a cancel, a revoke, an act's outcome, deletions): they may
+// use the disk reserve that Update keeps free, as long as the free space
+// itself stays above an eighth of it.
+func (s *Store) UpdateInReserve(d Durability, fn func(tx *Tx) error) error {
+	return s.update(d, true, fn)
+}
+
+func (s *Store) update(d Durability, inReserve bool, fn func(tx *Tx) error) error {
+	txn := s.db.NewTransaction(true)
+	defer txn.Discard()
+	tx := &Tx{t: txn, s: s}
+	err := fn(tx)
+	if err == nil && s.space != nil {
+		err = s.space.admit(tx.size, inReserve)
+	}
+	var after uint64
+	if err == nil && d == Synced && s.markDue() {
+		err = txn.Set(markKey, markValue)
+		// The commit's version, and so the mark's after it, is above the
+		// transaction's read timestamp.
+		after = txn.ReadTs() + 1
+	}
+	if err == nil {
+		err = txn.Commit()
+	}
 	if errors.Is(err, badger.ErrConflict) {
 		return ErrConflict
 	}
@@ -227,9 +495,20 @@ func (s *Store) Update(d Durability, fn func(tx *Tx) error) error {
 		return err
 	}
 	if d == Synced {
-		if err := s.sync(); err != nil {
-			return fmt.Errorf("store: sync: %w", err)
-		}
+		return s.syncCommit(after)
+	}
+	return nil
+}
+
+// sync makes every commit so far survive a crash of the machine: the one
+// place a Synced transaction is flushed to disk. version is at most the
+// mark's version once the commit that wrote it is synced: the seal records
+// it as synced.
+func (s *Store) syncCommit(version uint64) error {
+	if err := s.sync(); err != nil { // the one sync of a Synced commit (synchook.go)
+		return fmt.Errorf("store: sync: %w", err)
+	}
+	for old := s.synced.Load(); version > old && !s.synced.CompareAndSwap(old, version); old = s.synced.Load() {
 	}
 	return nil
 }
@@ -256,8 +535,17 @@ func (s *Store) Compact() error {
 // Retry is Update, run again from the start after a conflict until it
 // commits: fn must depend only on what it reads in its transaction.
 func (s *Store) Retry(d Durability, fn func(tx *Tx) error) error {
+	return s.retry(d, false, fn)
+}
+
+// RetryInReserve is UpdateInReserve, retried as Retry is.
+func (s *Store) RetryInReserve(d Durability, fn func(tx *Tx) error) error {
+	return s.retry(d, true, fn)
+}
+
+func (s *Store) retry(d Durability, inReserve bool, fn func(tx *Tx) error) error {
 	for {
-		err := s.Update(d, fn)
+		err := s.update(d, inReserve, fn)
 		if !errors.Is(err, ErrConflict) {
 			return err
 		}
@@ -266,13 +554,15 @@ func (s *Store) Retry(d Durability, fn func(tx *Tx) error) error {
 
 // View runs fn in a read-only transaction.
 func (s *Store) View(fn func(tx *Tx) error) error {
-	return s.db.View(func(t *badger.Txn) error { return fn(&Tx{t: t, readOnly: true}) })
+	return s.db.View(func(t *badger.Txn) error { return fn(&Tx{t: t, s: s, readOnly: true}) })
 }
 
 // Tx is a transaction.
 type Tx struct {
 	t        *badger.Txn
+	s        *Store
 	readOnly bool
+	size     int // bytes of keys and values written
 }
 
 var (
@@ -302,33 +592,165 @@ func init() {
 	}
 }
 
-// RecordError says which record could not be read or written.
+// RecordError says which record, or which file of the store, could not be
+// read or written.
 type RecordError struct {
-	Key Key
-	Err error // ErrCorrupt or ErrTooLarge
-	Msg string
+	Key  Key    // the record; nil for a file
+	File string // the file (a path), when the problem is one of the store's files
+	Err  error  // ErrCorrupt, ErrTooLarge or ErrDamaged
+	Msg  string
 }
 
-func (e *RecordError) Error() string { return fmt.Sprintf("record %s: %v: %s", e.Key, e.Err, e.Msg) }
+func (e *RecordError) Error() string {
+	if e.Key == nil {
+		return fmt.Sprintf("%s: %v: %s", e.File, e.Err, e.Msg)
+	}
+	if e.File != "" {
+		return fmt.Sprintf("record %s (in %s): %v: %s", e.Key, filepath.Base(e.File), e.Err, e.Msg)
+	}
+	return fmt.Sprintf("record %s: %v: %s", e.Key, e.Err, e.Msg)
+}
 func (e *RecordError) Unwrap() error { return e.Err }
 
-// Get reads the record at key into v; it reports false when there is none.
-// A record that does not decode strictly into v is ErrCorrupt, with its key.
-func (tx *Tx) Get(key Key, v any) (bool, error) {
+// badgerLog keeps the errors Badger logs instead of returning them: a value
+// it could not read from its value log is logged, and read as empty.
+type badgerLog struct {
+	mu     sync.Mutex
+	errors int
+	last   string
+	fid    string // the value log file the last message named
+}
+
+func (l *badgerLog) Errorf(format string, args ...any) {
+	m := firstLine(fmt.Errorf(format, args...))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.errors++
+	if f := fidRE.FindStringSubmatch(m); f != nil {
+		l.fid = f[1]
+	}
+	if _, after, ok := strings.Cut(m, " Error: "); ok {
+		l.last = strings.TrimSpace(after) // an unreadable value; the lines after it list its versions
+	} else if !strings.HasPrefix(m, "Key: ") {
+		l.last = strings.TrimSpace(m)
+	}
+}
+func (*badgerLog) Warningf(string, ...any) {}
+func (*badgerLog) Infof(string, ...any)    {}
+func (*badgerLog) Debugf(string, ...any)   {}
+
+// count returns how many errors Badger logged, and the last.
+func (l *badgerLog) count() (int, string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.errors, l.last
+}
+
+// lastLog is the value log file Badger's last message named ("" if none).
+func (l *badgerLog) lastLog() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fid == "" {
+		return ""
+	}
+	return fmt.Sprintf("%06s.vlog", l.fid)
+}
+
+// readFault is deferred, with the previous SetPanicOnFault, by every call
+// into Badger for the record at key: it turns a panic of Badger's (a
+// damaged file, or one shorter than its mapping) into an error naming the
+// record and the tables that may hold it. A deferred call, not a closure:
+// reads pay no allocation for it.
+func (s *Store) readFault(key Key, err *error, old bool) {
+	debug.SetPanicOnFault(old)
+	if r := recover(); r != nil {
+		*err = s.faultErr(key, r)
+	}
+}
+
+// faultErr is the error of a panic r while reading the record at key.
+func (s *Store) faultErr(key Key, r any) error {
+	return &RecordError{Key: key, File: s.tablesHolding(key), Err: ErrCorrupt,
+		Msg: fmt.Sprintf("Badger failed reading it (%s); runehost store verify checks every file", firstLine(fmt.Errorf("%v", r)))}
+}
+
+// tablesHolding names the tables whose key range covers key, or (if even
+// their ranges cannot be read) every table.
+func (s *Store) tablesHolding(key Key) (names string) {
+	if s == nil || s.dir == "" {
+		return ""
+	}
+	defer func() {
+		if recover() != nil {
+			all, _ := filepath.Glob(filepath.Join(s.dir, "*.sst"))
+			for i := range all {
+				all[i] = filepath.Base(all[i])
+			}
+			names = filepath.Join(s.dir, strings.Join(all, ","))
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	var holding []string
+	for _, t := range s.db.Tables() {
+		if bytes.Compare(parseKey(t.Left), key) <= 0 && bytes.Compare(key, parseKey(t.Right)) <= 0 {
+			holding = append(holding, tableName(t.ID))
+		}
+	}
+	return filepath.Join(s.dir, strings.Join(holding, ","))
+}
+
+// parseKey strips the version Badger appends to a key inside a table.
+func parseKey(k []byte) []byte {
+	if len(k) < 8 {
+		return k
+	}
+	return k[:len(k)-8]
+}
+
+// unreadable says why an empty value Badger read for a record that has
+// one could not be read: Badger reads a value it could not find in its
+// value log as empty, with no error, and logs why.
+func (tx *Tx) unreadable(key Key) error {
+	_, last := tx.s.log.count()
+	e := &RecordError{Key: key, Err: ErrCorrupt, Msg: "its value could not be read from the value log: " + last}
+	if f := tx.s.log.lastLog(); f != "" && tx.s.dir != "" {
+		e.File = filepath.Join(tx.s.dir, f)
+	}
+	return e
+}
+
+// fidRE finds the value log file in Badger's message about a value.
+var fidRE = regexp.MustCompile(`Fid:(\d+)`)
+
+// raw reads (a copy of) the value at key.
+func (tx *Tx) raw(key Key) (b []byte, found bool, err error) {
+	defer tx.s.readFault(key, &err, debug.SetPanicOnFault(true))
 	item, err := tx.t.Get(key)
 	if errors.Is(err, badger.ErrKeyNotFound) {
-		return false, nil
+		return nil, false, nil
 	}
 	if err != nil {
+		return nil, false, err
+	}
+	b, err = item.ValueCopy(nil)
+	if err == nil && len(b) == 0 && item.ValueSize() > 0 {
+		err = tx.unreadable(key)
+	}
+	return b, err == nil, err
+}
+
+// Get reads the record at key into v; it reports false when there is none.
+// A record that does not decode strictly into v, or cannot be read, is
+// ErrCorrupt, with its key.
+func (tx *Tx) Get(key Key, v any) (bool, error) {
+	b, found, err := tx.raw(key)
+	if !found {
 		return false, err
 	}
-	err = item.Value(func(b []byte) error {
-		if err := recDec.Unmarshal(b, v); err != nil {
-			return &RecordError{Key: key, Err: ErrCorrupt, Msg: err.Error()}
-		}
-		return nil
-	})
-	return err == nil, err
+	if err := recDec.Unmarshal(b, v); err != nil {
+		return false, &RecordError{Key: key, Err: ErrCorrupt, Msg: err.Error()}
+	}
+	return true, nil
 }
 
 // Put writes v at key, encoded as deterministic CBOR.
@@ -340,6 +762,7 @@ func (tx *Tx) Put(key Key, v any) error {
 	if len(b) > MaxRecord {
 		return &RecordError{Key: key, Err: ErrTooLarge, Msg: fmt.Sprintf("%d bytes, limit %d", len(b), MaxRecord)}
 	}
+	tx.size += len(key) + len(b)
 	return tx.t.Set(bytes.Clone(key), b)
 }
 
@@ -348,24 +771,18 @@ func (tx *Tx) PutRaw(key Key, b []byte) error {
 	if len(b) > MaxRecord {
 		return &RecordError{Key: key, Err: ErrTooLarge, Msg: fmt.Sprintf("%d bytes, limit %d", len(b), MaxRecord)}
 	}
+	tx.size += len(key) + len(b)
 	return tx.t.Set(bytes.Clone(key), bytes.Clone(b))
 }
 
 // GetRaw reads the bytes at key.
-func (tx *Tx) GetRaw(key Key) ([]byte, bool, error) {
-	item, err := tx.t.Get(key)
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	b, err := item.ValueCopy(nil)
-	return b, err == nil, err
-}
+func (tx *Tx) GetRaw(key Key) ([]byte, bool, error) { return tx.raw(key) }
 
 // Delete removes the record at key.
-func (tx *Tx) Delete(key Key) error { return tx.t.Delete(bytes.Clone(key)) }
+func (tx *Tx) Delete(key Key) error {
+	tx.size += len(key)
+	return tx.t.Delete(bytes.Clone(key))
+}
 
 // Scan calls fn for every record whose key starts with prefix, in key order,
 // until fn returns false or an error. decode reads the record into a value.
@@ -375,20 +792,56 @@ func (tx *Tx) Scan(prefix Key, fn func(key Key, decode func(v any) error) (bool,
 
 // ScanFrom is Scan starting at the first key at or after start.
 func (tx *Tx) ScanFrom(prefix, start Key, fn func(key Key, decode func(v any) error) (bool, error)) error {
+	var item *badger.Item
+	var key Key
+	decode := func(v any) error {
+		b, err := tx.itemValue(key, item)
+		if err != nil {
+			return err
+		}
+		if err := recDec.Unmarshal(b, v); err != nil {
+			return &RecordError{Key: key, Err: ErrCorrupt, Msg: err.Error()}
+		}
+		return nil
+	}
+	return tx.scan(prefix, start, func(k Key, it *badger.Item) (bool, error) {
+		key, item = k, it
+		return fn(key, decode)
+	})
+}
+
+// itemValue reads an item's value, as raw does.
+func (tx *Tx) itemValue(key Key, item *badger.Item) (b []byte, err error) {
+	defer tx.s.readFault(key, &err, debug.SetPanicOnFault(true))
+	b, err = item.ValueCopy(nil)
+	if err == nil && len(b) == 0 && item.ValueSize() > 0 {
+		err = tx.unreadable(key)
+	}
+	return b, err
+}
+
+// scan walks the items under prefix from start. Badger's own calls are
+// guarded; a panic in fn is fn's, and goes on.
+func (tx *Tx) scan(prefix, start Key, fn func(key Key, item *badger.Item) (bool, error)) (err error) {
+	inFn := false
+	defer func() {
+		if inFn { // fn's panic, not Badger's: on it goes
+			return
+		}
+		if r := recover(); r != nil {
+			err = tx.s.faultErr(start, r)
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	it := tx.t.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: false})
 	defer it.Close()
 	for it.Seek(start); it.ValidForPrefix(prefix); it.Next() {
 		item := it.Item()
 		key := Key(item.KeyCopy(nil))
-		decode := func(v any) error {
-			return item.Value(func(b []byte) error {
-				if err := recDec.Unmarshal(b, v); err != nil {
-					return &RecordError{Key: key, Err: ErrCorrupt, Msg: err.Error()}
-				}
-				return nil
-			})
-		}
-		more, err := fn(key, decode)
+		start = key
+		inFn = true
+		more, err := fn(key, item)
+		inFn = false
 		if err != nil || !more {
 			return err
 		}

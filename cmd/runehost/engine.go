@@ -31,7 +31,11 @@ func storeFlag() cli.Flag {
 // an earlier process left without an outcome. A command that runs no prog
 // passes runs false and gets the native machine, which costs nothing to start.
 func openEngine(c *cli.Context, runs bool) (*host.Engine, func(), error) {
-	s, err := store.Open(store.Options{Dir: c.String("store")})
+	opts, err := storeOptions(c.String("store"))
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := store.Open(opts)
 	if err != nil {
 		var le *store.LockedError
 		if errors.As(err, &le) {

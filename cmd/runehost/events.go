@@ -66,7 +66,11 @@ func eventsCommand() *cli.Command {
 
 // readEvents opens the store just long enough to read the new events.
 func readEvents(c *cli.Context, inv string, from uint64) ([]events.Event, host.Status, error) {
-	s, err := store.Open(store.Options{Dir: c.String("store")})
+	opts, err := storeOptions(c.String("store"))
+	if err != nil {
+		return nil, 0, err
+	}
+	s, err := store.Open(opts)
 	if err != nil {
 		var le *store.LockedError
 		if errors.As(err, &le) {

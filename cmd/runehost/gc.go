@@ -42,6 +42,9 @@ func gcCommand() *cli.Command {
 				verb = "would delete"
 			}
 			fmt.Fprintf(c.App.ErrWriter, "gc: %s %d invocations (%d records), %d large replies, %d sources\n", verb, rep.Invocations, rep.Records, rep.Blobs, rep.Sources)
+			for _, d := range rep.Damaged {
+				fmt.Fprintf(c.App.ErrWriter, "gc: kept, unreadable: %s\n", d)
+			}
 			return nil
 		},
 	}

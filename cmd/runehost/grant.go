@@ -118,6 +118,15 @@ func grantsCommand() *cli.Command {
 				return exitf(exitInternal, "grants: %v", err)
 			}
 			for _, g := range gs {
+				if g.Damage != "" {
+					if c.Bool("json") {
+						b, _ := json.Marshal(map[string]any{"prog": g.Subject, "statement": g.Statement, "damage": g.Damage})
+						fmt.Fprintln(c.App.Writer, string(b))
+						continue
+					}
+					fmt.Fprintf(c.App.Writer, "%-20s %-40s damaged, allows nothing (grant it again, or revoke it): %s\n", g.Subject, g.Statement, g.Damage)
+					continue
+				}
 				at := time.UnixMilli(g.At).UTC().Format(time.RFC3339)
 				if c.Bool("json") {
 					b, _ := json.Marshal(map[string]any{"prog": g.Subject, "statement": g.Statement, "tag": g.Tag(), "target": g.Target(), "granted": at})

@@ -4,6 +4,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/events"
 	"github.com/runehost/runehost/host"
+	"github.com/runehost/runehost/store"
 )
 
 // act is an act as inspect shows it.
@@ -45,6 +47,9 @@ func inspectCommand() *cli.Command {
 				return exitf(exitUsage, "inspect: %v", err)
 			}
 			if f := c.String("save-checkpoint"); f != "" {
+				if len(in.Checkpoint) == 0 {
+					return exitf(exitUsage, "inspect: %s has no readable checkpoint to save", in.Invocation.ID)
+				}
 				if err := os.WriteFile(f, in.Checkpoint, 0o600); err != nil {
 					return exitf(exitUsage, "inspect: %v", err)
 				}
@@ -67,13 +72,24 @@ func inspectCommand() *cli.Command {
 				}
 				acts = append(acts, a)
 			}
-			h := in.Header
 			view := map[string]any{
-				"invocation": in.Invocation.ID, "status": in.Invocation.Status.String(),
-				"prog": in.Prog.Name, "admitted_revision": in.Invocation.Revision, "prog_revision": in.Prog.Revision,
+				"invocation": in.Invocation.ID,
 				"allowance":  map[string]uint64{"limit": in.Allowance.Limit, "charged": in.Allowance.Charged, "held": in.Allowance.Held, "lent": in.Allowance.Lent},
-				"checkpoint": map[string]any{"format": h.Format, "semantics": h.Semantics, "program": fmt.Sprintf("%x", h.Program), "used": h.Used, "status": h.Status.String()},
 				"acts":       acts,
+			}
+			if in.Invocation.Damage == "" {
+				view["status"], view["admitted_revision"] = in.Invocation.Status.String(), in.Invocation.Revision
+			} else {
+				view["status"] = host.Damaged
+			}
+			if in.Prog != nil {
+				view["prog"], view["prog_revision"] = in.Prog.Name, in.Prog.Revision
+			}
+			if h := in.Header; h != nil {
+				view["checkpoint"] = map[string]any{"format": h.Format, "semantics": h.Semantics, "program": fmt.Sprintf("%x", h.Program), "used": h.Used, "status": h.Status.String()}
+			}
+			if len(in.Damage) > 0 {
+				view["damage"] = in.Damage
 			}
 			if i := in.Invocation; i.Parent != "" || i.Live > 0 {
 				view["parent"], view["depth"], view["children_unsettled"] = i.Parent, i.Depth, i.Live
@@ -102,7 +118,17 @@ func inspectCommand() *cli.Command {
 func printInspection(c *cli.Context, e *host.Engine, in *host.Inspection, acts []act) error {
 	w := c.App.Writer
 	i, h, al := in.Invocation, in.Header, in.Allowance
-	fmt.Fprintf(w, "%s  %s  prog %s (admitted at revision %d, now %d)\n", i.ID, i.Status, in.Prog.Name, i.Revision, in.Prog.Revision)
+	switch {
+	case i.Damage != "":
+		fmt.Fprintf(w, "%s  %s\n", i.ID, host.Damaged)
+	case in.Prog == nil:
+		fmt.Fprintf(w, "%s  %s  prog %s (admitted at revision %d)\n", i.ID, i.Status, i.Prog, i.Revision)
+	default:
+		fmt.Fprintf(w, "%s  %s  prog %s (admitted at revision %d, now %d)\n", i.ID, i.Status, in.Prog.Name, i.Revision, in.Prog.Revision)
+	}
+	for _, d := range in.Damage {
+		fmt.Fprintf(w, "  damaged: %s\n", e.Redactor.String(d))
+	}
 	if i.Parent != "" || i.Live > 0 {
 		fmt.Fprintf(w, "  parent %q, depth %d, %d children unsettled\n", i.Parent, i.Depth, i.Live)
 	}
@@ -116,7 +142,9 @@ func printInspection(c *cli.Context, e *host.Engine, in *host.Inspection, acts [
 		fmt.Fprintf(w, "  result %s\n", e.Redactor.String(dataJSON(i.Result)))
 	}
 	fmt.Fprintf(w, "  allowance: %d limit, %d charged, %d held, %d lent\n", al.Limit, al.Charged, al.Held, al.Lent)
-	fmt.Fprintf(w, "  checkpoint: format %d, semantics %d, program %.16x, %d steps, %s\n", h.Format, h.Semantics, h.Program, h.Used, h.Status)
+	if h != nil {
+		fmt.Fprintf(w, "  checkpoint: format %d, semantics %d, program %.16x, %d steps, %s\n", h.Format, h.Semantics, h.Program, h.Used, h.Status)
+	}
 	if len(acts) > 0 {
 		fmt.Fprintln(w, "\nActs")
 		for _, a := range acts {
@@ -134,8 +162,13 @@ func printInspection(c *cli.Context, e *host.Engine, in *host.Inspection, acts [
 			fmt.Fprintln(w, events.Cap(e.Redactor.String(line), 300))
 		}
 	}
+	if i.Damage != "" {
+		return nil // no run log without the invocation's record
+	}
 	evs, err := e.Events(i.ID, 1, 0)
-	if err != nil {
+	if errors.Is(err, store.ErrCorrupt) {
+		fmt.Fprintf(w, "  damaged: %s (the run log is shown no further)\n", e.Redactor.String(err.Error()))
+	} else if err != nil {
 		return exitf(exitInternal, "inspect: %v", err)
 	}
 	for _, sec := range events.WorkPane(evs) {

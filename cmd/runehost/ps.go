@@ -19,8 +19,10 @@ func psCommand() *cli.Command {
 		Description: "Lists invocations in id order with their status: a persisted one (running,\n" +
 			"waiting, joining, completed, failed, cancelled, conflict) or a projection:\n" +
 			"queued (admitted, no slice run yet) or unknown (waiting on an act whose\n" +
-			"outcome is unknown: settle it with runehost resolve). A paused invocation\n" +
-			"(one the host cannot run; see runehost inspect) is marked so.",
+			"outcome is unknown: settle it with runehost resolve), or damaged (a record\n" +
+			"of it cannot be read: the reason is shown; see runehost inspect and\n" +
+			"runehost store verify). A paused invocation (one the host cannot run; see\n" +
+			"runehost inspect) is marked so.",
 		Flags: []cli.Flag{
 			storeFlag(),
 			&cli.StringSliceFlag{Name: "status", Usage: "only these statuses, persisted or projected"},
@@ -29,8 +31,8 @@ func psCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			want := c.StringSlice("status")
 			for _, name := range want {
-				if _, ok := parseStatus(name); !ok && name != host.Queued && name != host.Unknown {
-					return exitf(exitUsage, "ps: unknown status %q (want running, waiting, joining, completed, failed, cancelled, conflict, queued or unknown)", name)
+				if _, ok := parseStatus(name); !ok && name != host.Queued && name != host.Unknown && name != host.Damaged {
+					return exitf(exitUsage, "ps: unknown status %q (want running, waiting, joining, completed, failed, cancelled, conflict, queued, unknown or damaged)", name)
 				}
 			}
 			e, done, err := openEngine(c, false)
@@ -49,6 +51,19 @@ func psCommand() *cli.Command {
 			for _, inv := range invs {
 				st := shown[inv.ID]
 				if len(want) > 0 && !slices.Contains(want, st) && !slices.Contains(want, inv.Status.String()) {
+					continue
+				}
+				if c.Bool("json") && inv.Damage != "" {
+					b, _ := json.Marshal(map[string]any{"invocation": inv.ID, "status": st, "damage": inv.Damage})
+					fmt.Fprintln(c.App.Writer, string(b))
+					continue
+				}
+				if inv.Damage != "" {
+					prog := inv.Prog
+					if prog == "" {
+						prog = "?"
+					}
+					fmt.Fprintf(c.App.Writer, "%-10s %-18s %-20s %s\n", inv.ID, st, prog, inv.Damage)
 					continue
 				}
 				if c.Bool("json") {

@@ -1,0 +1,74 @@
+// store.go holds `runehost store`, whose subcommands check, back up and
+// restore a store, and the store options every command opens it with.
+
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/runehost/runehost/store"
+)
+
+func storeCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "store",
+		Usage: "check, back up and restore a store",
+		Description: "verify reads every file and record of a store and says whether it is sound;\n" +
+			"backup writes a consistent snapshot of it to a file while it is open;\n" +
+			"restore makes a new store from such a file. See docs/store.md.",
+		Subcommands: []*cli.Command{storeVerifyCommand(), storeBackupCommand(), storeRestoreCommand()},
+	}
+}
+
+// storeOptions are the options the store in dir is opened with: the disk
+// reserve from RUNEHOST_STORE_RESERVE (bytes, or with a unit: 512MiB, 1GiB).
+func storeOptions(dir string) (store.Options, error) {
+	opts := store.Options{Dir: dir}
+	if v := os.Getenv("RUNEHOST_STORE_RESERVE"); v != "" {
+		n, err := parseBytes(v)
+		if err != nil {
+			return opts, exitf(exitUsage, "RUNEHOST_STORE_RESERVE=%q: %v", v, err)
+		}
+		opts.Reserve = n
+	}
+	return opts, nil
+}
+
+// parseBytes reads a size: a number of bytes, or one with a unit (KiB,
+// MiB, GiB; K, M, G and KB, MB, GB are read as the same).
+func parseBytes(s string) (uint64, error) {
+	units := []struct {
+		suffix string
+		n      uint64
+	}{{"GIB", 1 << 30}, {"MIB", 1 << 20}, {"KIB", 1 << 10}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}}
+	t := strings.ToUpper(strings.TrimSpace(s))
+	mul := uint64(1)
+	for _, u := range units {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mul = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.n
+			break
+		}
+	}
+	n, err := strconv.ParseUint(t, 10, 64)
+	if err != nil || n > (1<<62)/mul {
+		return 0, fmt.Errorf("want a size such as 268435456, 256MiB or 1GiB")
+	}
+	return n * mul, nil
+}
+
+// storeDir is the --store directory, or the default one.
+func storeDir(c *cli.Context) (string, error) {
+	if d := c.String("store"); d != "" {
+		return d, nil
+	}
+	d, err := store.DefaultDir()
+	if err != nil {
+		return "", exitf(exitUsage, "%v", err)
+	}
+	return d, nil
+}

@@ -1,0 +1,109 @@
+// store_verify.go holds `runehost store verify`: every file and record of
+// a store checked; the exit status says whether it is sound.
+
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/runehost/runehost/host"
+	"github.com/runehost/runehost/store"
+)
+
+func storeVerifyCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "verify",
+		Usage: "check every file and record of a store; exit 0 when it is sound, 1 when not",
+		Description: "Checks the store's files against its seal (the MANIFEST as it was, every\n" +
+			"table there and read in full, the newest synced write there), then reads\n" +
+			"every record and decodes it by its kind. Each problem is printed with the\n" +
+			"file or record it is in. A store whose files are damaged is not opened, and\n" +
+			"its records are not read. --accept seals a damaged store as it now is, so\n" +
+			"that it opens again with what it still holds: what was lost stays lost (copy\n" +
+			"the directory first; docs/store.md says what else to do).",
+		Flags: []cli.Flag{storeFlag(), &cli.BoolFlag{Name: "accept", Usage: "accept the damage found: seal the store as it is now"}},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 0 {
+				return exitf(exitUsage, "store verify: takes no arguments")
+			}
+			dir, err := storeDir(c)
+			if err != nil {
+				return err
+			}
+			if _, err := os.Stat(dir); err != nil {
+				return exitf(exitUsage, "store verify: no store at %s", dir)
+			}
+			opts, err := storeOptions(dir)
+			if err != nil {
+				return err
+			}
+			w := c.App.Writer
+			var found []error
+			problems, err := store.CheckFiles(dir)
+			if err != nil {
+				return storeErr("store verify", err)
+			}
+			for _, p := range problems {
+				found = append(found, p)
+			}
+			records := 0
+			if len(found) == 0 {
+				s, err := store.Open(opts)
+				if errors.Is(err, store.ErrDamaged) {
+					found = append(found, err)
+				} else if err != nil {
+					return storeErr("store verify", err)
+				} else {
+					var rerr error
+					var bad []error
+					bad, records, rerr = host.VerifyRecords(s)
+					found = append(found, bad...)
+					if n, last := s.LoggedErrors(); n > 0 && len(bad) == 0 {
+						found = append(found, fmt.Errorf("%s: %w: Badger logged %d errors reading it (the last: %s)", dir, store.ErrDamaged, n, last))
+					}
+					if cerr := s.Close(); rerr == nil {
+						rerr = cerr
+					}
+					if rerr != nil {
+						return storeErr("store verify", rerr)
+					}
+				}
+			}
+			for _, p := range found {
+				fmt.Fprintf(w, "damaged: %v\n", p)
+			}
+			if len(found) == 0 {
+				fmt.Fprintf(w, "store %s is sound: every table read in full, %d records decoded\n", dir, records)
+				return nil
+			}
+			if !c.Bool("accept") {
+				fmt.Fprintf(w, "store %s: %d problems\n", dir, len(found))
+				return &exitError{code: exitFailed}
+			}
+			opts.AcceptDamage = true
+			s, err := store.Open(opts)
+			if err != nil {
+				return storeErr("store verify --accept", err)
+			}
+			if err := s.Close(); err != nil {
+				return storeErr("store verify --accept", err)
+			}
+			fmt.Fprintf(w, "store %s: %d problems accepted; sealed as it is now\n", dir, len(found))
+			return nil
+		},
+	}
+}
+
+// storeErr is a store command's failure: a store in use is bad usage, the
+// rest the host's.
+func storeErr(cmd string, err error) error {
+	var le *store.LockedError
+	if errors.As(err, &le) {
+		return exitf(exitUsage, "%s: %v", cmd, err)
+	}
+	return exitf(exitInternal, "%s: %v", cmd, err)
+}
