@@ -68,6 +68,14 @@ type harness struct {
 	reconc, reopened   int // unknown acts the adapter's lookup found, or found never happened
 	rounds             int
 	r                  *round
+	lastCmd            *command // the command just run, for a violation's report
+	kept               int      // rounds whose store was kept for a violation
+}
+
+// command is a command run and how it ended.
+type command struct {
+	args []string
+	res  result
 }
 
 // kindStats counts one command's runs and kills, and learns how long it
@@ -245,6 +253,7 @@ func (h *harness) exec(args ...string) (result, *view) {
 	if !res.killed && res.took > ks.maxTook {
 		ks.maxTook = res.took
 	}
+	h.lastCmd = &command{args: args, res: res}
 	if h.verbose {
 		fmt.Printf("crash: %v: %s, %d syncs, exit %d %s\n", args, res.how(), res.syncs, res.code, firstLine(res.errs))
 	}
@@ -269,6 +278,7 @@ func (r result) how() string {
 func (h *harness) violate(format string, args ...any) {
 	h.viol++
 	fmt.Printf("crash: violation (round %d): "+format+"\n", append([]any{h.rounds}, args...)...)
+	h.dump()
 }
 
 func firstLine(s string) string {

@@ -83,6 +83,7 @@ type round struct {
 	reported             map[string]bool // violations already reported
 	reconciled, reopened map[string]bool // acts settled by lookup: found, or found never to have happened
 	last                 *view
+	dumped               bool // a violation's report was printed, and the store kept
 }
 
 // ending is what a round ends with: every round must end as the
