@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/guest/port"
 	"github.com/runehost/runehost/store"
 )
@@ -312,5 +313,84 @@ func TestSpawnAnotherProgNeedsAGrant(t *testing.T) {
 	i = runTree(t, e, "r3", src, nil, 100_000)
 	if porttestJSON(t, i.Result) != `5` {
 		t.Fatalf("granted: %s", porttestJSON(t, i.Result))
+	}
+}
+
+// A child's act of unknown outcome is resolved by an operator whose resolve
+// stops right after it recorded the outcome (the process killed, or its
+// context cancelled, before it drove the child on). The child must be left
+// runnable: the next drive of its tree, from the root, finishes the tree.
+// A child left Waiting beside its recorded outcome is given no turn (only
+// the root is driven by hand; the scheduler runs the runnable), and the
+// root waits for its report for ever.
+func TestResolveInterruptedLeavesChildRunnable(t *testing.T) {
+	const src = `if input != nil { return act "calc" {n: input} }
+let a = act "spawn" {steps: 100000, input: 3}
+return (await {key: a.id}).result + 1`
+	dir := t.TempDir()
+	s, err := store.Open(store.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _, err := Open(s, port.NewNative(), engine(t, s, 0).Clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Adapters["calc"] = &recorder{crash: true}
+	if !dies(func() {
+		if _, err := e.Start(context.Background(), "r1", "p", []byte(src), nil, 1_000_000, 1); err != nil {
+			t.Error(err)
+		}
+		(&Scheduler{E: e, Scope: "r1"}).Run(context.Background(), nil)
+	}) {
+		t.Fatal("the child's act did not crash")
+	}
+	s.Close() // the process is gone
+
+	s, err = store.Open(store.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	e, unknown, err := Open(s, e.Runtime, e.Clock)
+	if err != nil || len(unknown) != 1 || unknown[0].ID() != (OpID{"r1.1", 1}) {
+		t.Fatalf("open: %v %v", unknown, err)
+	}
+	rec := &recorder{}
+	e.Adapters["calc"] = rec
+	// The tree is driven on: the child stops at its act, unknown.
+	if _, err := e.Resume(context.Background(), "r1"); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := e.RunTree(context.Background(), "r1"); err != nil || st.Status != Waiting {
+		t.Fatalf("the tree with an unknown act: %+v %v", st, err)
+	}
+	if st, err := e.State("r1.1"); err != nil || st.Status != Waiting || st.Unknown == nil {
+		t.Fatalf("the child with an unknown act: %+v %v", st, err)
+	}
+	// The operator resolves the child's act; the resolve stops once the
+	// outcome is recorded, before the child runs a step.
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	b, _ := checkpoint.EncodeReply(checkpoint.Reply{Value: int64(30)})
+	if _, err := e.Resolve(stopped, OpID{"r1.1", 1}, b); !errors.Is(err, context.Canceled) {
+		t.Fatalf("resolve: %v", err)
+	}
+	if op, err := e.ledger.Get(OpID{"r1.1", 1}); err != nil || op.Phase != Recorded {
+		t.Fatalf("the resolved act: %+v %v", op, err)
+	}
+	if kid, err := e.invs.get("r1.1"); err != nil || !kid.Runnable() {
+		t.Fatalf("the child, its act's outcome recorded: %+v %v (not runnable: no turn will ever come)", kid, err)
+	}
+	// The operator (or the crash harness) drives the tree from its root.
+	if _, err := e.Resume(context.Background(), "r1"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := e.RunTree(context.Background(), "r1")
+	if err != nil || st.Status != Completed || porttestJSON(t, st.Result) != "31" {
+		t.Fatalf("the tree after the resolve: %+v %v", st, err)
+	}
+	if len(rec.calls) != 0 {
+		t.Fatalf("the resolved act was dispatched again: %v", rec.calls)
 	}
 }

@@ -258,18 +258,41 @@ func attemptTx(tx *store.Tx, id OpID, a Attempt) (*Operation, error) {
 }
 
 // Record settles an attempted (or unresolved) operation with its outcome,
-// synced to disk before anyone consumes it. An exact duplicate of the
-// recorded outcome returns the retained receipt; a different one is
+// synced to disk before anyone consumes it, and makes its invocation
+// runnable if it waits (see wakeTx). An exact duplicate of the recorded
+// outcome returns the retained receipt; a different one is
 // ErrConflictingOutcome and changes nothing.
 func (l *Ledger) Record(id OpID, o Outcome) (*Operation, error) {
 	var op *Operation
 	// The effect happened: its outcome may use the disk reserve.
 	err := l.s.RetryInReserve(store.Synced, func(tx *store.Tx) error {
 		var err error
-		op, err = recordTx(tx, id, o)
-		return err
+		if op, err = recordTx(tx, id, o); err != nil {
+			return err
+		}
+		return wakeTx(tx, id.Invocation)
 	})
 	return op, err
+}
+
+// wakeTx, within tx, makes an invocation that waits runnable again: the
+// act it stopped at, of unknown outcome, has just been settled (recorded,
+// or reopened to be attempted again). It is done in the transaction that
+// settles the act, as a delivery wakes an await, so that no crash can leave
+// an invocation waiting beside an act with nothing left to wait for: only
+// runnable invocations get turns, and nothing else would ever drive a child
+// again. A drive that finds it must wait after all parks it again. An
+// invocation that is gone, or whose record cannot be read, is left alone.
+func wakeTx(tx *store.Tx, id string) error {
+	inv, err := getInv(tx, id)
+	if errors.Is(err, ErrNoSuchInvocation) || errors.Is(err, store.ErrCorrupt) {
+		return nil
+	}
+	if err != nil || inv.Status != Waiting {
+		return err
+	}
+	inv.Status = Running
+	return putInv(tx, inv)
 }
 
 // recordTx is Record within a transaction.
@@ -422,19 +445,32 @@ func (l *Ledger) Unresolve(id OpID) (*Operation, error) {
 
 // Reopen returns an unresolved operation to Proposed, once an adapter's
 // reconciliation found that its attempt never took effect: it may then be
-// attempted again. Nothing else may reopen an attempt.
+// attempted again. Nothing else may reopen an attempt. Its invocation is
+// made runnable if it waits (see wakeTx).
 func (l *Ledger) Reopen(id OpID) (*Operation, error) {
-	return l.update(id, store.Synced, func(cur *Operation, found bool) (*Operation, error) {
-		if !found {
-			return nil, &LedgerError{Op: id, Err: ErrUnknownOp}
+	var op *Operation
+	err := l.s.Retry(store.Synced, func(tx *store.Tx) error {
+		var err error
+		op, err = updateTx(tx, id, func(cur *Operation, found bool) (*Operation, error) {
+			if !found {
+				return nil, &LedgerError{Op: id, Err: ErrUnknownOp}
+			}
+			if cur.Phase != Unresolved {
+				return nil, &LedgerError{Op: id, Phase: cur.Phase, Err: errors.New("only an unresolved attempt can be reopened")}
+			}
+			cur.Phase, cur.Attempt = Proposed, nil
+			cur.Reopened++
+			return cur, nil
+		})
+		if err != nil {
+			return err
 		}
-		if cur.Phase != Unresolved {
-			return nil, &LedgerError{Op: id, Phase: cur.Phase, Err: errors.New("only an unresolved attempt can be reopened")}
-		}
-		cur.Phase, cur.Attempt = Proposed, nil
-		cur.Reopened++
-		return cur, nil
+		return wakeTx(tx, id.Invocation)
 	})
+	if err != nil {
+		return nil, err
+	}
+	return op, nil
 }
 
 // Get returns an operation.

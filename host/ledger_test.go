@@ -180,3 +180,48 @@ func TestLedgerRecover(t *testing.T) {
 		t.Fatalf("current generation's attempt moved to %s", op.Phase)
 	}
 }
+
+// Settling an act of unknown outcome (recording it, or reopening it to be
+// attempted again) makes an invocation that waits on it runnable, in the
+// same transaction: a crash right after must not leave it waiting beside an
+// act with nothing left to wait for, given no turn ever again.
+func TestSettlingUnknownWakesItsInvocation(t *testing.T) {
+	for _, settle := range []string{"record", "reopen"} {
+		t.Run(settle, func(t *testing.T) {
+			s := memStore(t)
+			l, invs := NewLedger(s), NewInvocations(s)
+			id := OpID{"r1", 1}
+			if _, err := invs.Admit("r1", "p"); err != nil {
+				t.Fatal(err)
+			}
+			reach(t, l, id, Unresolved)
+			if _, err := invs.Move("r1", Waiting); err != nil { // the drive that met the unknown outcome
+				t.Fatal(err)
+			}
+			var err error
+			if settle == "record" {
+				_, err = l.Record(id, Outcome{Reply: reply(t, "text"), Source: "operator"})
+			} else {
+				_, err = l.Reopen(id)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			inv, err := invs.get("r1")
+			if err != nil || !inv.Runnable() {
+				t.Fatalf("after %s: %+v %v", settle, inv, err)
+			}
+			next, err := (&Scheduler{E: NewEngine(s, nil, 1, nil), Scope: "r1"}).Next()
+			if err != nil || next != "r1" {
+				t.Fatalf("after %s the scheduler's next is %q (%v), not r1", settle, next, err)
+			}
+		})
+	}
+	// An operation whose invocation is not there settles as before.
+	s := memStore(t)
+	l := NewLedger(s)
+	reach(t, l, OpID{"gone", 1}, Unresolved)
+	if _, err := l.Record(OpID{"gone", 1}, Outcome{Reply: reply(t, 1)}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -184,6 +184,15 @@ func (h *harness) check(what string, res result) *view {
 		if in.Status == host.Failed || in.Status == host.Conflict {
 			bad("%s ended %s: %v", id, in.Status, in.Err)
 		}
+		// Nothing waits for an act whose outcome is settled (recorded, or
+		// reopened to be attempted again): only runnable invocations get
+		// turns, and nothing but its tree's turns drives a child.
+		if p := pendingAct(iv); in.Status == host.Waiting && p != nil {
+			op := findOp(iv.Operations, p.Seq)
+			if op != nil && (op.Phase == host.Proposed || op.Phase == host.Recorded || op.Phase == host.Consumed && al.Lent == 0) {
+				bad("%s waits at act #%d (%s), which is %s: it will never be given a turn", id, p.Seq, p.Tag, op.Phase)
+			}
+		}
 		if al.Charged+al.Held+al.Lent > al.Limit {
 			bad("%s: charged %d + held %d + lent %d > limit %d", id, al.Charged, al.Held, al.Lent, al.Limit)
 		}
@@ -276,6 +285,14 @@ func (h *harness) check(what string, res result) *view {
 		bad("the waiting invocation %s is gone", r.keep)
 	}
 	return v
+}
+
+// pendingAct returns the act an invocation's checkpoint is suspended at, if any.
+func pendingAct(iv *invView) *checkpoint.Pending {
+	if iv.Header == nil || iv.Header.Pending == nil || iv.Header.Pending.Kind != checkpoint.PendingAct {
+		return nil
+	}
+	return iv.Header.Pending
 }
 
 func outcomeOf(op *host.Operation) string {
