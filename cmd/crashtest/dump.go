@@ -19,7 +19,8 @@ import (
 	"github.com/runehost/runehost/store"
 )
 
-// maxKept is how many rounds' stores one run keeps, at most.
+// maxKept is how many rounds' stores one run keeps, at most (none with
+// -break, whose violations are expected).
 const maxKept = 5
 
 // dump prints the round's state and keeps a copy of its store, once per
@@ -36,7 +37,7 @@ func (h *harness) dump() {
 			fmt.Printf("crash:     | %s\n", l)
 		}
 	}
-	if h.kept < maxKept {
+	if !h.broken && h.kept < maxKept {
 		h.kept++
 		dir, err := os.MkdirTemp("", fmt.Sprintf("crashtest-round%d-", h.rounds))
 		if err == nil {

@@ -70,6 +70,7 @@ type harness struct {
 	r                  *round
 	lastCmd            *command // the command just run, for a violation's report
 	kept               int      // rounds whose store was kept for a violation
+	broken             bool     // -break: violations are expected, their stores not kept
 }
 
 // command is a command run and how it ended.
@@ -97,7 +98,7 @@ func main() {
 	defer os.RemoveAll(tmp)
 	cache := filepath.Join(os.TempDir(), "runehost-test-wazero-cache")
 	h := &harness{bin: filepath.Join(tmp, "runehost"), tmp: tmp, cache: cache, rng: rand.New(rand.NewSource(*seed)),
-		budget: *kills, delayMS: 3, verbose: *verbose, perKind: map[string]*kindStats{}}
+		budget: *kills, delayMS: 3, verbose: *verbose, perKind: map[string]*kindStats{}, broken: *brk != ""}
 	if err := build(h.bin, tmp, *brk); err != nil {
 		fmt.Println("crash:", err)
 		os.Exit(2)
