@@ -91,10 +91,22 @@ func (h *harness) read() (*view, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list: %w", err)
 	}
+	// The host reports a record it cannot read as damage beside the rest
+	// (docs/store.md, corrupt records), not as an error: for the harness
+	// either is a store that does not read.
 	for _, i := range invs {
+		if i.Damage != "" {
+			return nil, fmt.Errorf("list: invocation %s is damaged: %s", i.ID, i.Damage)
+		}
 		in, err := e.Inspect(i.ID)
 		if err != nil {
 			return nil, fmt.Errorf("inspect %s: %w", i.ID, err)
+		}
+		if len(in.Damage) > 0 {
+			return nil, fmt.Errorf("inspect %s: damaged: %s", i.ID, strings.Join(in.Damage, "; "))
+		}
+		if in.Header == nil {
+			return nil, fmt.Errorf("inspect %s: no checkpoint", i.ID)
 		}
 		iv := &invView{Inspection: in}
 		if p := in.Header.Pending; p != nil && p.Kind == checkpoint.PendingAwait && i.Status == host.Waiting {
@@ -113,6 +125,9 @@ func (h *harness) read() (*view, error) {
 		return nil, fmt.Errorf("grants: %w", err)
 	}
 	for _, g := range gs {
+		if g.Damage != "" {
+			return nil, fmt.Errorf("grants: %s %s is damaged: %s", g.Subject, g.Statement, g.Damage)
+		}
 		v.grants[g.Subject+" "+g.Statement] = true
 	}
 	if v.journal, err = h.r.world.Entries(); err != nil {
