@@ -67,6 +67,7 @@ type Store struct {
 	space *reserve   // nil in memory
 
 	synced   atomic.Uint64 // at most the mark's version, as of the newest synced commit that wrote it
+	group    syncGroup     // Synced commits waiting for one shared sync (sync.go)
 	marked   atomic.Int64  // when a synced transaction last carried the mark (unix ns)
 	sealMu   sync.Mutex
 	sealed   *seal
@@ -472,6 +473,9 @@ func (s *Store) update(d Durability, inReserve bool, fn func(tx *Tx) error) erro
 	defer txn.Discard()
 	tx := &Tx{t: txn, s: s}
 	err := fn(tx)
+	if err == nil && tx.size == 0 {
+		return nil // it wrote nothing: nothing to commit or to sync
+	}
 	if err == nil && s.space != nil {
 		err = s.space.admit(tx.size, inReserve)
 	}
@@ -500,17 +504,20 @@ func (s *Store) update(d Durability, inReserve bool, fn func(tx *Tx) error) erro
 	return nil
 }
 
-// sync makes every commit so far survive a crash of the machine: the one
-// place a Synced transaction is flushed to disk. version is at most the
-// mark's version once the commit that wrote it is synced: the seal records
-// it as synced.
+// syncCommit makes a commit, and every one before it, survive a crash of the
+// machine: the one place a Synced transaction is flushed to disk. Commits
+// that finish while a sync runs share the next one (group commit). version
+// is at most the mark's version once the commit that wrote it is synced:
+// the seal records it as synced.
 func (s *Store) syncCommit(version uint64) error {
-	if err := s.sync(); err != nil { // the one sync of a Synced commit (synchook.go)
-		return fmt.Errorf("store: sync: %w", err)
-	}
-	for old := s.synced.Load(); version > old && !s.synced.CompareAndSwap(old, version); old = s.synced.Load() {
-	}
-	return nil
+	return s.group.wait(version, func(upTo uint64) error {
+		if err := s.sync(); err != nil { // synchook.go
+			return fmt.Errorf("store: sync: %w", err)
+		}
+		for old := s.synced.Load(); upTo > old && !s.synced.CompareAndSwap(old, upTo); old = s.synced.Load() {
+		}
+		return nil
+	})
 }
 
 func firstLine(err error) string {

@@ -1,5 +1,6 @@
 // sync.go holds what a Synced commit flushes: Badger's logs, including the
-// ones that rotated since the last sync, which Badger's own Sync misses.
+// ones that rotated since the last sync, which Badger's own Sync misses;
+// and the group of commits that share one sync.
 
 package store
 
@@ -11,7 +12,42 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
+
+// syncGroup lets concurrent Synced commits share a sync. Each commit takes
+// a ticket once Badger has it; one sync that starts after a ticket was taken
+// covers it. While one commit syncs, the others queue on mu; the first of
+// them to get it syncs for all that queued, and the rest find themselves
+// covered. One invocation pays one sync per commit, as before; many pay one
+// between them per sync's time.
+type syncGroup struct {
+	tickets atomic.Uint64 // commits that finished and want a sync
+	version atomic.Uint64 // the highest mark version among them
+	mu      sync.Mutex
+	synced  uint64 // tickets covered by the last good sync
+}
+
+// wait returns once a sync that began after this commit finished succeeds
+// (or with the error of the one this commit ran). sync gets the highest
+// mark version the sync covers.
+func (g *syncGroup) wait(version uint64, sync func(version uint64) error) error {
+	for old := g.version.Load(); version > old && !g.version.CompareAndSwap(old, version); old = g.version.Load() {
+	}
+	ticket := g.tickets.Add(1)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.synced >= ticket {
+		return nil // a sync that started after this commit covered it
+	}
+	// Read before syncing: every commit counted here finished before it.
+	upTo, v := g.tickets.Load(), g.version.Load()
+	if err := sync(v); err != nil {
+		return err
+	}
+	g.synced = upTo
+	return nil
+}
 
 // Badger's DB.Sync flushes the newest value-log file and the active
 // memtable's write-ahead log only, and with SyncWrites off Badger never
