@@ -28,6 +28,7 @@ func boundedEngine(t *testing.T) (*Engine, *[]string) {
 	e.Ward().Grant(AnyProg, "echo")
 	e.Adapters["echo"] = &echo{}
 	e.Bounds = Bounds{Checkpoint: 20000, ActArgs: 100, ActReply: 1000, Journal: 10, ByRef: 200}
+	e.Cadence = Cadence{Steps: 1} // a checkpoint at every slice: each is measured
 	var warnings []string
 	e.OnWarn = func(inv, msg string) { warnings = append(warnings, msg) }
 	return e, &warnings
@@ -109,4 +110,18 @@ func decodeMap(b []byte) (*checkpoint.Map, error) {
 	}
 	m, _ := d.(*checkpoint.Map)
 	return m, nil
+}
+
+// With lazy slices the cap is met where a checkpoint is stored: here, at
+// the act after the list grew.
+func TestBoundsCheckpointLazy(t *testing.T) {
+	e, _ := boundedEngine(t)
+	e.Cadence = Cadence{}
+	got := runCatch(t, e, `var l = []
+for i in range(5000) { l = append(l, "item " + str(i)) }
+act "echo" {s: "", n: 0}
+return len(l)`)
+	if !strings.HasPrefix(got, "limit: checkpoint of") {
+		t.Fatalf("got %s, want the checkpoint's limit", got)
+	}
 }

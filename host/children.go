@@ -251,6 +251,11 @@ func (sp spawner) Do(ctx context.Context, op *Operation) (any, error) {
 			return limitErr("spawn: the tree of %s has %d unsettled invocations (at most %d)", root.ID, root.Tree, MaxTree)
 		}
 		_, err = changeAllowance(tx, parent.ID, func(al *Allowance, _ bool) error {
+			// The parent is suspended at this act: the steps its lease
+			// holds are not running, and are its to lend (drive.go).
+			if need := uint64(steps); al.Available() < need {
+				al.Held -= min(al.Held, need-al.Available())
+			}
 			if al.Available() < uint64(steps) {
 				return limitErr("spawn: %s has %d steps to lend, not %d", parent.ID, al.Available(), steps)
 			}

@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -60,9 +59,14 @@ type Engine struct {
 	// Quantum, if not 0, is how many slices one Drive runs before it returns
 	// the invocation Running, so that a scheduler can be fair.
 	Quantum int
+	// Cadence bounds the pure work a crash can lose (drive.go).
+	Cadence Cadence
 
 	mu       sync.Mutex
 	backlogs map[string]*events.Backlog // by invocation
+
+	runsMu sync.Mutex
+	runs   map[string]*run // kept between turns: live machines, leased steps
 
 	ward     *Ward
 	ledger   *Ledger
@@ -335,207 +339,6 @@ func inputText(b []byte) string {
 	return dataText(b)
 }
 
-func (e *Engine) drive(ctx context.Context, inv string, quantum int) (*RunState, error) {
-	// The stored checkpoint is read and decoded once; after that each step's
-	// result says where the machine stands.
-	cp, err := e.checkpoint(inv)
-	if err != nil {
-		return nil, err
-	}
-	c, err := checkpoint.Decode(cp, checkpoint.Expect{Semantics: semantics})
-	if err != nil {
-		return nil, fmt.Errorf("invocation %s: stored checkpoint: %w", inv, err)
-	}
-	if want := fmt.Sprintf("%x", c.Header.Program); c.Header.Invocation != "" && c.Header.Invocation != inv {
-		return nil, fmt.Errorf("invocation %s: stored checkpoint is of invocation %s (program %.16s): %w", inv, c.Header.Invocation, want, store.ErrCorrupt)
-	}
-	h := &c.Header
-	if err := e.ensureLoaded(ctx, h); err != nil {
-		return nil, err
-	}
-	reported := h.Pending != nil && c.Machine.Steps == h.Used // a suspension the machine reported
-	var emits []Emit
-	var fresh *prepared // the act the last slice reached, attempted with its checkpoint
-	for turn := 0; ; turn++ {
-		if err := ctx.Err(); err != nil && fresh == nil {
-			return nil, err
-		}
-		over := quantum > 0 && turn >= quantum // its turn is over, once an attempt made is carried out
-		if over && fresh == nil && !reported {
-			return &RunState{Status: Running, Emits: emits}, nil
-		}
-		var reply []byte
-		var pend *settlement
-		if reported {
-			var out *RunState
-			reply, pend, out, err = e.answer(ctx, inv, h, fresh)
-			if err != nil || out != nil {
-				if out != nil {
-					out.Emits = emits
-				}
-				return out, err
-			}
-			if i, err := e.invs.get(inv); err == nil && i.Status == Waiting {
-				if _, err := e.invs.Move(inv, Running); err != nil {
-					return nil, err
-				}
-			}
-		}
-		if over {
-			if _, err := e.reserveSlice(inv, pend, 0); err != nil && !errors.Is(err, ErrExhausted) {
-				return nil, err
-			}
-			return &RunState{Status: Running, Emits: emits}, nil
-		}
-		n, err := e.reserveSlice(inv, pend, port.DefaultSlice)
-		if errors.Is(err, ErrExhausted) {
-			return e.exhausted(inv, emits)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if err := ctx.Err(); err != nil { // stopping: the slice is not run, its steps come back
-			e.accounts.Settle(inv, n, 0)
-			return nil, err
-		}
-		now := e.Clock()
-		res, err := e.Runtime.Step(ctx, port.Request{Checkpoint: cp, Reply: reply, Slice: n, Clock: now})
-		if err != nil {
-			e.accounts.Forfeit(inv, n)
-			return nil, fmt.Errorf("invocation %s: %w", inv, err)
-		}
-		d := store.Buffered
-		if res.Kind != port.Yield {
-			d = store.Synced
-		}
-		used := res.Used - h.Used
-		// failSlice settles the slice on its own and ends the invocation
-		// with a limit error: its last stored checkpoint stays as it was.
-		failSlice := func(ce *checkpoint.Error) (*RunState, error) {
-			if _, err := e.accounts.Settle(inv, n, used); err != nil {
-				return nil, err
-			}
-			if _, err := e.invs.MoveFailed(inv, Failed, ce); err != nil {
-				return nil, err
-			}
-			return &RunState{Status: Failed, Err: ce, Emits: emits}, nil
-		}
-		if len(res.Checkpoint) > e.Bounds.Checkpoint {
-			return failSlice(&checkpoint.Error{Kind: "limit", Msg: fmt.Sprintf("checkpoint of %d bytes is over the cap of %d", len(res.Checkpoint), e.Bounds.Checkpoint)})
-		}
-		if nearly(uint64(len(cp)), uint64(len(res.Checkpoint)), uint64(e.Bounds.Checkpoint)) {
-			e.warn(inv, "checkpoint", fmt.Sprintf("checkpoint of %d bytes is near the cap of %d", len(res.Checkpoint), e.Bounds.Checkpoint))
-		}
-		var logged []events.Event
-		for _, em := range res.Emits {
-			logged = append(logged, e.emitEvent(now, em.Kind, em.Data))
-		}
-		// The settlement goes with the checkpoint: if a crash loses both,
-		// the reservation stays held and is charged in full on recovery.
-		// An act the slice reached is proposed and attempted in the same
-		// transaction, its grant decided just before.
-		fresh = nil
-		var act *Operation
-		var prep *prepared
-		if res.Kind == port.Act {
-			act = &Operation{Invocation: inv, Ordinal: res.Seq, Tag: res.Tag, Args: res.Args}
-			if prep, err = e.prepare(ctx, act); err != nil {
-				e.accounts.Settle(inv, n, used)
-				return nil, err
-			}
-		}
-		attempted := false
-		var stored []events.Event
-		err = e.Store.Retry(d, func(tx *store.Tx) error {
-			attempted = false
-			if _, err := changeAllowance(tx, inv, settle(inv, n, used)); err != nil {
-				return err
-			}
-			evs := logged
-			if act != nil {
-				op, err := proposeTx(tx, *act)
-				if err != nil {
-					return err
-				}
-				if op.Phase == Proposed {
-					if _, err := attemptTx(tx, act.ID(), prep.attempt); err != nil {
-						return err
-					}
-					attempted = true
-					evs = append(slices.Clip(logged), e.callEvents(act, prep.attempt.At, prep.attempt.Grant)...)
-				}
-			}
-			var err error
-			if stored, err = appendLog(tx, inv, evs); err != nil {
-				return err
-			}
-			return tx.PutRaw(cpKey(inv), res.Checkpoint)
-		})
-		if errors.Is(err, store.ErrTooLarge) {
-			return failSlice(&checkpoint.Error{Kind: "limit", Msg: fmt.Sprintf("the slice's records are too large to store: %v", err)})
-		}
-		if err != nil {
-			e.accounts.Settle(inv, n, used)
-			return nil, err
-		}
-		if attempted {
-			fresh = prep
-		}
-		e.published(stored)
-		for _, em := range res.Emits {
-			emits = append(emits, Emit{Kind: em.Kind, Data: em.Data})
-			if e.OnEmit != nil {
-				e.OnEmit(inv, Emit{Kind: em.Kind, Data: em.Data})
-			}
-		}
-		switch res.Kind {
-		case port.Done:
-			for _, ev := range e.finalEvents(inv, Completed, res.Result) {
-				if ev.Kind == events.KindAnswer {
-					if err := e.log(inv, ev); err != nil {
-						return nil, err
-					}
-				}
-			}
-			i, err := e.invs.Publish(inv, res.Result)
-			if err != nil {
-				return nil, err
-			}
-			out := &RunState{Status: i.Status, Result: res.Result, Emits: emits}
-			if i.Status == Joining {
-				out.Waiting = fmt.Sprintf("%d children", i.Live)
-			}
-			return out, nil
-		case port.Error:
-			if _, err := e.invs.MoveFailed(inv, Failed, res.Err); err != nil {
-				return nil, err
-			}
-			return &RunState{Status: Failed, Err: res.Err, Emits: emits}, nil
-		case port.Act, port.Event:
-			if h, err = checkpoint.DecodeHeader(res.Checkpoint); err != nil {
-				return nil, err
-			}
-			reported = true
-		default:
-			h.Used, reported = res.Used, false
-		}
-		cp = res.Checkpoint
-	}
-}
-
-func (e *Engine) checkpoint(inv string) ([]byte, error) {
-	var cp []byte
-	err := e.Store.View(func(tx *store.Tx) error {
-		b, ok, err := tx.GetRaw(cpKey(inv))
-		if err == nil && !ok {
-			err = fmt.Errorf("invocation %s: %w", inv, ErrNoSuchInvocation)
-		}
-		cp = b
-		return err
-	})
-	return cp, err
-}
-
 // ensureLoaded gives the runtime the invocation's source (after a restart
 // it has none).
 func (e *Engine) ensureLoaded(ctx context.Context, h *checkpoint.Header) error {
@@ -653,65 +456,6 @@ func (e *Engine) unknown(inv string, id OpID, tag string) ([]byte, *settlement, 
 		return nil, nil, nil, err
 	}
 	return nil, nil, &RunState{Status: Waiting, Waiting: "the outcome of act " + tag, Unknown: op}, nil
-}
-
-// settlement is what the transaction that reserves the next slice also
-// does: record an act's fresh outcome (if any) and mark it consumed. One
-// synced transaction makes the outcome durable before the prog sees it.
-type settlement struct {
-	id      OpID
-	tag     string
-	outcome *Outcome // nil when it was recorded before
-}
-
-// reserveSlice reserves the next slice of inv, settling s with it. A fresh
-// outcome is recorded even when nothing is left to reserve.
-func (e *Engine) reserveSlice(inv string, s *settlement, want uint64) (uint64, error) {
-	var o Outcome
-	if s != nil && s.outcome != nil {
-		var err error
-		if o, err = e.byRef(*s.outcome); err != nil {
-			return 0, err
-		}
-	}
-	var got uint64
-	var stored []events.Event
-	retry := e.Store.Retry
-	if s != nil && s.outcome != nil {
-		retry = e.Store.RetryInReserve // an effect happened: its outcome is kept, even on a nearly full disk
-	}
-	err := retry(store.Synced, func(tx *store.Tx) error {
-		stored = nil
-		if s != nil {
-			if s.outcome != nil {
-				recorded, err := recordTx(tx, s.id, o)
-				if err != nil {
-					return err
-				}
-				// The act's result line goes with its outcome: the log
-				// never misses one the ledger has.
-				if stored, err = appendLog(tx, inv, e.resultEvents(recorded, &o, s.outcome.Reply)); err != nil {
-					return err
-				}
-			}
-			if _, err := consumeTx(tx, s.id); err != nil {
-				return err
-			}
-		}
-		if want == 0 {
-			return nil
-		}
-		_, err := changeAllowance(tx, inv, reserve(inv, want, &got))
-		return err
-	})
-	if err != nil {
-		return 0, err
-	}
-	e.published(stored)
-	if got == 0 {
-		return 0, exhausted(inv)
-	}
-	return got, nil
 }
 
 // Reconciler is an adapter that can look an attempt up by its idempotency key
@@ -1099,8 +843,10 @@ func (e *Engine) Resume(ctx context.Context, inv string) (*RunState, error) {
 
 // resumeTurn is Resume for at most quantum slices (0: no limit).
 func (e *Engine) resumeTurn(ctx context.Context, inv string, quantum int) (*RunState, error) {
-	if _, err := e.accounts.Recover(inv); err != nil {
-		return nil, err
+	if !e.kept(inv) { // what this engine holds is its own; the rest was lost
+		if _, err := e.accounts.Recover(inv); err != nil {
+			return nil, err
+		}
 	}
 	if _, err := e.invs.Pause(inv, ""); err != nil {
 		return nil, err
@@ -1153,6 +899,7 @@ func (e *Engine) Resolve(ctx context.Context, id OpID, reply []byte) (*RunState,
 // unknown outcome stays unresolved and inspectable, and its allowance held by
 // a lost slice is charged.
 func (e *Engine) Cancel(inv string) error {
+	e.dropRun(inv)
 	if _, err := e.accounts.Recover(inv); err != nil && !errors.Is(err, store.ErrCorrupt) {
 		return err // an unreadable allowance stays as it is; the invocation is cancelled
 	}

@@ -44,6 +44,9 @@ func checkStep(prev *checkpoint.Header, req port.Request, res *port.Result) erro
 		if !req.Lazy || res.Kind != port.Yield {
 			return fmt.Errorf("a %s without a checkpoint", res.Kind)
 		}
+		if len(res.Emits) > 0 {
+			return fmt.Errorf("a lazy yield with %d events and no checkpoint", len(res.Emits))
+		}
 		return nil
 	}
 	c, err := checkpoint.Decode(res.Checkpoint, checkpoint.Expect{Semantics: compile.Version, Program: prev.Program})

@@ -212,6 +212,11 @@ func (h *harness) check(what string, res result) *view {
 		if al.Charged+al.Held+al.Lent > al.Limit {
 			bad("%s: charged %d + held %d + lent %d > limit %d", id, al.Charged, al.Held, al.Lent, al.Limit)
 		}
+		// Steps are leased and charged lazily: whatever a killed process
+		// ran is charged, or still held for a recovery to charge.
+		if iv.Header != nil && al.Charged+al.Held < iv.Header.Used {
+			bad("%s: its checkpoint used %d steps, and only %d are charged and %d held", id, iv.Header.Used, al.Charged, al.Held)
+		}
 		for _, op := range iv.Operations {
 			now := seenAct{tag: op.Tag, phase: op.Phase, outcome: outcomeOf(op), reopened: op.Reopened}
 			before, ok := s.acts[op.Ordinal]

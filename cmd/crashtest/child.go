@@ -75,7 +75,7 @@ func (h *harness) run(p plan, args ...string) result {
 	ansR, ansW, err := os.Pipe()
 	check(err)
 	c.ExtraFiles = []*os.File{repW, ansR} // fds 3 and 4
-	c.Env = append(os.Environ(), syncEnv+"=3,4",
+	c.Env = append(os.Environ(), syncEnv+"=3,4", "RUNEHOST_CHECKPOINT_EVERY=20ms",
 		crashtest.JournalEnv+"="+r.world.Path, crashtest.DelayEnv+"="+strconv.Itoa(h.delayMS))
 
 	var durable string // killPower: the durable image, log files as of their last sync

@@ -17,7 +17,8 @@ import (
 )
 
 // mainProg spawns two children that act on their own, acts itself through
-// both test adapters, waits for two events, and adds up everything it was
+// both test adapters, computes for a while (lazy slices, checkpoints on the
+// cadence only), waits for two events, and adds up everything it was
 // answered. Its ballast keeps every checkpoint over Badger's value
 // threshold (64 KiB), so that checkpoints go to the value log; some replies
 // are as large, and are stored as blobs.
@@ -48,6 +49,10 @@ for i in range(16) {
   var j = 0
   while j < 300 { j += 1 }
 }
+var c = 0
+var acc = 0
+while c < 60000 { acc = (acc * 31 + c) % 1000003; c += 1 }
+total += acc
 total += await {key: "go"}
 for k in kids { total += (await {key: k.id}).result }
 total += await {key: "early"}

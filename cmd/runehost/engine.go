@@ -4,10 +4,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -57,6 +59,11 @@ func openEngine(c *cli.Context, runs bool) (*host.Engine, func(), error) {
 		s.Close()
 		return nil, nil, exitf(exitInternal, "%v", err)
 	}
+	if e.Cadence, err = cadenceFromEnv(); err != nil {
+		closeRT()
+		s.Close()
+		return nil, nil, exitf(exitUsage, "%v", err)
+	}
 	for _, op := range unknown {
 		fmt.Fprintf(c.App.ErrWriter, "unknown: act %s of %s was attempted and has no outcome; it will not be re-run (settle it with runehost resolve)\n", op.Tag, op.ID())
 	}
@@ -73,7 +80,39 @@ func openEngine(c *cli.Context, runs bool) (*host.Engine, func(), error) {
 			fmt.Fprintf(w, "%s %s\n", ev.Run, events.Line(&ev, color))
 		}
 	}
-	return e, func() { closeActs(); closeRT(); s.Close() }, nil
+	return e, func() {
+		// Live machines between turns are checkpointed before the store
+		// closes: a command that stops loses no work.
+		if err := e.Park(context.Background()); err != nil {
+			fmt.Fprintf(c.App.ErrWriter, "runehost: parking live runs: %v\n", err)
+		}
+		closeActs()
+		closeRT()
+		s.Close()
+	}, nil
+}
+
+// cadenceFromEnv reads how often a running prog's checkpoint is stored:
+// RUNEHOST_CHECKPOINT_EVERY (a duration, 2s by default) and
+// RUNEHOST_CHECKPOINT_STEPS (10,000,000 by default; 1 stores one at
+// every slice).
+func cadenceFromEnv() (host.Cadence, error) {
+	var c host.Cadence
+	if v := os.Getenv("RUNEHOST_CHECKPOINT_EVERY"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return c, fmt.Errorf("RUNEHOST_CHECKPOINT_EVERY=%q: want a positive duration, such as 2s or 500ms", v)
+		}
+		c.Every = d
+	}
+	if v := os.Getenv("RUNEHOST_CHECKPOINT_STEPS"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || n == 0 {
+			return c, fmt.Errorf("RUNEHOST_CHECKPOINT_STEPS=%q: want a positive number of steps", v)
+		}
+		c.Steps = n
+	}
+	return c, nil
 }
 
 // report prints where a run stands and returns the command's outcome.

@@ -182,6 +182,7 @@ type runner struct {
 }
 
 func (r *runner) run(ctx context.Context, in port.Input, slice uint64) error {
+	in.Invocation = "run"
 	cp, err := r.rt.Start(ctx, in)
 	if err != nil {
 		var se *syntax.Error
@@ -190,13 +191,31 @@ func (r *runner) run(ctx context.Context, in port.Input, slice uint64) error {
 		}
 		return exitf(exitUsage, "run: %v", err)
 	}
+	last := cp
 	var reply []byte
 	for {
-		res, err := r.rt.Step(ctx, port.Request{Checkpoint: cp, Reply: reply, Slice: slice, Clock: nowMillis()})
+		// Lazy: nothing is kept, so no checkpoint is wanted at a Yield; the
+		// machine stays live in the runtime between slices.
+		req := port.Request{Checkpoint: cp, Reply: reply, Slice: slice, Clock: nowMillis(), Lazy: true}
+		if cp == nil {
+			req.Invocation = "run"
+		}
+		res, err := r.rt.Step(ctx, req)
+		if errors.Is(err, port.ErrExpired) && cp == nil {
+			cp = last // the runtime let the machine go: run again from its last checkpoint
+			continue
+		}
 		if err != nil {
 			return exitf(exitInternal, "run: %v", err)
 		}
-		cp, reply = res.Checkpoint, nil
+		if res.Checkpoint != nil {
+			cp, last = res.Checkpoint, res.Checkpoint
+		} else if res.Kind != port.Yield {
+			return exitf(exitInternal, "run: a %s without a checkpoint", res.Kind)
+		} else {
+			cp = nil
+		}
+		reply = nil
 		for _, e := range res.Emits {
 			fmt.Fprintf(r.events, "emit %s %s\n", e.Kind, dataJSON(e.Data))
 		}

@@ -58,6 +58,9 @@ func runScriptLazy(t testing.TB, rt RuntimePort, src []byte, s *script, slice ui
 			t.Fatalf("used went from %d to %d in a slice of %d", prevUsed, r.Used, slice)
 		}
 		prevUsed = r.Used
+		if r.Checkpoint == nil && len(r.Emits) > 0 {
+			t.Fatalf("slice %d: a lazy yield with %d events and no checkpoint", slice, len(r.Emits))
+		}
 		reply = nil
 		cp = r.Checkpoint
 		for _, e := range r.Emits {

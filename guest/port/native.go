@@ -297,10 +297,15 @@ func (n *Native) step(p *compile.Program, req Request) (res *Result, err error) 
 		}
 		m.Run(end - m.Used())
 	}
-	if req.Lazy && m.Status() == checkpoint.Runnable || req.Lazy && !m.Settled() {
-		// A lazy Yield: no checkpoint; the machine stays live.
-		n.keep(invocation, &live{prog: p, m: m, ctx: appCtx})
-		return &Result{Kind: Yield, Used: m.Used(), Emits: append(emits, m.TakeEmits()...)}, nil
+	if req.Lazy && (m.Status() == checkpoint.Runnable || !m.Settled()) {
+		emits = append(emits, m.TakeEmits()...)
+		if len(emits) == 0 {
+			// A lazy Yield: no checkpoint; the machine stays live.
+			n.keep(invocation, &live{prog: p, m: m, ctx: appCtx})
+			return &Result{Kind: Yield, Used: m.Used()}, nil
+		}
+		// A slice that emitted carries its checkpoint even when lazy: the
+		// host logs each event with the state that produced it, once.
 	}
 	out, err := m.Snapshot()
 	if err != nil {

@@ -40,7 +40,8 @@ type Request struct {
 	// port may answer a Yield without one (Result.Checkpoint nil) and keep
 	// the machine live. Writing a checkpoint at every slice costs more than
 	// a slice of work in the sandbox; a host needs one only to park or
-	// persist an invocation. Every other result carries its checkpoint.
+	// persist an invocation. Every other result carries its checkpoint,
+	// and so does a Yield whose slice emitted events.
 	Lazy bool
 	// Invocation, with Checkpoint nil, continues the live machine that a
 	// lazy Yield of this invocation left. If the port no longer has it

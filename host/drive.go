@@ -1,0 +1,601 @@
+// drive.go holds the engine's loop over one invocation, in phases: answer
+// the suspension the machine reported, lease steps, step the machine, commit
+// what must be kept, finish; and the run, what the engine keeps of an
+// invocation between its turns: the live machine, its lease of steps, and
+// when its checkpoint was last stored.
+//
+// Durability is paid where it is needed. Slices stay short (port.DefaultSlice
+// steps) for fairness and metering, but the machine stays live in the
+// runtime between them (lazy slices): a checkpoint is produced and stored
+// only at a suspension (act, await), at the end, when a slice emitted events,
+// when the host stops, and on a cadence (Cadence) that bounds the pure work
+// a crash can lose. Re-running pure steps after a crash is fine: they are
+// deterministic, and every act's record is kept as before.
+//
+// Steps are leased. A synced reservation holds many slices' worth (growing
+// to MaxLease); the slices draw from it in memory; the steps run are
+// charged with the next commit of the invocation, buffered. The store's
+// allowance always holds at least what was run and not yet charged, so
+// charged + held + lent <= limit holds across crashes: a recovery charges
+// what a dead process held in full.
+
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/events"
+	"github.com/runehost/runehost/guest/port"
+	"github.com/runehost/runehost/store"
+)
+
+// Cadence defaults: at most this much pure work is lost to a crash. Two
+// seconds is the bound that matters; ten million steps is a fifth of a
+// second natively and several seconds in the sandbox.
+const (
+	DefaultCheckpointEvery = 2 * time.Second
+	DefaultCheckpointSteps = 10_000_000
+)
+
+// MaxLease is the most steps one reservation holds: what a crash can charge
+// an invocation beyond the work it loses.
+const MaxLease = 1_000_000
+
+// Cadence says how often a running invocation's checkpoint is stored besides
+// its suspensions and its end: once Every has passed or Steps have run since
+// the last one, whichever comes first (see due). Steps also bounds a lease.
+// Zero fields take the defaults; Steps 1 stores a checkpoint at every slice.
+type Cadence struct {
+	Every time.Duration
+	Steps uint64
+}
+
+func (c Cadence) every() time.Duration {
+	if c.Every <= 0 {
+		return DefaultCheckpointEvery
+	}
+	return c.Every
+}
+
+func (c Cadence) steps() uint64 {
+	if c.Steps == 0 {
+		return DefaultCheckpointSteps
+	}
+	return c.Steps
+}
+
+// run is an invocation being driven: where its machine stands, its last
+// stored checkpoint, and the steps its allowance holds for it. Between turns
+// the engine keeps it (Engine.runs) while the machine is live or steps are
+// held; a process that dies loses it, and recovery starts again from the
+// stored checkpoint and charges what was held.
+type run struct {
+	inv      string
+	cp       []byte             // the last stored checkpoint
+	h        *checkpoint.Header // cp's header; h.Pending is answered when reported
+	reported bool               // cp is at a suspension the machine reported
+	used     uint64             // the machine's steps now (beyond cp's when live)
+	live     bool               // the runtime holds the machine, past cp
+	stored   time.Time          // when cp was stored (or the run opened)
+	cost     time.Duration      // what producing and storing cp took
+
+	held  uint64 // the allowance's Held, as this run last wrote it
+	spent uint64 // steps run since the allowance was last written
+	lease uint64 // the size of the next reservation
+}
+
+// unspent is what the lease still holds for slices.
+func (r *run) unspent() uint64 { return r.held - r.spent }
+
+// due says the next slice's checkpoint must be stored: Cadence.Every has
+// passed, or Cadence.Steps have run and the time since the last one is ten
+// times what that one cost (a large heap is not written out every million
+// steps: storing checkpoints takes at most a tenth of the time, and a crash
+// loses at most Every of work).
+func (e *Engine) due(r *run) bool {
+	since := time.Since(r.stored)
+	return since >= e.Cadence.every() || r.used-r.h.Used >= e.Cadence.steps() && since >= 10*r.cost
+}
+
+// drive runs inv for at most quantum slices (0: no limit).
+func (e *Engine) drive(ctx context.Context, inv string, quantum int) (*RunState, error) {
+	r, err := e.openRun(ctx, inv)
+	if err != nil {
+		return nil, err
+	}
+	out, err := e.driveRun(ctx, r, quantum)
+	e.closeRun(ctx, r, out, err)
+	return out, err
+}
+
+// openRun takes the run the engine kept from inv's last turn, or opens one
+// from its stored checkpoint.
+func (e *Engine) openRun(ctx context.Context, inv string) (*run, error) {
+	e.runsMu.Lock()
+	r := e.runs[inv]
+	delete(e.runs, inv)
+	e.runsMu.Unlock()
+	if r != nil {
+		return r, nil
+	}
+	cp, err := e.checkpoint(inv)
+	if err != nil {
+		return nil, err
+	}
+	r = &run{inv: inv, cp: cp, stored: time.Now()}
+	if err := e.restart(ctx, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// restart puts r back at its stored checkpoint: the machine is decoded from
+// it (once; after that each step's result says where it stands).
+func (e *Engine) restart(ctx context.Context, r *run) error {
+	c, err := checkpoint.Decode(r.cp, checkpoint.Expect{Semantics: semantics})
+	if err != nil {
+		return fmt.Errorf("invocation %s: stored checkpoint: %w", r.inv, err)
+	}
+	if want := fmt.Sprintf("%x", c.Header.Program); c.Header.Invocation != "" && c.Header.Invocation != r.inv {
+		return fmt.Errorf("invocation %s: stored checkpoint is of invocation %s (program %.16s): %w", r.inv, c.Header.Invocation, want, store.ErrCorrupt)
+	}
+	r.h, r.used, r.live = &c.Header, c.Header.Used, false
+	r.reported = c.Header.Pending != nil && c.Machine.Steps == c.Header.Used // a suspension the machine reported
+	return e.ensureLoaded(ctx, r.h)
+}
+
+// closeRun keeps a run that will have another turn, or gives back the steps
+// it holds: those run are charged, the rest return.
+func (e *Engine) closeRun(ctx context.Context, r *run, out *RunState, err error) {
+	if err == nil && ctx.Err() == nil && out != nil && out.Status == Running {
+		e.runsMu.Lock()
+		if e.runs == nil {
+			e.runs = make(map[string]*run)
+		}
+		e.runs[r.inv] = r
+		e.runsMu.Unlock()
+		return
+	}
+	e.release(r)
+}
+
+// release charges what r ran and gives back what it held (buffered: a
+// release lost to a crash only charges more). A failure leaves the steps
+// held, for a recovery to charge.
+func (e *Engine) release(r *run) {
+	if r.held == 0 && r.spent == 0 {
+		return
+	}
+	var held uint64
+	err := e.Store.RetryInReserve(store.Buffered, func(tx *store.Tx) error {
+		al, err := changeAllowance(tx, r.inv, settleRun(r, true))
+		held = al.Held
+		return err
+	})
+	if err == nil {
+		r.held, r.spent = held, 0
+	}
+}
+
+// dropRun forgets inv's run (a cancel, say), giving back what it held.
+func (e *Engine) dropRun(inv string) {
+	e.runsMu.Lock()
+	r := e.runs[inv]
+	delete(e.runs, inv)
+	e.runsMu.Unlock()
+	if r != nil {
+		e.release(r)
+	}
+}
+
+// kept says whether the engine holds a run of inv between turns.
+func (e *Engine) kept(inv string) bool {
+	e.runsMu.Lock()
+	defer e.runsMu.Unlock()
+	return e.runs[inv] != nil
+}
+
+// Park stores the checkpoint of every invocation whose machine is live
+// between turns and gives back the steps held for them: a host that stops
+// loses no work. It drives each for one slice, checkpointed.
+func (e *Engine) Park(ctx context.Context) error {
+	e.runsMu.Lock()
+	var invs []string
+	for inv := range e.runs {
+		invs = append(invs, inv)
+	}
+	e.runsMu.Unlock()
+	slices.Sort(invs)
+	stopped, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	cancel() // a stopping drive runs one checkpointed slice of a live machine
+	var errs []error
+	for _, inv := range invs {
+		if _, err := e.drive(stopped, inv, 1); err != nil && !errors.Is(err, context.Canceled) {
+			errs = append(errs, fmt.Errorf("invocation %s: %w", inv, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// settleRun is the change that charges what r ran since the allowance was
+// last written, from what it held; release gives back the rest too.
+func settleRun(r *run, release bool) func(al *Allowance, found bool) error {
+	return func(al *Allowance, found bool) error {
+		if !found {
+			return fmt.Errorf("%s: %w", r.inv, ErrNoAllowance)
+		}
+		if r.spent > al.Held {
+			return fmt.Errorf("%s: %w: ran %d steps, %d held", r.inv, ErrBadSettlement, r.spent, al.Held)
+		}
+		al.Held -= r.spent
+		al.Charged += r.spent
+		if release {
+			al.Held = 0
+		}
+		return nil
+	}
+}
+
+// driveRun is the loop: a turn of at most quantum slices.
+func (e *Engine) driveRun(ctx context.Context, r *run, quantum int) (*RunState, error) {
+	inv := r.inv
+	var emits []Emit
+	var fresh *prepared // the act the last slice reached, attempted with its checkpoint
+	for turn := 0; ; turn++ {
+		stopping := ctx.Err() != nil
+		if stopping && fresh == nil && !r.live {
+			return nil, ctx.Err()
+		}
+		over := quantum > 0 && turn >= quantum // its turn is over, once an attempt made is carried out
+		if over && fresh == nil && !r.reported && !stopping {
+			return &RunState{Status: Running, Emits: emits}, nil
+		}
+		var reply []byte
+		var pend *settlement
+		if r.reported {
+			var out *RunState
+			var err error
+			reply, pend, out, err = e.answer(ctx, inv, r.h, fresh)
+			if err != nil || out != nil {
+				if out != nil {
+					out.Emits = emits
+				}
+				return out, err
+			}
+			if i, err := e.invs.get(inv); err == nil && i.Status == Waiting {
+				if _, err := e.invs.Move(inv, Running); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if over {
+			if _, err := e.leaseSlice(r, pend, false); err != nil && !errors.Is(err, ErrExhausted) {
+				return nil, err
+			}
+			return &RunState{Status: Running, Emits: emits}, nil
+		}
+		n, err := e.leaseSlice(r, pend, true)
+		if errors.Is(err, ErrExhausted) {
+			e.release(r) // what it ran is charged before the failure says so
+			return e.exhausted(inv, emits)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if stopping && !r.live { // the act's outcome is recorded; the slice is not run
+			return nil, ctx.Err()
+		}
+		t0 := time.Now()
+		res, err := e.step(ctx, r, reply, n, stopping)
+		if errors.Is(err, port.ErrExpired) {
+			// The runtime let the live machine go: the slices since the
+			// stored checkpoint run again (their steps stay charged).
+			if err := e.restart(ctx, r); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if res.Checkpoint == nil { // a lazy Yield: nothing to keep yet
+			r.live = true
+			continue
+		}
+		r.live = false
+		out, err := e.commit(ctx, r, res, &emits, &fresh)
+		if out != nil || err != nil {
+			return out, err
+		}
+		r.cost = time.Since(t0)
+	}
+}
+
+// step runs one slice of r's machine: lazily (no checkpoint at a Yield)
+// unless a checkpoint is due or the host is stopping.
+func (e *Engine) step(ctx context.Context, r *run, reply []byte, n uint64, stopping bool) (*port.Result, error) {
+	req := port.Request{Reply: reply, Slice: n, Clock: e.Clock(), Lazy: !stopping && !e.due(r)}
+	if r.live {
+		req.Invocation = r.inv
+	} else {
+		req.Checkpoint = r.cp
+	}
+	if stopping {
+		ctx = context.WithoutCancel(ctx) // the last slice of a live machine, to park it
+	}
+	res, err := e.Runtime.Step(ctx, req)
+	if r.live && errors.Is(err, port.ErrExpired) {
+		return nil, err
+	}
+	if err != nil {
+		r.spent += n // how far it got is unknown: the slice is charged in full
+		return nil, fmt.Errorf("invocation %s: %w", r.inv, err)
+	}
+	if res.Used < r.used || res.Used-r.used > n {
+		r.spent += n
+		return nil, fmt.Errorf("invocation %s: the runtime says %d steps were used after %d, in a slice of %d", r.inv, res.Used, r.used, n)
+	}
+	if res.Checkpoint == nil && res.Kind != port.Yield {
+		r.spent += res.Used - r.used
+		return nil, fmt.Errorf("invocation %s: a %s without a checkpoint", r.inv, res.Kind)
+	}
+	r.spent += res.Used - r.used
+	r.used, r.reported = res.Used, false // the reply, if any, is taken
+	return res, nil
+}
+
+// commit keeps a step's result: its checkpoint, the steps charged, its
+// events, and the act it reached proposed and attempted, in one transaction
+// (synced at a suspension or the end). It returns a RunState when the
+// invocation stops here.
+func (e *Engine) commit(ctx context.Context, r *run, res *port.Result, emits *[]Emit, fresh **prepared) (*RunState, error) {
+	inv := r.inv
+	now := e.Clock()
+	*fresh = nil
+	// failRun ends the invocation with a limit error: its last stored
+	// checkpoint stays as it was; closeRun charges what it ran.
+	failRun := func(ce *checkpoint.Error) (*RunState, error) {
+		if _, err := e.invs.MoveFailed(inv, Failed, ce); err != nil {
+			return nil, err
+		}
+		return &RunState{Status: Failed, Err: ce, Emits: *emits}, nil
+	}
+	if len(res.Checkpoint) > e.Bounds.Checkpoint {
+		return failRun(&checkpoint.Error{Kind: "limit", Msg: fmt.Sprintf("checkpoint of %d bytes is over the cap of %d", len(res.Checkpoint), e.Bounds.Checkpoint)})
+	}
+	if nearly(uint64(len(r.cp)), uint64(len(res.Checkpoint)), uint64(e.Bounds.Checkpoint)) {
+		e.warn(inv, "checkpoint", fmt.Sprintf("checkpoint of %d bytes is near the cap of %d", len(res.Checkpoint), e.Bounds.Checkpoint))
+	}
+	var logged []events.Event
+	for _, em := range res.Emits {
+		logged = append(logged, e.emitEvent(now, em.Kind, em.Data))
+	}
+	// An act the slice reached is proposed and attempted in the same
+	// transaction as its checkpoint, its grant decided just before.
+	var act *Operation
+	var prep *prepared
+	if res.Kind == port.Act {
+		act = &Operation{Invocation: inv, Ordinal: res.Seq, Tag: res.Tag, Args: res.Args}
+		var err error
+		if prep, err = e.prepare(ctx, act); err != nil {
+			return nil, err
+		}
+	}
+	d := store.Buffered
+	if res.Kind != port.Yield {
+		d = store.Synced
+	}
+	// The lease ends where the invocation may wait long or ends: an await,
+	// the end. At an act it goes on: the next slice follows the act's reply.
+	release := res.Kind == port.Done || res.Kind == port.Error || res.Kind == port.Event
+	attempted := false
+	var stored []events.Event
+	var held uint64
+	err := e.Store.Retry(d, func(tx *store.Tx) error {
+		attempted = false
+		al, err := changeAllowance(tx, inv, settleRun(r, release))
+		if err != nil {
+			return err
+		}
+		held = al.Held
+		evs := logged
+		if act != nil {
+			op, err := proposeTx(tx, *act)
+			if err != nil {
+				return err
+			}
+			if op.Phase == Proposed {
+				if _, err := attemptTx(tx, act.ID(), prep.attempt); err != nil {
+					return err
+				}
+				attempted = true
+				evs = append(slices.Clip(logged), e.callEvents(act, prep.attempt.At, prep.attempt.Grant)...)
+			}
+		}
+		if stored, err = appendLog(tx, inv, evs); err != nil {
+			return err
+		}
+		return tx.PutRaw(cpKey(inv), res.Checkpoint)
+	})
+	if errors.Is(err, store.ErrTooLarge) {
+		return failRun(&checkpoint.Error{Kind: "limit", Msg: fmt.Sprintf("the slice's records are too large to store: %v", err)})
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.held, r.spent = held, 0
+	r.cp, r.stored = res.Checkpoint, time.Now()
+	if attempted {
+		*fresh = prep
+	}
+	e.published(stored)
+	for _, em := range res.Emits {
+		*emits = append(*emits, Emit{Kind: em.Kind, Data: em.Data})
+		if e.OnEmit != nil {
+			e.OnEmit(inv, Emit{Kind: em.Kind, Data: em.Data})
+		}
+	}
+	switch res.Kind {
+	case port.Done:
+		for _, ev := range e.finalEvents(inv, Completed, res.Result) {
+			if ev.Kind == events.KindAnswer {
+				if err := e.log(inv, ev); err != nil {
+					return nil, err
+				}
+			}
+		}
+		i, err := e.invs.Publish(inv, res.Result)
+		if err != nil {
+			return nil, err
+		}
+		out := &RunState{Status: i.Status, Result: res.Result, Emits: *emits}
+		if i.Status == Joining {
+			out.Waiting = fmt.Sprintf("%d children", i.Live)
+		}
+		return out, nil
+	case port.Error:
+		if _, err := e.invs.MoveFailed(inv, Failed, res.Err); err != nil {
+			return nil, err
+		}
+		return &RunState{Status: Failed, Err: res.Err, Emits: *emits}, nil
+	case port.Act, port.Event:
+		h, err := checkpoint.DecodeHeader(res.Checkpoint)
+		if err != nil {
+			return nil, err
+		}
+		r.h, r.reported = h, true
+	default:
+		// A Yield: its header differs from the last one's in its steps
+		// only, for what the loop reads of it.
+		h := *r.h
+		h.Used, h.Pending = res.Used, nil
+		r.h, r.reported = &h, false
+	}
+	return nil, nil
+}
+
+func (e *Engine) checkpoint(inv string) ([]byte, error) {
+	var cp []byte
+	err := e.Store.View(func(tx *store.Tx) error {
+		b, ok, err := tx.GetRaw(cpKey(inv))
+		if err == nil && !ok {
+			err = fmt.Errorf("invocation %s: %w", inv, ErrNoSuchInvocation)
+		}
+		cp = b
+		return err
+	})
+	return cp, err
+}
+
+// settlement is what the transaction that leases the next slice also does:
+// record an act's fresh outcome (if any) and mark it consumed.
+type settlement struct {
+	id      OpID
+	tag     string
+	outcome *Outcome // nil when it was recorded before
+}
+
+// leaseSlice settles s and returns the steps of the next slice, reserving
+// more for the lease (want) when it runs low. Only a reservation is synced:
+// a fresh outcome is written buffered, and made durable by the next synced
+// commit (the next act's attempt, an await, the end) before anything else
+// leaves the host; a crash before that leaves the act attempted, its
+// outcome unknown, never repeated. A fresh outcome is recorded even when
+// nothing is left to reserve.
+func (e *Engine) leaseSlice(r *run, s *settlement, want bool) (uint64, error) {
+	reserve := want && r.unspent() < port.DefaultSlice
+	if s != nil || reserve {
+		if err := e.settle(r, s, reserve); err != nil {
+			return 0, err
+		}
+	}
+	if want && !reserve && r.unspent() < port.DefaultSlice {
+		// The act lent steps of the lease (a spawn): reserve again.
+		if err := e.settle(r, nil, true); err != nil {
+			return 0, err
+		}
+	}
+	if !want {
+		return 0, nil
+	}
+	if r.unspent() == 0 {
+		return 0, exhausted(r.inv)
+	}
+	return min(r.unspent(), port.DefaultSlice), nil
+}
+
+// settle writes s and, with reserve, a larger lease.
+func (e *Engine) settle(r *run, s *settlement, reserve bool) error {
+	inv := r.inv
+	var o Outcome
+	if s != nil && s.outcome != nil {
+		var err error
+		if o, err = e.byRef(*s.outcome); err != nil {
+			return err
+		}
+	}
+	d, retry := store.Buffered, e.Store.Retry
+	if reserve {
+		d = store.Synced
+	}
+	if s != nil && s.outcome != nil {
+		retry = e.Store.RetryInReserve // an effect happened: its outcome is kept, even on a nearly full disk
+	}
+	lease := min(max(r.lease, port.DefaultSlice), max(min(e.Cadence.steps(), MaxLease), port.DefaultSlice))
+	var held uint64
+	var stored []events.Event
+	err := retry(d, func(tx *store.Tx) error {
+		stored = nil
+		if s != nil {
+			if s.outcome != nil {
+				recorded, err := recordTx(tx, s.id, o)
+				if err != nil {
+					return err
+				}
+				// The act's result line goes with its outcome: the log
+				// never misses one the ledger has.
+				if stored, err = appendLog(tx, inv, e.resultEvents(recorded, &o, s.outcome.Reply)); err != nil {
+					return err
+				}
+			}
+			if _, err := consumeTx(tx, s.id); err != nil {
+				return err
+			}
+		}
+		if !reserve {
+			// What the lease holds now: an act may have lent of it.
+			var al Allowance
+			found, err := tx.Get(allowanceKey(inv), &al)
+			if err == nil && !found {
+				err = fmt.Errorf("%s: %w", inv, ErrNoAllowance)
+			}
+			held = al.Held
+			return err
+		}
+		al, err := changeAllowance(tx, inv, func(al *Allowance, found bool) error {
+			if err := settleRun(r, false)(al, found); err != nil {
+				return err
+			}
+			al.Held += min(lease, al.Available())
+			return nil
+		})
+		held = al.Held
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if reserve {
+		r.held, r.spent = held, 0
+		r.lease = 8 * lease // the next lease is larger, up to MaxLease: few synced reservations
+	} else {
+		r.held = held
+	}
+	e.published(stored)
+	return nil
+}
