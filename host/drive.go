@@ -43,7 +43,7 @@ const (
 )
 
 // MaxLease is the most steps one reservation holds: what a crash can charge
-// an invocation beyond the work it loses.
+// an invocation beyond the work it loses (see maxLease).
 const MaxLease = 1_000_000
 
 // Cadence says how often a running invocation's checkpoint is stored besides
@@ -82,6 +82,7 @@ type run struct {
 	used     uint64             // the machine's steps now (beyond cp's when live)
 	live     bool               // the runtime holds the machine, past cp
 	stored   time.Time          // when cp was stored (or the run opened)
+	expired  bool               // the runtime let the live machine go since
 	cost     time.Duration      // what producing and storing cp took
 
 	held  uint64 // the allowance's Held, as this run last wrote it
@@ -93,13 +94,21 @@ type run struct {
 func (r *run) unspent() uint64 { return r.held - r.spent }
 
 // due says the next slice's checkpoint must be stored: Cadence.Every has
-// passed, or Cadence.Steps have run and the time since the last one is ten
-// times what that one cost (a large heap is not written out every million
-// steps: storing checkpoints takes at most a tenth of the time, and a crash
-// loses at most Every of work).
-func (e *Engine) due(r *run) bool {
+// passed, or Cadence.Steps will have run, or the live machine was lost (the
+// slice after that is always kept: a runtime that keeps letting machines go
+// cannot stop progress). The default step bound also waits for
+// ten times what the last checkpoint cost: a large heap is not written out
+// every ten million steps, storing checkpoints takes at most about a tenth
+// of the time, and a crash still loses at most Every of work.
+func (e *Engine) due(r *run, slice uint64) bool {
 	since := time.Since(r.stored)
-	return since >= e.Cadence.every() || r.used-r.h.Used >= e.Cadence.steps() && since >= 10*r.cost
+	if since >= e.Cadence.every() || r.expired {
+		return true
+	}
+	if r.used+slice-r.h.Used < e.Cadence.steps() {
+		return false
+	}
+	return e.Cadence.Steps != 0 || since >= 10*r.cost
 }
 
 // drive runs inv for at most quantum slices (0: no limit).
@@ -222,6 +231,14 @@ func (e *Engine) Park(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// maxLease is the most one reservation holds for an invocation with limit:
+// MaxLease, Cadence.Steps, and a thirty-second of the limit (a crash, which
+// charges what was held, costs a prog near its limit little), but no less
+// than a slice.
+func (e *Engine) maxLease(limit uint64) uint64 {
+	return max(min(MaxLease, e.Cadence.steps(), limit/32), port.DefaultSlice)
+}
+
 // settleRun is the change that charges what r ran since the allowance was
 // last written, from what it held; release gives back the rest too.
 func settleRun(r *run, release bool) func(al *Allowance, found bool) error {
@@ -298,6 +315,7 @@ func (e *Engine) driveRun(ctx context.Context, r *run, quantum int) (*RunState, 
 			if err := e.restart(ctx, r); err != nil {
 				return nil, err
 			}
+			r.expired = true
 			continue
 		}
 		if err != nil {
@@ -319,7 +337,7 @@ func (e *Engine) driveRun(ctx context.Context, r *run, quantum int) (*RunState, 
 // step runs one slice of r's machine: lazily (no checkpoint at a Yield)
 // unless a checkpoint is due or the host is stopping.
 func (e *Engine) step(ctx context.Context, r *run, reply []byte, n uint64, stopping bool) (*port.Result, error) {
-	req := port.Request{Reply: reply, Slice: n, Clock: e.Clock(), Lazy: !stopping && !e.due(r)}
+	req := port.Request{Reply: reply, Slice: n, Clock: e.Clock(), Lazy: !stopping && !e.due(r, n)}
 	if r.live {
 		req.Invocation = r.inv
 	} else {
@@ -429,7 +447,7 @@ func (e *Engine) commit(ctx context.Context, r *run, res *port.Result, emits *[]
 		return nil, err
 	}
 	r.held, r.spent = held, 0
-	r.cp, r.stored = res.Checkpoint, time.Now()
+	r.cp, r.stored, r.expired = res.Checkpoint, time.Now(), false
 	if attempted {
 		*fresh = prep
 	}
@@ -546,7 +564,7 @@ func (e *Engine) settle(r *run, s *settlement, reserve bool) error {
 	if s != nil && s.outcome != nil {
 		retry = e.Store.RetryInReserve // an effect happened: its outcome is kept, even on a nearly full disk
 	}
-	lease := min(max(r.lease, port.DefaultSlice), max(min(e.Cadence.steps(), MaxLease), port.DefaultSlice))
+	lease := max(r.lease, port.DefaultSlice)
 	var held uint64
 	var stored []events.Event
 	err := retry(d, func(tx *store.Tx) error {
@@ -581,7 +599,7 @@ func (e *Engine) settle(r *run, s *settlement, reserve bool) error {
 			if err := settleRun(r, false)(al, found); err != nil {
 				return err
 			}
-			al.Held += min(lease, al.Available())
+			al.Held += min(lease, e.maxLease(al.Limit), al.Available())
 			return nil
 		})
 		held = al.Held

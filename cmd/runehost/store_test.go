@@ -259,6 +259,7 @@ func TestDiskFillsMidRun(t *testing.T) {
 	}
 	defer syscall.Unmount(mnt, syscall.MNT_DETACH)
 	t.Setenv("RUNEHOST_STORE_RESERVE", "16MiB")
+	t.Setenv("RUNEHOST_CHECKPOINT_STEPS", "1")
 	dir := filepath.Join(mnt, "store")
 	// Each slice stores a checkpoint of some 130 KiB, in the value log.
 	f := writeProg(t, "var s = \"x\"\nvar i = 0\nwhile i < 17 { s = s + s; i += 1 }\nvar n = 0\nwhile n < 800 { n += 1; s = s + \"\" }\nreturn n")
