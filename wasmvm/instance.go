@@ -28,6 +28,10 @@ type instance struct {
 	loaded map[[32]byte]bool // programs the guest has compiled
 	held   []byte            // an act reply waiting for act_reply
 	stack  []uint64          // reused for CallWithStack
+
+	// Under Runtime.mu:
+	lives  int  // live machines of lazy Yields this instance holds
+	closed bool // discarded: its live machines are gone
 }
 
 type instanceKey struct{}

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/tetratelabs/wazero"
@@ -106,6 +107,7 @@ type Runtime struct {
 	pool     []*instance // idle, most recently used last
 
 	mu      sync.Mutex
+	idle    *sync.Cond // an instance came back to the pool, or was discarded
 	sources map[[32]byte][]byte
 	order   [][32]byte
 	closed  bool
@@ -143,6 +145,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		rc = rc.WithCompilationCache(cache)
 	}
 	r := &Runtime{cfg: cfg, rt: wazero.NewRuntimeWithConfig(ctx, rc), sources: make(map[[32]byte][]byte)}
+	r.idle = sync.NewCond(&r.mu)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r.rt); err != nil {
 		r.rt.Close(ctx)
 		return nil, fmt.Errorf("wasmvm: wasi: %w", err)
@@ -199,6 +202,7 @@ func CacheDirOf(dir string) string {
 func (r *Runtime) Close(ctx context.Context) error {
 	r.mu.Lock()
 	r.closed = true
+	r.idle.Broadcast()
 	r.mu.Unlock()
 	return r.rt.Close(ctx)
 }
@@ -356,8 +360,11 @@ func (r *Runtime) outOfMemory(req port.Request, h *checkpoint.Header) (*port.Res
 func (r *Runtime) noteLazy(in *instance, prev *checkpoint.Header, res *port.Result) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if res.Checkpoint != nil {
+	if old := r.lazy[prev.Invocation]; old != nil {
+		old.in.lives--
 		delete(r.lazy, prev.Invocation)
+	}
+	if res.Checkpoint != nil {
 		return
 	}
 	if r.lazy == nil {
@@ -366,23 +373,27 @@ func (r *Runtime) noteLazy(in *instance, prev *checkpoint.Header, res *port.Resu
 	h := *prev
 	h.Used = res.Used
 	r.lazy[prev.Invocation] = &lazyMachine{in: in, prev: h}
+	in.lives++
 }
 
 // continueLazy steps the live machine of req.Invocation on the instance
-// that holds it, if that instance is idle.
+// that holds it, waiting for that instance if another call has it (it is
+// busy for one call; invocations share instances).
 func (r *Runtime) continueLazy(ctx context.Context, req port.Request) (*port.Result, error) {
 	r.mu.Lock()
 	lm := r.lazy[req.Invocation]
-	delete(r.lazy, req.Invocation)
-	var in *instance
 	if lm != nil {
-		for i, idle := range r.pool {
-			if idle == lm.in {
-				in = idle
-				r.pool = append(r.pool[:i], r.pool[i+1:]...)
-				break
-			}
+		delete(r.lazy, req.Invocation)
+		lm.in.lives--
+	}
+	var in *instance
+	for lm != nil && !lm.in.closed && !r.closed && ctx.Err() == nil {
+		if i := slices.Index(r.pool, lm.in); i >= 0 {
+			in = lm.in
+			r.pool = slices.Delete(r.pool, i, i+1)
+			break
 		}
+		r.idle.Wait()
 	}
 	r.mu.Unlock()
 	if in == nil {
@@ -431,16 +442,17 @@ func (r *Runtime) withInstance(ctx context.Context, in *instance, f func(*instan
 	err := f(in)
 	var ge *GuestError
 	if errors.As(err, &ge) {
-		in.close(ctx)
+		r.discard(in)
 		return err
 	}
 	r.put(in)
 	return err
 }
 
-// get takes the most recently used idle instance: a driver stepping one
-// invocation slice after slice keeps finding the instance that holds its
-// machine live.
+// get takes an idle instance: the most recently used one that holds no
+// other invocation's live machine, else the most recently used one. A
+// driver stepping one invocation slice after slice keeps finding the
+// instance that holds its machine live, and leaves others' alone.
 func (r *Runtime) get(ctx context.Context) (*instance, error) {
 	r.mu.Lock()
 	if r.closed {
@@ -448,8 +460,15 @@ func (r *Runtime) get(ctx context.Context) (*instance, error) {
 		return nil, ErrClosed
 	}
 	if n := len(r.pool); n > 0 {
-		in := r.pool[n-1]
-		r.pool = r.pool[:n-1]
+		i := n - 1
+		for j := n - 1; j >= 0; j-- {
+			if r.pool[j].lives == 0 {
+				i = j
+				break
+			}
+		}
+		in := r.pool[i]
+		r.pool = slices.Delete(r.pool, i, i+1)
 		r.mu.Unlock()
 		return in, nil
 	}
@@ -457,13 +476,35 @@ func (r *Runtime) get(ctx context.Context) (*instance, error) {
 	return r.instantiate(ctx)
 }
 
+// put returns an instance to the pool. A full pool lets go of an instance
+// that holds no live machine rather than one that does.
 func (r *Runtime) put(in *instance) {
 	r.mu.Lock()
+	defer r.idle.Broadcast()
 	if !r.closed && len(r.pool) < r.cfg.PoolSize {
 		r.pool = append(r.pool, in)
 		r.mu.Unlock()
 		return
 	}
+	if !r.closed && in.lives > 0 {
+		for i, idle := range r.pool {
+			if idle.lives == 0 {
+				r.pool[i] = in
+				in = idle
+				break
+			}
+		}
+	}
+	in.closed = true
 	r.mu.Unlock()
 	in.close(context.Background()) // closed, or the pool is full
+}
+
+// discard closes an instance that misbehaved; its live machines are gone.
+func (r *Runtime) discard(in *instance) {
+	r.mu.Lock()
+	in.closed = true
+	r.idle.Broadcast()
+	r.mu.Unlock()
+	in.close(context.Background())
 }

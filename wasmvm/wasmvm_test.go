@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -64,7 +66,8 @@ func sameResult(a, b *port.Result) string {
 
 // TestDifferential runs every testdata prog natively and in the sandbox,
 // in lockstep, at every slice size of the slicing property: every step must
-// give the same result and byte-identical checkpoints.
+// give the same result and byte-identical checkpoints, with a checkpoint at
+// every slice and with checkpoints at arbitrary slices only.
 func TestDifferential(t *testing.T) {
 	sb := testRuntime(t)
 	native := port.NewNative()
@@ -92,7 +95,8 @@ func TestDifferential(t *testing.T) {
 				sizes = []uint64{7, 1000}
 			}
 			for _, size := range sizes {
-				in := port.Input{Source: src, Input: s.Input, State: s.State, Limit: s.Limit, Seed: s.Seed, Invocation: "inv"}
+				inv := fmt.Sprintf("%s/%d", name, size) // subtests run in parallel: live machines apart
+				in := port.Input{Source: src, Input: s.Input, State: s.State, Limit: s.Limit, Seed: s.Seed, Invocation: inv}
 				cpN, err := native.Start(ctx, in)
 				if err != nil {
 					t.Fatal(err)
@@ -104,30 +108,48 @@ func TestDifferential(t *testing.T) {
 				if !bytes.Equal(cpN, cpW) {
 					t.Fatal("first checkpoints differ")
 				}
-				req := port.Request{Checkpoint: cpN, Slice: size, Clock: s.Clock}
-				suspended := 0
-				for step := 0; ; step++ {
-					rN, err := native.Step(ctx, req)
-					if err != nil {
-						t.Fatalf("native step %d: %v", step, err)
-					}
-					rW, err := sb.Step(ctx, req)
-					if err != nil {
-						t.Fatalf("sandbox step %d: %v", step, err)
-					}
-					if d := sameResult(rN, rW); d != "" {
-						t.Fatalf("slice %d, step %d: %s differ", size, step, d)
-					}
-					req = port.Request{Checkpoint: rN.Checkpoint, Slice: size, Clock: s.Clock}
-					switch rN.Kind {
-					case port.Act, port.Event:
-						req.Reply = s.Suspends[suspended].Reply
-						suspended++
-					case port.Done, port.Error:
-						step = -1
-					}
-					if step < 0 {
-						break
+				// Every slice checkpointed, then the same slices with
+				// checkpoints asked for at arbitrary boundaries (lazy
+				// otherwise, the machines live in between): each one taken
+				// is the one of the same slice in the first run.
+				var full [][]byte
+				for _, mixed := range []bool{false, true} {
+					rng := rand.New(rand.NewPCG(uint64(size), uint64(len(src))))
+					req := port.Request{Checkpoint: cpN, Slice: size, Clock: s.Clock}
+					suspended := 0
+					for step := 0; ; step++ {
+						rN, err := native.Step(ctx, req)
+						if err != nil {
+							t.Fatalf("native step %d: %v", step, err)
+						}
+						rW, err := sb.Step(ctx, req)
+						if err != nil {
+							t.Fatalf("sandbox step %d: %v", step, err)
+						}
+						if d := sameResult(rN, rW); d != "" {
+							t.Fatalf("slice %d, step %d (mixed %v): %s differ", size, step, mixed, d)
+						}
+						if !mixed {
+							full = append(full, rN.Checkpoint)
+						} else if rN.Checkpoint != nil && (step >= len(full) || !bytes.Equal(rN.Checkpoint, full[step])) {
+							t.Fatalf("slice %d, step %d: the checkpoint taken after lazy slices differs from the one of every slice checkpointed", size, step)
+						} else if rN.Checkpoint == nil && rN.Kind != port.Yield {
+							t.Fatalf("slice %d, step %d: a %s without a checkpoint", size, step, rN.Kind)
+						}
+						req = port.Request{Checkpoint: rN.Checkpoint, Slice: size, Clock: s.Clock, Lazy: mixed && rng.IntN(3) > 0}
+						if rN.Checkpoint == nil {
+							req.Invocation = inv
+						}
+						switch rN.Kind {
+						case port.Act, port.Event:
+							req.Reply = s.Suspends[suspended].Reply
+							suspended++
+						case port.Done, port.Error:
+							step = -1
+						}
+						if step < 0 {
+							break
+						}
 					}
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/runehost/runehost/checkpoint"
@@ -66,8 +67,18 @@ func (n *Native) takeLazy(invocation string) *live {
 	if l == nil || l.cp != nil {
 		return nil
 	}
-	delete(n.live, invocation)
+	n.forget(invocation)
 	return l
+}
+
+// forget drops invocation's live machine and its place in the order (the
+// order must not keep a name twice: keeping one invocation live would then
+// evict another's machine). n.mu is held.
+func (n *Native) forget(invocation string) {
+	delete(n.live, invocation)
+	if i := slices.Index(n.lives, invocation); i >= 0 {
+		n.lives = slices.Delete(n.lives, i, i+1)
+	}
 }
 
 // take returns the live machine for exactly this checkpoint, if there is
@@ -81,7 +92,7 @@ func (n *Native) take(p *compile.Program, cp []byte) (*live, string) {
 	defer n.mu.Unlock()
 	for inv, l := range n.live {
 		if l.prog == p && len(l.cp) == len(cp) && bytes.Equal(l.cp, cp) {
-			delete(n.live, inv) // the machine is about to change
+			n.forget(inv) // the machine is about to change
 			return l, inv
 		}
 	}
