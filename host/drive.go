@@ -102,7 +102,7 @@ func (r *run) unspent() uint64 { return r.held - r.spent }
 // of the time, and a crash still loses at most Every of work.
 func (e *Engine) due(r *run, slice uint64) bool {
 	since := time.Since(r.stored)
-	if since >= e.Cadence.every() || r.expired {
+	if since >= e.Cadence.every() || r.expired || e.asked(r.inv) {
 		return true
 	}
 	if r.used+slice-r.h.Used < e.Cadence.steps() {
@@ -237,6 +237,29 @@ func (e *Engine) Park(ctx context.Context) error {
 // than a slice.
 func (e *Engine) maxLease(limit uint64) uint64 {
 	return max(min(MaxLease, e.Cadence.steps(), limit/32), port.DefaultSlice)
+}
+
+// Checkpoint asks for inv's checkpoint to be stored at its next slice, as
+// where it stands now (an operator's request; serve's API). It returns at
+// once; the next slice of a running invocation stores it.
+func (e *Engine) Checkpoint(inv string) {
+	e.runsMu.Lock()
+	defer e.runsMu.Unlock()
+	if e.ask == nil {
+		e.ask = make(map[string]bool)
+	}
+	e.ask[inv] = true
+}
+
+// asked takes an operator's request for inv's checkpoint.
+func (e *Engine) asked(inv string) bool {
+	e.runsMu.Lock()
+	defer e.runsMu.Unlock()
+	if !e.ask[inv] {
+		return false
+	}
+	delete(e.ask, inv)
+	return true
 }
 
 // settleRun is the change that charges what r ran since the allowance was

@@ -311,3 +311,20 @@ return t`)
 		})
 	}
 }
+
+// An operator's request stores the checkpoint at the next slice.
+func TestCheckpointOnRequest(t *testing.T) {
+	e, w := watched(t, memStore(t), 1)
+	e.Quantum = 3
+	if out, err := e.Start(context.Background(), "inv", "p", []byte(computeSrc), nil, 10_000_000, 1); err != nil || out.Status != Running {
+		t.Fatalf("%+v %v", out, err)
+	}
+	before := usedOf(t, e, "inv")
+	e.Checkpoint("inv")
+	if _, err := e.Resume(context.Background(), "inv"); err != nil {
+		t.Fatal(err)
+	}
+	if after := usedOf(t, e, "inv"); after <= before || w.checkpoints != 1 {
+		t.Fatalf("stored at %d steps, then %d; %d checkpoints", before, after, w.checkpoints)
+	}
+}

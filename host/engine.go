@@ -67,6 +67,7 @@ type Engine struct {
 
 	runsMu sync.Mutex
 	runs   map[string]*run // kept between turns: live machines, leased steps
+	ask    map[string]bool // checkpoints asked for (Checkpoint)
 
 	ward     *Ward
 	ledger   *Ledger
