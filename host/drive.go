@@ -76,6 +76,7 @@ func (c Cadence) steps() uint64 {
 // stored checkpoint and charges what was held.
 type run struct {
 	inv      string
+	prog     string             // its prog, once read
 	cp       []byte             // the last stored checkpoint
 	h        *checkpoint.Header // cp's header; h.Pending is answered when reported
 	reported bool               // cp is at a suspension the machine reported
@@ -286,6 +287,7 @@ func (e *Engine) driveRun(ctx context.Context, r *run, quantum int) (*RunState, 
 	inv := r.inv
 	var emits []Emit
 	var fresh *prepared // the act the last slice reached, attempted with its checkpoint
+	woken := false
 	for turn := 0; ; turn++ {
 		stopping := ctx.Err() != nil
 		if stopping && fresh == nil && !r.live {
@@ -307,9 +309,12 @@ func (e *Engine) driveRun(ctx context.Context, r *run, quantum int) (*RunState, 
 				}
 				return out, err
 			}
-			if i, err := e.invs.get(inv); err == nil && i.Status == Waiting {
-				if _, err := e.invs.Move(inv, Running); err != nil {
-					return nil, err
+			if !woken { // only the first answer of a turn can find it waiting
+				woken = true
+				if i, err := e.invs.get(inv); err == nil && i.Status == Waiting {
+					if _, err := e.invs.Move(inv, Running); err != nil {
+						return nil, err
+					}
 				}
 			}
 		}
@@ -423,7 +428,14 @@ func (e *Engine) commit(ctx context.Context, r *run, res *port.Result, emits *[]
 	if res.Kind == port.Act {
 		act = &Operation{Invocation: inv, Ordinal: res.Seq, Tag: res.Tag, Args: res.Args}
 		var err error
-		if prep, err = e.prepare(ctx, act); err != nil {
+		if r.prog == "" {
+			i, err := e.invs.get(inv)
+			if err != nil {
+				return nil, err
+			}
+			r.prog = i.Prog // an invocation's prog never changes
+		}
+		if prep, err = e.prepareFor(ctx, r.prog, act); err != nil {
 			return nil, err
 		}
 	}

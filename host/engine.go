@@ -511,11 +511,16 @@ type prepared struct {
 
 // prepare decides an act's attempt: the caps, then the ward, now.
 func (e *Engine) prepare(ctx context.Context, op *Operation) (*prepared, error) {
-	id := op.ID()
-	i, err := e.invs.get(id.Invocation)
+	i, err := e.invs.get(op.Invocation)
 	if err != nil {
 		return nil, err
 	}
+	return e.prepareFor(ctx, i.Prog, op)
+}
+
+// prepareFor is prepare for an act of an invocation of prog.
+func (e *Engine) prepareFor(ctx context.Context, prog string, op *Operation) (*prepared, error) {
+	id := op.ID()
 	pr := &prepared{id: id, adapter: e.Adapters[op.Tag], attempt: Attempt{Generation: e.Generation, At: e.Clock()}}
 	pr.limits = e.limitsOf(pr.adapter)
 	if _, ok := pr.adapter.(Reconciler); ok {
@@ -530,7 +535,7 @@ func (e *Engine) prepare(ctx context.Context, op *Operation) (*prepared, error) 
 		if nearly(0, uint64(len(op.Args)), uint64(pr.limits.Args)) {
 			e.warn(id.Invocation, "act-args", fmt.Sprintf("act %s: arguments of %d bytes, near the cap of %d", op.Tag, len(op.Args), pr.limits.Args))
 		}
-		pr.attempt.Grant, pr.denied = e.ward.authorize(ctx, i.Prog, op, pr.adapter)
+		pr.attempt.Grant, pr.denied = e.ward.authorize(ctx, prog, op, pr.adapter)
 		pr.grants = op.Grants
 		if pr.denied != nil && !errors.Is(pr.denied, ErrDenied) {
 			return nil, pr.denied
