@@ -196,9 +196,6 @@ func Restore(prog *compile.Program, cp *checkpoint.Checkpoint) (*Machine, error)
 	if string(h.Program) != string(prog.Hash[:]) {
 		return nil, fmt.Errorf("checkpoint of another program")
 	}
-	bad := func(format string, args ...any) error {
-		return &checkpoint.DecodeError{Err: checkpoint.ErrMalformed, Where: "body", Detail: fmt.Sprintf(format, args...)}
-	}
 	m := newMachine(prog)
 	m.steps, m.used, m.limit, m.clock, m.rng, m.seq = body.Steps, h.Used, body.Limit, body.Clock, body.RNG, body.Seq
 	m.status = h.Status
@@ -209,14 +206,42 @@ func Restore(prog *compile.Program, cp *checkpoint.Checkpoint) (*Machine, error)
 		return nil, bad("%d globals, the program has %d", len(body.Globals), len(prog.Globals))
 	}
 
-	// Allocate every object, then fill them in.
-	heap := make([]Value, len(body.Heap))
+	// Allocate every object, then fill them in. Objects of one kind come
+	// from one slab, and so do the maps' keys and values and the lists'
+	// elements: a resume allocates per kind, not per object (in the
+	// sandbox, allocation and collection were most of a resume's time).
+	var nList, nMap, nClosure, nCell, nIter, nErr, nElems, nPairs, nCells int
+	for _, o := range body.Heap {
+		switch o.Kind {
+		case checkpoint.ObjList:
+			nList++
+			nElems += len(o.Items)
+		case checkpoint.ObjMap:
+			nMap++
+			nPairs += len(o.Items) / 2
+		case checkpoint.ObjClosure:
+			nClosure++
+			nCells += len(o.Items)
+		case checkpoint.ObjCell:
+			nCell++
+		case checkpoint.ObjIter:
+			nIter++
+		case checkpoint.ObjError:
+			nErr++
+		}
+	}
+	rs := &restorer{strs: body.Strings, heap: make([]Value, len(body.Heap)), slab: make([]Value, nElems+len(body.Globals)+len(body.Stack))}
+	heap := rs.heap
+	lists, maps, closures := make([]listObj, nList), make([]mapObj, nMap), make([]closureObj, nClosure)
+	cells, iters, errs := make([]cellObj, nCell), make([]iterObj, nIter), make([]errorObj, nErr)
 	for i, o := range body.Heap {
 		switch o.Kind {
 		case checkpoint.ObjList:
-			heap[i] = Value{k: List, p: ptr(&listObj{})}
+			heap[i] = Value{k: List, p: ptr(&lists[0])}
+			lists = lists[1:]
 		case checkpoint.ObjMap:
-			heap[i] = Value{k: Map, p: ptr(&mapObj{})}
+			heap[i] = Value{k: Map, p: ptr(&maps[0])}
+			maps = maps[1:]
 		case checkpoint.ObjClosure:
 			if o.Aux < 1 || o.Aux >= int64(len(prog.Funcs)) {
 				return nil, bad("closure %d has function %d", i, o.Aux)
@@ -225,69 +250,29 @@ func Restore(prog *compile.Program, cp *checkpoint.Checkpoint) (*Machine, error)
 			if len(o.Items) != fn.NumFree {
 				return nil, bad("closure %d has %d cells, %s needs %d", i, len(o.Items), fn.Name, fn.NumFree)
 			}
-			heap[i] = Value{k: Func, p: ptr(&closureObj{fn: fn})}
+			closures[0].fn = fn
+			heap[i] = Value{k: Func, p: ptr(&closures[0])}
+			closures = closures[1:]
 		case checkpoint.ObjCell:
-			heap[i] = Value{k: cellKind, p: ptr(&cellObj{})}
+			heap[i] = Value{k: cellKind, p: ptr(&cells[0])}
+			cells = cells[1:]
 		case checkpoint.ObjIter:
-			heap[i] = Value{k: iterKind, p: ptr(&iterObj{})}
+			heap[i] = Value{k: iterKind, p: ptr(&iters[0])}
+			iters = iters[1:]
 		case checkpoint.ObjError:
-			heap[i] = Value{k: Error, p: ptr(&errorObj{})}
+			heap[i] = Value{k: Error, p: ptr(&errs[0])}
+			errs = errs[1:]
 		}
 	}
-	val := func(v checkpoint.Val) (Value, error) {
-		switch v.Kind {
-		case checkpoint.ValNil:
-			return nilValue, nil
-		case checkpoint.ValBool:
-			if v.N > 1 {
-				return nilValue, bad("bool %d", v.N)
-			}
-			return Value{k: Bool, n: v.N}, nil
-		case checkpoint.ValInt:
-			return Value{k: Int, n: v.N}, nil
-		case checkpoint.ValFloat:
-			return Value{k: Float, n: v.N}, nil
-		case checkpoint.ValStr:
-			if len(v.S) > MaxString {
-				return nilValue, bad("string of %d bytes", len(v.S))
-			}
-			return strValue(v.S), nil
-		case checkpoint.ValBuiltin:
-			if v.N >= uint64(len(builtins)) {
-				return nilValue, bad("built-in %d", v.N)
-			}
-			return Value{k: Builtin, n: v.N}, nil
-		case checkpoint.ValUndef:
-			return undef, nil
-		case checkpoint.ValStrRef:
-			s := body.Strings[v.N] // in range: checked by checkpoint.Decode
-			if len(s) > MaxString {
-				return nilValue, bad("string of %d bytes", len(s))
-			}
-			return strValue(s), nil
-		case checkpoint.ValRef:
-			return heap[v.N], nil // in range: checked by checkpoint.Decode
-		}
-		return nilValue, bad("slot kind %d", v.Kind)
-	}
-	var slab []Value // one allocation for many objects' items
-	vals := func(vs []checkpoint.Val) ([]Value, error) {
-		if len(vs) > len(slab) {
-			slab = make([]Value, max(len(vs), 1024))
-		}
-		out := slab[:len(vs):len(vs)]
-		slab = slab[len(vs):]
-		for i, v := range vs {
-			x, err := val(v)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = x
-		}
-		return out, nil
-	}
+	keys, values, cellPtrs := make([]Value, nPairs), make([]Value, nPairs), make([]*cellObj, nCells)
 	for i, o := range body.Heap {
-		items, err := vals(o.Items)
+		var items []Value
+		var err error
+		if o.Kind == checkpoint.ObjList {
+			items, err = rs.vals(o.Items)
+		} else {
+			items, err = rs.scratch(o.Items) // copied out below
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -299,11 +284,12 @@ func Restore(prog *compile.Program, cp *checkpoint.Checkpoint) (*Machine, error)
 			x.list().elems = items
 		case checkpoint.ObjMap:
 			mo := x.mapv()
-			if len(items)/2 > MaxMap {
-				return nil, bad("map %d has %d entries", i, len(items)/2)
+			n := len(items) / 2
+			if n > MaxMap {
+				return nil, bad("map %d has %d entries", i, n)
 			}
-			mo.keys = make([]Value, 0, len(items)/2)
-			mo.vals = make([]Value, 0, len(items)/2)
+			mo.keys, mo.vals = keys[:0:n], values[:0:n]
+			keys, values = keys[n:], values[n:]
 			for j := 0; j < len(items); j += 2 {
 				if _, ok := keyOf(items[j]); !ok {
 					return nil, bad("map %d has a %s key", i, typeName(items[j]))
@@ -314,7 +300,8 @@ func Restore(prog *compile.Program, cp *checkpoint.Checkpoint) (*Machine, error)
 			}
 		case checkpoint.ObjClosure:
 			cl := x.fn()
-			cl.cells = make([]*cellObj, len(items))
+			cl.cells = cellPtrs[:len(items):len(items)]
+			cellPtrs = cellPtrs[len(items):]
 			for j, c := range items {
 				if c.k != cellKind {
 					return nil, bad("closure %d captures a %s, not a cell", i, typeName(c))
@@ -353,10 +340,10 @@ func Restore(prog *compile.Program, cp *checkpoint.Checkpoint) (*Machine, error)
 	}
 
 	var err error
-	if m.globals, err = vals(body.Globals); err != nil {
+	if m.globals, err = rs.vals(body.Globals); err != nil {
 		return nil, err
 	}
-	stack, err := vals(body.Stack)
+	stack, err := rs.vals(body.Stack)
 	if err != nil {
 		return nil, err
 	}
@@ -468,3 +455,83 @@ func Restore(prog *compile.Program, cp *checkpoint.Checkpoint) (*Machine, error)
 }
 
 func maxInt(a, b int) int { return max(a, b) }
+
+// bad is a malformed body's error.
+func bad(format string, args ...any) error {
+	return &checkpoint.DecodeError{Err: checkpoint.ErrMalformed, Where: "body", Detail: fmt.Sprintf(format, args...)}
+}
+
+// restorer turns a checkpoint's slots into values.
+type restorer struct {
+	strs []string // the string table
+	heap []Value  // every object, allocated
+	slab []Value  // room for the slices a machine keeps: lists' elements, globals, stack
+	tmp  []Value  // reused for the items of other objects, copied out of it
+}
+
+func (rs *restorer) val(v checkpoint.Val) (Value, error) {
+	switch v.Kind {
+	case checkpoint.ValNil:
+		return nilValue, nil
+	case checkpoint.ValBool:
+		if v.N > 1 {
+			return nilValue, bad("bool %d", v.N)
+		}
+		return Value{k: Bool, n: v.N}, nil
+	case checkpoint.ValInt:
+		return Value{k: Int, n: v.N}, nil
+	case checkpoint.ValFloat:
+		return Value{k: Float, n: v.N}, nil
+	case checkpoint.ValStr:
+		if len(v.S) > MaxString {
+			return nilValue, bad("string of %d bytes", len(v.S))
+		}
+		return strValue(v.S), nil
+	case checkpoint.ValBuiltin:
+		if v.N >= uint64(len(builtins)) {
+			return nilValue, bad("built-in %d", v.N)
+		}
+		return Value{k: Builtin, n: v.N}, nil
+	case checkpoint.ValUndef:
+		return undef, nil
+	case checkpoint.ValStrRef:
+		s := rs.strs[v.N] // in range: checked by checkpoint.Decode
+		if len(s) > MaxString {
+			return nilValue, bad("string of %d bytes", len(s))
+		}
+		return strValue(s), nil
+	case checkpoint.ValRef:
+		return rs.heap[v.N], nil // in range: checked by checkpoint.Decode
+	}
+	return nilValue, bad("slot kind %d", v.Kind)
+}
+
+// vals converts vs into the slab, for a slice the machine keeps.
+func (rs *restorer) vals(vs []checkpoint.Val) ([]Value, error) {
+	if len(vs) > len(rs.slab) { // only if the body changed under us; stay correct
+		rs.slab = make([]Value, len(vs))
+	}
+	out := rs.slab[:len(vs):len(vs)]
+	rs.slab = rs.slab[len(vs):]
+	return out, rs.fill(out, vs)
+}
+
+// scratch converts vs into a reused buffer, valid until the next call.
+func (rs *restorer) scratch(vs []checkpoint.Val) ([]Value, error) {
+	if len(vs) > cap(rs.tmp) {
+		rs.tmp = make([]Value, len(vs))
+	}
+	out := rs.tmp[:len(vs)]
+	return out, rs.fill(out, vs)
+}
+
+func (rs *restorer) fill(out []Value, vs []checkpoint.Val) error {
+	for i, v := range vs {
+		x, err := rs.val(v)
+		if err != nil {
+			return err
+		}
+		out[i] = x
+	}
+	return nil
+}
