@@ -28,6 +28,35 @@ func Encode(c *Checkpoint) ([]byte, error) {
 	return out, nil
 }
 
+// bodyRoom is the most a body's byte-string head takes.
+const bodyRoom = 9
+
+// StartEncode begins a checkpoint whose body its caller writes itself (the
+// machine does, to spare building a Machine): the outer array and the
+// header, then room for the body's head. Append the body's bytes to the
+// result and pass it to FinishEncode; the bytes are what Encode gives.
+func StartEncode(b []byte, h *Header) []byte {
+	b = detcbor.AppendHead(b, detcbor.Array, 2)
+	b = appendHeader(b, h)
+	return append(b, make([]byte, bodyRoom)...)
+}
+
+// FinishEncode ends a checkpoint begun by StartEncode at b[:start], whose
+// body is b[start:]: it writes the body's head in the room left for it.
+func FinishEncode(b []byte, start int) ([]byte, error) {
+	var head [bodyRoom]byte
+	h := detcbor.AppendHead(head[:0], detcbor.Bytes, uint64(len(b)-start))
+	// Move what comes before the head up to meet it; the body stays put.
+	shift := bodyRoom - len(h)
+	copy(b[start-len(h):start], h)
+	copy(b[shift:start-len(h)], b[:start-bodyRoom])
+	out := b[shift:]
+	if len(out) > MaxSize {
+		return nil, &DecodeError{Err: ErrTooLarge, Where: "checkpoint", Detail: fmt.Sprintf("%d bytes, limit %d", len(out), MaxSize)}
+	}
+	return out, nil
+}
+
 // Expect is what a caller requires of a checkpoint before its body is decoded.
 type Expect struct {
 	Semantics uint64 // required semantics version

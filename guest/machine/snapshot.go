@@ -5,11 +5,13 @@ package machine
 
 import (
 	"fmt"
+	"sync"
 	"unicode/utf8"
 	"unsafe"
 
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/guest/compile"
+	"github.com/runehost/runehost/internal/detcbor"
 )
 
 // Snapshot returns the machine as a checkpoint (without invocation or
@@ -17,38 +19,9 @@ import (
 // order a breadth-first walk from the roots first reaches them, so equal
 // machine states give equal checkpoints however they were reached.
 func (m *Machine) Snapshot() (*checkpoint.Checkpoint, error) {
-	h := checkpoint.Header{
-		Format:    checkpoint.Format,
-		Semantics: compile.Version,
-		Program:   m.prog.Hash[:],
-		Used:      m.used,
-		Status:    m.status,
-	}
-	switch m.status {
-	case checkpoint.Acting, checkpoint.Awaiting:
-		d, err := m.Pending()
-		if err != nil {
-			return nil, err
-		}
-		args, err := checkpoint.EncodeData(d)
-		if err != nil {
-			return nil, err
-		}
-		kind := checkpoint.PendingAct
-		if m.status == checkpoint.Awaiting {
-			kind = checkpoint.PendingAwait
-		}
-		h.Pending = &checkpoint.Pending{Kind: kind, Seq: m.seq, Tag: m.tag, Args: args}
-	case checkpoint.Done:
-		d, err := m.Result()
-		if err != nil {
-			return nil, err
-		}
-		if h.Result, err = checkpoint.EncodeData(d); err != nil {
-			return nil, err
-		}
-	case checkpoint.Failed:
-		h.Error = m.failure
+	h, err := m.header()
+	if err != nil {
+		return nil, err
 	}
 	w := &writer{ids: make(map[unsafe.Pointer]uint64), strs: make(map[string]uint64)}
 	body := &checkpoint.Machine{
@@ -107,6 +80,185 @@ func (m *Machine) Snapshot() (*checkpoint.Checkpoint, error) {
 	return &checkpoint.Checkpoint{Header: h, Machine: body}, nil
 }
 
+// header is the machine's checkpoint header, without invocation or context.
+func (m *Machine) header() (checkpoint.Header, error) {
+	h := checkpoint.Header{
+		Format:    checkpoint.Format,
+		Semantics: compile.Version,
+		Program:   m.prog.Hash[:],
+		Used:      m.used,
+		Status:    m.status,
+	}
+	switch m.status {
+	case checkpoint.Acting, checkpoint.Awaiting:
+		d, err := m.Pending()
+		if err != nil {
+			return h, err
+		}
+		args, err := checkpoint.EncodeData(d)
+		if err != nil {
+			return h, err
+		}
+		kind := checkpoint.PendingAct
+		if m.status == checkpoint.Awaiting {
+			kind = checkpoint.PendingAwait
+		}
+		h.Pending = &checkpoint.Pending{Kind: kind, Seq: m.seq, Tag: m.tag, Args: args}
+	case checkpoint.Done:
+		d, err := m.Result()
+		if err != nil {
+			return h, err
+		}
+		if h.Result, err = checkpoint.EncodeData(d); err != nil {
+			return h, err
+		}
+	case checkpoint.Failed:
+		h.Error = m.failure
+	}
+	return h, nil
+}
+
+// Checkpoint encodes the machine as a checkpoint of invocation with
+// context appCtx, and returns its header too. The bytes are exactly
+// checkpoint.Encode's for Snapshot with those set, written straight from the
+// machine: no checkpoint.Machine in between, which in the sandbox cost as
+// much as the encoding itself (guest/port's tests hold the two equal).
+func (m *Machine) Checkpoint(invocation string, appCtx []byte) ([]byte, *checkpoint.Header, error) {
+	h, err := m.header()
+	if err != nil {
+		return nil, nil, err
+	}
+	h.Invocation, h.Context = invocation, appCtx
+	w := newWriter()
+	defer w.free()
+	b := checkpoint.StartEncode(make([]byte, 0, 256+len(h.Result)+w.lastSize), &h)
+	start := len(b)
+	// The body, as checkpoint's appendMachine lays it out.
+	b = detcbor.AppendHead(b, detcbor.Map, 11)
+	b = detcbor.AppendHead(append(b, 0x01), detcbor.Uint, m.steps)
+	b = detcbor.AppendHead(append(b, 0x02), detcbor.Uint, m.limit)
+	b = detcbor.AppendInt(append(b, 0x03), m.clock)
+	b = detcbor.AppendHead(append(b, 0x04), detcbor.Uint, m.rng)
+	b = detcbor.AppendHead(append(b, 0x05), detcbor.Uint, m.seq)
+	b = w.appendVals(append(b, 0x06), m.globals)
+	b = w.appendVals(append(b, 0x07), m.stack[:m.sp])
+	b = detcbor.AppendHead(append(b, 0x08), detcbor.Array, uint64(len(m.frames)))
+	for _, f := range m.frames {
+		var closure uint32
+		if f.closure != nil {
+			closure = uint32(w.ref(unsafe.Pointer(f.closure), Func).N) + 1
+		}
+		b = detcbor.AppendHead(b, detcbor.Array, 4)
+		b = detcbor.AppendHead(b, detcbor.Uint, uint64(uint32(f.fn.Index)))
+		b = detcbor.AppendHead(b, detcbor.Uint, uint64(uint32(f.pc)))
+		b = detcbor.AppendHead(b, detcbor.Uint, uint64(uint32(f.base)))
+		b = detcbor.AppendHead(b, detcbor.Uint, uint64(closure))
+	}
+	b = detcbor.AppendHead(append(b, 0x09), detcbor.Array, uint64(len(m.handlers)))
+	for _, hd := range m.handlers {
+		b = detcbor.AppendHead(b, detcbor.Array, 3)
+		b = detcbor.AppendHead(b, detcbor.Uint, uint64(uint32(hd.frame)))
+		b = detcbor.AppendHead(b, detcbor.Uint, uint64(uint32(hd.pc)))
+		b = detcbor.AppendHead(b, detcbor.Uint, uint64(uint32(hd.sp)))
+	}
+	// The heap's count is known once the queue is drained: its objects go
+	// to a buffer of their own first.
+	hb := w.heap[:0]
+	for i := 0; i < len(w.queue); i++ {
+		hb = w.appendObject(hb, w.queue[i])
+		if i >= checkpoint.MaxObjects {
+			return nil, nil, fmt.Errorf("checkpoint: more than %d heap objects", checkpoint.MaxObjects)
+		}
+	}
+	w.heap = hb
+	b = append(detcbor.AppendHead(append(b, 0x0a), detcbor.Array, uint64(len(w.queue))), hb...)
+	b = detcbor.AppendHead(append(b, 0x0b), detcbor.Array, uint64(len(w.table)))
+	for _, str := range w.table {
+		b = detcbor.AppendText(b, str)
+	}
+	w.lastSize = len(b) - start
+	out, err := checkpoint.FinishEncode(b, start)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, &h, nil
+}
+
+// appendObject writes one heap object as Snapshot's Object for it encodes.
+func (w *writer) appendObject(b []byte, o pending) []byte {
+	switch o.k {
+	case List:
+		elems := (*listObj)(o.p).elems
+		b = appendObjHead(b, checkpoint.ObjList, 0, len(elems))
+		for _, v := range elems {
+			b = checkpoint.AppendVal(b, w.val(v))
+		}
+	case Map:
+		mo := (*mapObj)(o.p)
+		b = appendObjHead(b, checkpoint.ObjMap, 0, 2*len(mo.keys))
+		for j := range mo.keys {
+			b = checkpoint.AppendVal(b, w.val(mo.keys[j]))
+			b = checkpoint.AppendVal(b, w.val(mo.vals[j]))
+		}
+	case Func:
+		cl := (*closureObj)(o.p)
+		b = appendObjHead(b, checkpoint.ObjClosure, int64(cl.fn.Index), len(cl.cells))
+		for _, c := range cl.cells {
+			b = checkpoint.AppendVal(b, w.ref(unsafe.Pointer(c), cellKind))
+		}
+	case cellKind:
+		b = checkpoint.AppendVal(appendObjHead(b, checkpoint.ObjCell, 0, 1), w.val((*cellObj)(o.p).v))
+	case iterKind:
+		it := (*iterObj)(o.p)
+		b = checkpoint.AppendVal(appendObjHead(b, checkpoint.ObjIter, int64(it.pos), 1), w.val(it.src))
+	case Error:
+		e := (*errorObj)(o.p) // kind, msg and pos are never shared
+		b = detcbor.AppendText(appendObjHead(b, checkpoint.ObjError, 0, 4), e.kind)
+		b = detcbor.AppendText(b, e.msg)
+		b = checkpoint.AppendVal(b, w.val(e.data))
+		b = detcbor.AppendText(b, e.pos)
+	default: // unreachable: the queue holds only these kinds
+		b = appendObjHead(b, 0, 0, 0)
+	}
+	return b
+}
+
+// appendObjHead starts an object: [kind, aux, [n items...]].
+func appendObjHead(b []byte, kind checkpoint.ObjKind, aux int64, n int) []byte {
+	b = detcbor.AppendHead(b, detcbor.Array, 3)
+	b = detcbor.AppendHead(b, detcbor.Uint, uint64(kind))
+	b = detcbor.AppendInt(b, aux)
+	return detcbor.AppendHead(b, detcbor.Array, uint64(n))
+}
+
+func (w *writer) appendVals(b []byte, vs []Value) []byte {
+	b = detcbor.AppendHead(b, detcbor.Array, uint64(len(vs)))
+	for _, v := range vs {
+		b = checkpoint.AppendVal(b, w.val(v))
+	}
+	return b
+}
+
+// writers are reused by Checkpoint: their maps and buffers keep their room.
+var writers = sync.Pool{New: func() any {
+	return &writer{ids: make(map[unsafe.Pointer]uint64), strs: make(map[string]uint64)}
+}}
+
+func newWriter() *writer { return writers.Get().(*writer) }
+
+// free returns w to the pool, unless it grew too big to keep.
+func (w *writer) free() {
+	if len(w.queue) > 1<<16 || cap(w.heap) > 1<<20 {
+		return
+	}
+	clear(w.ids)
+	clear(w.strs)
+	clear(w.table) // no strings kept alive from the pool
+	clear(w.queue)
+	w.queue, w.table, w.heap = w.queue[:0], w.table[:0], w.heap[:0]
+	writers.Put(w)
+}
+
 type pending struct {
 	k Kind
 	p unsafe.Pointer
@@ -118,6 +270,9 @@ type writer struct {
 	strs  map[string]uint64 // long strings by content
 	table []string
 	slab  []checkpoint.Val
+
+	heap     []byte // Checkpoint: the heap's objects, encoded
+	lastSize int    // Checkpoint: the size of the last body written
 }
 
 // sharedMin is the length from which a string goes to the string table.

@@ -164,12 +164,30 @@ func (n *Native) Start(_ context.Context, in Input) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	cp, err := m.Snapshot()
-	if err != nil {
-		return nil, err
+	b, _, err := encodeMachine(m, in.Invocation, in.Context)
+	return b, err
+}
+
+// verifyEncoding, when set (by this package's tests), has every checkpoint
+// encoded both ways, directly and through Snapshot, and is called with any
+// difference. A panic would be taken for a machine fault.
+var verifyEncoding func(diff string)
+
+// encodeMachine writes m's checkpoint.
+func encodeMachine(m *machine.Machine, invocation string, appCtx []byte) ([]byte, *checkpoint.Header, error) {
+	b, h, err := m.Checkpoint(invocation, appCtx)
+	if verifyEncoding != nil {
+		var want []byte
+		cp, serr := m.Snapshot()
+		if serr == nil {
+			cp.Header.Invocation, cp.Header.Context = invocation, appCtx
+			want, serr = checkpoint.Encode(cp)
+		}
+		if (err == nil) != (serr == nil) || !bytes.Equal(b, want) {
+			verifyEncoding(fmt.Sprintf("machine.Checkpoint differs from Encode(Snapshot): %v / %v\n%x\n%x", err, serr, b, want))
+		}
 	}
-	cp.Header.Invocation, cp.Header.Context = in.Invocation, in.Context
-	return checkpoint.Encode(cp)
+	return b, h, err
 }
 
 func decodeOptional(b []byte, what string) (any, error) {
@@ -302,16 +320,11 @@ func (n *Native) step(p *compile.Program, req Request) (res *Result, err error) 
 		n.keep(invocation, &live{prog: p, m: m, ctx: appCtx})
 		return &Result{Kind: Yield, Used: m.Used(), Emits: append(emits, m.TakeEmits()...)}, nil
 	}
-	out, err := m.Snapshot()
+	b, h, err := encodeMachine(m, invocation, appCtx)
 	if err != nil {
 		return nil, err
 	}
-	out.Header.Invocation, out.Header.Context = invocation, appCtx
-	b, err := checkpoint.Encode(out)
-	if err != nil {
-		return nil, err
-	}
-	res = resultOf(m, &out.Header, b, emits)
+	res = resultOf(m, h, b, emits)
 	if res.Kind != Done && res.Kind != Error {
 		n.keep(invocation, &live{prog: p, cp: bytes.Clone(b), m: m, ctx: appCtx})
 	}
