@@ -74,6 +74,29 @@ func (v *Val) UnmarshalCBOR(b []byte) error {
 }
 
 func (r *reader) val() (Val, error) {
+	// Most slots are one-byte items: small ints, short strings, nil, bools.
+	// Read those without the general path's calls (dear in the sandbox).
+	if r.Off < len(r.B) {
+		switch c := r.B[r.Off]; {
+		case c < 0x18:
+			r.Off++
+			return Val{Kind: ValInt, N: uint64(c)}, nil
+		case c >= 0x60 && c < 0x78 && r.s != "":
+			n := int(c - 0x60)
+			if end := r.Off + 1 + n; end <= len(r.s) && asciiString(r.s[r.Off+1:end]) {
+				r.Off = end
+				return Val{Kind: ValStr, S: r.s[end-n : end]}, nil
+			}
+		case c == simpleNull:
+			r.Off++
+			return Val{Kind: ValNil}, nil
+		}
+	}
+	return r.valSlow()
+}
+
+// valSlow is val for every item (TestValFastPath holds the two equal).
+func (r *reader) valSlow() (Val, error) {
 	major, arg, info, err := r.head()
 	if err != nil {
 		return Val{}, err
@@ -127,6 +150,16 @@ func (r *reader) val() (Val, error) {
 		}
 	}
 	return Val{}, r.fail("unexpected CBOR item (major type %d) in a slot", major)
+}
+
+// asciiString reports whether s is all ASCII, so valid UTF-8 at a glance.
+func asciiString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // Data values cross the machine's boundary as trees: nil, bool, int64,
