@@ -191,14 +191,14 @@ func (w *writer) appendObject(b []byte, o pending) []byte {
 		elems := (*listObj)(o.p).elems
 		b = appendObjHead(b, checkpoint.ObjList, 0, len(elems))
 		for _, v := range elems {
-			b = checkpoint.AppendVal(b, w.val(v))
+			b = w.appendVal(b, v)
 		}
 	case Map:
 		mo := (*mapObj)(o.p)
 		b = appendObjHead(b, checkpoint.ObjMap, 0, 2*len(mo.keys))
 		for j := range mo.keys {
-			b = checkpoint.AppendVal(b, w.val(mo.keys[j]))
-			b = checkpoint.AppendVal(b, w.val(mo.vals[j]))
+			b = w.appendVal(b, mo.keys[j])
+			b = w.appendVal(b, mo.vals[j])
 		}
 	case Func:
 		cl := (*closureObj)(o.p)
@@ -234,9 +234,27 @@ func appendObjHead(b []byte, kind checkpoint.ObjKind, aux int64, n int) []byte {
 func (w *writer) appendVals(b []byte, vs []Value) []byte {
 	b = detcbor.AppendHead(b, detcbor.Array, uint64(len(vs)))
 	for _, v := range vs {
-		b = checkpoint.AppendVal(b, w.val(v))
+		b = w.appendVal(b, v)
 	}
 	return b
+}
+
+// appendVal writes v as checkpoint.AppendVal writes its slot, the one-byte
+// heads without the calls (dear in the sandbox).
+func (w *writer) appendVal(b []byte, v Value) []byte {
+	switch v.k {
+	case Nil:
+		return append(b, 0xf6)
+	case Int:
+		if v.n < 24 {
+			return append(b, byte(v.n))
+		}
+	case Str:
+		if v.n < 24 { // shorter than sharedMin: never in the table
+			return append(append(b, 0x60|byte(v.n)), v.str()...)
+		}
+	}
+	return checkpoint.AppendVal(b, w.val(v))
 }
 
 // writers are reused by Checkpoint: their maps and buffers keep their room.
@@ -682,6 +700,19 @@ func (rs *restorer) scratch(vs []checkpoint.Val) ([]Value, error) {
 
 func (rs *restorer) fill(out []Value, vs []checkpoint.Val) error {
 	for i, v := range vs {
+		switch v.Kind { // the common kinds inline; calls are dear in the sandbox
+		case checkpoint.ValInt:
+			out[i] = Value{k: Int, n: v.N}
+			continue
+		case checkpoint.ValRef:
+			out[i] = rs.heap[v.N] // in range: checked by checkpoint.Decode
+			continue
+		case checkpoint.ValStr:
+			if len(v.S) <= MaxString {
+				out[i] = strValue(v.S)
+				continue
+			}
+		}
 		x, err := rs.val(v)
 		if err != nil {
 			return err
