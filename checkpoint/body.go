@@ -121,7 +121,11 @@ func (r *reader) machine() (*Machine, error) {
 				if n > MaxObjects {
 					return nil, r.fail("%d heap objects, limit %d", n, MaxObjects)
 				}
-				m.Heap = make([]Object, n)
+				if n > 0 && n <= cap(r.objs) {
+					m.Heap = r.objs[:n] // every field is set below
+				} else {
+					m.Heap = make([]Object, n)
+				}
 				for i := range m.Heap {
 					if err = r.expect(detcbor.Array, 3, "object"); err != nil {
 						break
@@ -230,14 +234,15 @@ func (r *reader) array(min int) (int, error) {
 
 func (r *reader) vals() ([]Val, error) {
 	n, err := r.array(1)
-	if err != nil {
-		return nil, err
+	if err != nil || n == 0 {
+		return nil, err // none is nil, whatever the slab holds
 	}
 	if n > len(r.slab) {
 		r.slab = make([]Val, max(n, 1024))
 	}
 	out := r.slab[:n:n]
 	r.slab = r.slab[n:]
+	r.used += n
 	for i := range out {
 		if out[i], err = r.val(); err != nil {
 			return nil, err

@@ -106,6 +106,25 @@ func DecodeHeader(b []byte) (*Header, error) {
 // body is decoded. The result is structurally valid; whether it fits the
 // program (function indices, stack depths) is for the machine to check.
 func Decode(b []byte, want Expect) (*Checkpoint, error) {
+	return DecodeInto(b, want, nil)
+}
+
+// Scratch is memory that DecodeInto reuses from one checkpoint to the next:
+// the slots and objects of a body, which a caller that only converts them
+// (the machine's Restore, the sandbox's checks) need not allocate afresh
+// for every step. The zero Scratch is ready; it is not safe for concurrent use.
+type Scratch struct {
+	vals []Val
+	objs []Object
+}
+
+// scratchMax is the most slots a Scratch keeps between checkpoints.
+const scratchMax = 1 << 16
+
+// DecodeInto is Decode, with the body's slots and objects in s (nil: fresh
+// memory). The Machine it returns is valid until s is used again; the header
+// and the strings are the caller's to keep.
+func DecodeInto(b []byte, want Expect, s *Scratch) (*Checkpoint, error) {
 	body, h, err := split(b)
 	if err != nil {
 		return nil, err
@@ -116,7 +135,20 @@ func Decode(b []byte, want Expect) (*Checkpoint, error) {
 	if want.Program != nil && !bytes.Equal(h.Program, want.Program) {
 		return nil, decodeErr(ErrProgram, "header", "checkpoint is of program %x, not %x", short(h.Program), short(want.Program))
 	}
-	m, err := (&reader{Reader: detcbor.Reader{B: body}, where: "body", s: string(body)}).machine()
+	r := &reader{Reader: detcbor.Reader{B: body}, where: "body", s: string(body)}
+	if s != nil {
+		r.slab, r.objs = s.vals, s.objs
+	}
+	m, err := r.machine()
+	if s != nil {
+		// Next time, room for all the slots of this body in one piece.
+		if r.used > len(s.vals) && r.used <= scratchMax {
+			s.vals = make([]Val, r.used)
+		}
+		if m != nil && len(m.Heap) > cap(s.objs) && len(m.Heap) <= scratchMax {
+			s.objs = m.Heap
+		}
+	}
 	if err != nil {
 		return nil, &DecodeError{Err: ErrMalformed, Where: "body", Detail: err.Error()}
 	}

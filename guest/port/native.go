@@ -245,11 +245,13 @@ func (n *Native) step(p *compile.Program, req Request) (res *Result, err error) 
 	} else if l, inv := n.take(p, req.Checkpoint); l != nil {
 		m, invocation, appCtx = l.m, inv, l.ctx
 	} else {
-		cp, err := checkpoint.Decode(req.Checkpoint, checkpoint.Expect{Semantics: compile.Version, Program: p.Hash[:]})
-		if err != nil {
-			return nil, err
+		sc := scratches.Get().(*checkpoint.Scratch)
+		cp, err := checkpoint.DecodeInto(req.Checkpoint, checkpoint.Expect{Semantics: compile.Version, Program: p.Hash[:]}, sc)
+		if err == nil {
+			m, err = machine.Restore(p, cp) // keeps nothing of the scratch
 		}
-		if m, err = machine.Restore(p, cp); err != nil {
+		scratches.Put(sc)
+		if err != nil {
 			return nil, err
 		}
 		invocation, appCtx = cp.Header.Invocation, cp.Header.Context
@@ -330,6 +332,10 @@ func (n *Native) step(p *compile.Program, req Request) (res *Result, err error) 
 	}
 	return res, nil
 }
+
+// scratches are reused to decode checkpoints: a resume allocates only what
+// the restored machine keeps.
+var scratches = sync.Pool{New: func() any { return new(checkpoint.Scratch) }}
 
 func resultOf(m *machine.Machine, h *checkpoint.Header, cp []byte, emits []machine.Emit) *Result {
 	r := &Result{Kind: Yield, Used: h.Used, Checkpoint: cp, Emits: append(emits, m.TakeEmits()...)}
