@@ -23,7 +23,7 @@ func (m *Machine) Snapshot() (*checkpoint.Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &writer{ids: make(map[unsafe.Pointer]uint64), strs: make(map[string]uint64)}
+	w := &writer{strs: make(map[string]uint64)}
 	body := &checkpoint.Machine{
 		Steps: m.steps, Limit: m.limit, Clock: m.clock, RNG: m.rng, Seq: m.seq,
 		Globals: w.vals(m.globals),
@@ -259,7 +259,7 @@ func (w *writer) appendVal(b []byte, v Value) []byte {
 
 // writers are reused by Checkpoint: their maps and buffers keep their room.
 var writers = sync.Pool{New: func() any {
-	return &writer{ids: make(map[unsafe.Pointer]uint64), strs: make(map[string]uint64)}
+	return &writer{strs: make(map[string]uint64)}
 }}
 
 func newWriter() *writer { return writers.Get().(*writer) }
@@ -269,7 +269,7 @@ func (w *writer) free() {
 	if len(w.queue) > 1<<16 || cap(w.heap) > 1<<20 {
 		return
 	}
-	clear(w.ids)
+	w.ids.reset()
 	clear(w.strs)
 	clear(w.table) // no strings kept alive from the pool
 	clear(w.queue)
@@ -283,7 +283,7 @@ type pending struct {
 }
 
 type writer struct {
-	ids   map[unsafe.Pointer]uint64
+	ids   ptrIDs // object numbers
 	queue []pending
 	strs  map[string]uint64 // long strings by content
 	table []string
@@ -293,14 +293,65 @@ type writer struct {
 	lastSize int    // Checkpoint: the size of the last body written
 }
 
+// ptrIDs numbers objects by address: a table with open addressing on the
+// pointer's bits, which in the sandbox costs a fraction of a Go map's
+// hashing and probing.
+type ptrIDs struct {
+	keys []unsafe.Pointer // nil: free
+	ids  []uint64
+	n    int
+}
+
+func (t *ptrIDs) slot(p unsafe.Pointer) int {
+	mask := len(t.keys) - 1
+	i := int((uint64(uintptr(p))*0x9e3779b97f4a7c15)>>32) & mask
+	for t.keys[i] != nil && t.keys[i] != p {
+		i = (i + 1) & mask
+	}
+	return i
+}
+
+func (t *ptrIDs) get(p unsafe.Pointer) (uint64, bool) {
+	if t.n == 0 {
+		return 0, false
+	}
+	i := t.slot(p)
+	return t.ids[i], t.keys[i] != nil
+}
+
+// put adds p, which is not yet in t.
+func (t *ptrIDs) put(p unsafe.Pointer, id uint64) {
+	if 2*(t.n+1) > len(t.keys) { // at most half full
+		old, oldIDs := t.keys, t.ids
+		t.keys, t.ids = make([]unsafe.Pointer, max(64, 2*len(old))), make([]uint64, max(64, 2*len(old)))
+		for i, k := range old {
+			if k != nil {
+				j := t.slot(k)
+				t.keys[j], t.ids[j] = k, oldIDs[i]
+			}
+		}
+	}
+	i := t.slot(p)
+	t.keys[i], t.ids[i] = p, id
+	t.n++
+}
+
+// reset empties t, keeping its room (and no object alive).
+func (t *ptrIDs) reset() {
+	if t.n > 0 {
+		clear(t.keys)
+		t.n = 0
+	}
+}
+
 // sharedMin is the length from which a string goes to the string table.
 const sharedMin = 64
 
 func (w *writer) ref(p unsafe.Pointer, k Kind) checkpoint.Val {
-	id, ok := w.ids[p]
+	id, ok := w.ids.get(p)
 	if !ok {
 		id = uint64(len(w.queue))
-		w.ids[p] = id
+		w.ids.put(p, id)
 		w.queue = append(w.queue, pending{k, p})
 	}
 	return checkpoint.Val{Kind: checkpoint.ValRef, N: id}
@@ -464,10 +515,21 @@ func Restore(prog *compile.Program, cp *checkpoint.Checkpoint) (*Machine, error)
 			mo.keys, mo.vals = keys[:0:n], values[:0:n]
 			keys, values = keys[n:], values[n:]
 			for j := 0; j < len(items); j += 2 {
-				if _, ok := keyOf(items[j]); !ok {
-					return nil, bad("map %d has a %s key", i, typeName(items[j]))
+				k := items[j]
+				if k.k != Str && k.k != Int && k.k != Bool { // keyOf, inline
+					return nil, bad("map %d has a %s key", i, typeName(k))
 				}
-				if !mo.set(items[j], items[j+1]) {
+				if n <= linearMax {
+					// What set does for a map this small, without its calls.
+					for _, x := range mo.keys {
+						if x.k == k.k && x.n == k.n && (k.k != Str || x.str() == k.str()) {
+							return nil, bad("map %d has a duplicate key", i)
+						}
+					}
+					mo.keys, mo.vals = append(mo.keys, k), append(mo.vals, items[j+1])
+					continue
+				}
+				if !mo.set(k, items[j+1]) {
 					return nil, bad("map %d has a duplicate key", i)
 				}
 			}
