@@ -90,9 +90,34 @@ func (r *reader) val() (Val, error) {
 		case c == simpleNull:
 			r.Off++
 			return Val{Kind: ValNil}, nil
+		case c == 0x18 || c == 0x19: // a larger small int
+			if v, n := shortUint(r.B[r.Off:]); n > 0 {
+				r.Off += n
+				return Val{Kind: ValInt, N: v}, nil
+			}
+		case c == 0xd9 && r.Off+3 < len(r.B) && r.B[r.Off+1] == TagRef>>8 && r.B[r.Off+2] == TagRef&0xff:
+			if v, n := shortUint(r.B[r.Off+3:]); n > 0 { // a reference
+				r.Off += 3 + n
+				return Val{Kind: ValRef, N: v}, nil
+			}
 		}
 	}
 	return r.valSlow()
+}
+
+// shortUint reads an unsigned integer head of one to three bytes, in its
+// shortest form, and says how many bytes it took; 0 for anything else.
+func shortUint(b []byte) (uint64, int) {
+	switch {
+	case len(b) == 0:
+	case b[0] < 0x18:
+		return uint64(b[0]), 1
+	case b[0] == 0x18 && len(b) > 1 && b[1] >= 0x18:
+		return uint64(b[1]), 2
+	case b[0] == 0x19 && len(b) > 2 && b[1] != 0:
+		return uint64(b[1])<<8 | uint64(b[2]), 3
+	}
+	return 0, 0
 }
 
 // valSlow is val for every item (TestValFastPath holds the two equal).

@@ -246,9 +246,11 @@ func (w *writer) appendVal(b []byte, v Value) []byte {
 	case Nil:
 		return append(b, 0xf6)
 	case Int:
-		if v.n < 24 {
-			return append(b, byte(v.n))
+		if int64(v.n) >= 0 { // AppendInt of a non-negative int
+			return detcbor.AppendHead(b, detcbor.Uint, v.n)
 		}
+	case List, Map, Func, Error, cellKind, iterKind: // a reference, as val gives it
+		return detcbor.AppendHead(append(b, 0xd9, checkpoint.TagRef>>8, checkpoint.TagRef&0xff), detcbor.Uint, w.ref(v.p, v.k).N)
 	case Str:
 		if v.n < 24 { // shorter than sharedMin: never in the table
 			return append(append(b, 0x60|byte(v.n)), v.str()...)
