@@ -127,6 +127,22 @@ func (r *reader) machine() (*Machine, error) {
 					m.Heap = make([]Object, n)
 				}
 				for i := range m.Heap {
+					// Most objects start [small kind, 0, [fewer than 24 items]]: read
+					// those four bytes at once, the rest as below.
+					if b := r.B[r.Off:]; !r.general && len(b) >= 4 && b[0] == 0x83 && b[1] < 0x18 && b[2] < 0x18 && b[3]&0xe0 == 0x80 && b[3] < 0x98 {
+						n := int(b[3] & 0x1f)
+						r.Off += 4
+						if n > len(r.B)-r.Off { // what length(n, 1) refuses
+							_, err = r.length(uint64(n), 1)
+							break
+						}
+						o := &m.Heap[i]
+						o.Kind, o.Aux = ObjKind(b[1]), int64(b[2])
+						if o.Items, err = r.valsOf(n); err != nil {
+							break
+						}
+						continue
+					}
 					if err = r.expect(detcbor.Array, 3, "object"); err != nil {
 						break
 					}
@@ -234,9 +250,18 @@ func (r *reader) array(min int) (int, error) {
 
 func (r *reader) vals() ([]Val, error) {
 	n, err := r.array(1)
-	if err != nil || n == 0 {
-		return nil, err // none is nil, whatever the slab holds
+	if err != nil {
+		return nil, err
 	}
+	return r.valsOf(n)
+}
+
+// valsOf reads n slots, whose count has been checked against the input.
+func (r *reader) valsOf(n int) ([]Val, error) {
+	if n == 0 {
+		return nil, nil // none is nil, whatever the slab holds
+	}
+	var err error
 	if n > len(r.slab) {
 		r.slab = make([]Val, max(n, 1024))
 	}

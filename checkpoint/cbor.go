@@ -60,6 +60,8 @@ type reader struct {
 	used int
 	// objs, if long enough, holds the body's heap (DecodeInto).
 	objs []Object
+	// general turns off the objects' shortcut (for its tests).
+	general bool
 }
 
 func (r *reader) fail(format string, args ...any) error {
