@@ -18,7 +18,16 @@ func TestPtrIDs(t *testing.T) {
 			if _, ok := ids.get(p); ok {
 				t.Fatalf("round %d: object %d found before it was added", round, i)
 			}
-			ids.put(p, uint64(i+round))
+			if i%2 == 0 {
+				ids.put(p, uint64(i+round))
+			} else if id, added := ids.add(p, uint64(i+round)); !added || id != uint64(i+round) {
+				t.Fatalf("round %d: object %d added as %d, %v", round, i, id, added)
+			}
+		}
+		for i := range objs {
+			if id, added := ids.add(unsafe.Pointer(&objs[i]), 1<<40); added || id != uint64(i+round) {
+				t.Fatalf("round %d: object %d added again as %d, %v", round, i, id, added)
+			}
 		}
 		for i := range objs {
 			if id, ok := ids.get(unsafe.Pointer(&objs[i])); !ok || id != uint64(i+round) {

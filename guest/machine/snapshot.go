@@ -321,6 +321,21 @@ func (t *ptrIDs) get(p unsafe.Pointer) (uint64, bool) {
 	return t.ids[i], t.keys[i] != nil
 }
 
+// add returns p's number, giving it id if it has none yet (added).
+func (t *ptrIDs) add(p unsafe.Pointer, id uint64) (uint64, bool) {
+	if t.n > 0 {
+		if i := t.slot(p); t.keys[i] != nil {
+			return t.ids[i], false
+		} else if 2*(t.n+1) <= len(t.keys) {
+			t.keys[i], t.ids[i] = p, id
+			t.n++
+			return id, true
+		}
+	}
+	t.put(p, id)
+	return id, true
+}
+
 // put adds p, which is not yet in t.
 func (t *ptrIDs) put(p unsafe.Pointer, id uint64) {
 	if 2*(t.n+1) > len(t.keys) { // at most half full
@@ -350,10 +365,8 @@ func (t *ptrIDs) reset() {
 const sharedMin = 64
 
 func (w *writer) ref(p unsafe.Pointer, k Kind) checkpoint.Val {
-	id, ok := w.ids.get(p)
-	if !ok {
-		id = uint64(len(w.queue))
-		w.ids.put(p, id)
+	id, added := w.ids.add(p, uint64(len(w.queue)))
+	if added {
 		w.queue = append(w.queue, pending{k, p})
 	}
 	return checkpoint.Val{Kind: checkpoint.ValRef, N: id}
