@@ -269,6 +269,28 @@ func (r *reader) valsOf(n int) ([]Val, error) {
 	r.slab = r.slab[n:]
 	r.used += n
 	for i := range out {
+		// val's shortcuts, here rather than through a call each (calls
+		// are dear in the sandbox).
+		if r.Off < len(r.B) && !r.general {
+			switch c := r.B[r.Off]; {
+			case c < 0x18:
+				out[i] = Val{Kind: ValInt, N: uint64(c)}
+				r.Off++
+				continue
+			case c >= 0x60 && c < 0x78 && r.s != "":
+				if end := r.Off + 1 + int(c-0x60); end <= len(r.s) && asciiString(r.s[r.Off+1:end]) {
+					out[i] = Val{Kind: ValStr, S: r.s[r.Off+1 : end]}
+					r.Off = end
+					continue
+				}
+			case c == 0xd9 && r.Off+3 < len(r.B) && r.B[r.Off+1] == TagRef>>8 && r.B[r.Off+2] == TagRef&0xff:
+				if v, n := shortUint(r.B[r.Off+3:]); n > 0 {
+					out[i] = Val{Kind: ValRef, N: v}
+					r.Off += 3 + n
+					continue
+				}
+			}
+		}
 		if out[i], err = r.val(); err != nil {
 			return nil, err
 		}

@@ -189,16 +189,13 @@ func (w *writer) appendObject(b []byte, o pending) []byte {
 	switch o.k {
 	case List:
 		elems := (*listObj)(o.p).elems
-		b = appendObjHead(b, checkpoint.ObjList, 0, len(elems))
-		for _, v := range elems {
-			b = w.appendVal(b, v)
-		}
+		b = w.appendSlots(appendObjHead(b, checkpoint.ObjList, 0, len(elems)), elems)
 	case Map:
 		mo := (*mapObj)(o.p)
 		b = appendObjHead(b, checkpoint.ObjMap, 0, 2*len(mo.keys))
 		for j := range mo.keys {
-			b = w.appendVal(b, mo.keys[j])
-			b = w.appendVal(b, mo.vals[j])
+			pair := [2]Value{mo.keys[j], mo.vals[j]}
+			b = w.appendSlots(b, pair[:])
 		}
 	case Func:
 		cl := (*closureObj)(o.p)
@@ -225,6 +222,9 @@ func (w *writer) appendObject(b []byte, o pending) []byte {
 
 // appendObjHead starts an object: [kind, aux, [n items...]].
 func appendObjHead(b []byte, kind checkpoint.ObjKind, aux int64, n int) []byte {
+	if kind < 24 && aux >= 0 && aux < 24 && n < 24 { // four one-byte heads
+		return append(b, 0x83, byte(kind), byte(aux), 0x80|byte(n))
+	}
 	b = detcbor.AppendHead(b, detcbor.Array, 3)
 	b = detcbor.AppendHead(b, detcbor.Uint, uint64(kind))
 	b = detcbor.AppendInt(b, aux)
@@ -232,11 +232,51 @@ func appendObjHead(b []byte, kind checkpoint.ObjKind, aux int64, n int) []byte {
 }
 
 func (w *writer) appendVals(b []byte, vs []Value) []byte {
-	b = detcbor.AppendHead(b, detcbor.Array, uint64(len(vs)))
+	return w.appendSlots(detcbor.AppendHead(b, detcbor.Array, uint64(len(vs))), vs)
+}
+
+// appendSlots writes vs, one slot after another, the common ones here
+// rather than through a call each (calls are dear in the sandbox).
+func (w *writer) appendSlots(b []byte, vs []Value) []byte {
 	for _, v := range vs {
+		switch v.k {
+		case Nil:
+			b = append(b, 0xf6)
+			continue
+		case Int:
+			if v.n < 1<<16 {
+				b = appendShort(b, v.n)
+				continue
+			}
+		case Str:
+			if v.n < 24 { // shorter than sharedMin: never in the table
+				b = append(append(b, 0x60|byte(v.n)), v.str()...)
+				continue
+			}
+		case List, Map, Func, Error, cellKind, iterKind:
+			id, added := w.ids.add(v.p, uint64(len(w.queue)))
+			if added {
+				w.queue = append(w.queue, pending{v.k, v.p})
+			}
+			if id < 1<<16 {
+				b = appendShort(append(b, 0xd9, checkpoint.TagRef>>8, checkpoint.TagRef&0xff), id)
+				continue
+			}
+		}
 		b = w.appendVal(b, v)
 	}
 	return b
+}
+
+// appendShort writes n < 65536 as detcbor.AppendHead writes an unsigned int.
+func appendShort(b []byte, n uint64) []byte {
+	switch {
+	case n < 24:
+		return append(b, byte(n))
+	case n < 256:
+		return append(b, 0x18, byte(n))
+	}
+	return append(b, 0x19, byte(n>>8), byte(n))
 }
 
 // appendVal writes v as checkpoint.AppendVal writes its slot, the one-byte
