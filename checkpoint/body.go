@@ -121,8 +121,28 @@ func (r *reader) machine() (*Machine, error) {
 				if n > MaxObjects {
 					return nil, r.fail("%d heap objects, limit %d", n, MaxObjects)
 				}
-				m.Heap = make([]Object, n)
+				if n > 0 && n <= cap(r.objs) {
+					m.Heap = r.objs[:n] // every field is set below
+				} else {
+					m.Heap = make([]Object, n)
+				}
 				for i := range m.Heap {
+					// Most objects start [small kind, 0, [fewer than 24 items]]: read
+					// those four bytes at once, the rest as below.
+					if b := r.B[r.Off:]; !r.general && len(b) >= 4 && b[0] == 0x83 && b[1] < 0x18 && b[2] < 0x18 && b[3]&0xe0 == 0x80 && b[3] < 0x98 {
+						n := int(b[3] & 0x1f)
+						r.Off += 4
+						if n > len(r.B)-r.Off { // what length(n, 1) refuses
+							_, err = r.length(uint64(n), 1)
+							break
+						}
+						o := &m.Heap[i]
+						o.Kind, o.Aux = ObjKind(b[1]), int64(b[2])
+						if o.Items, err = r.valsOf(n); err != nil {
+							break
+						}
+						continue
+					}
 					if err = r.expect(detcbor.Array, 3, "object"); err != nil {
 						break
 					}
@@ -233,12 +253,44 @@ func (r *reader) vals() ([]Val, error) {
 	if err != nil {
 		return nil, err
 	}
+	return r.valsOf(n)
+}
+
+// valsOf reads n slots, whose count has been checked against the input.
+func (r *reader) valsOf(n int) ([]Val, error) {
+	if n == 0 {
+		return nil, nil // none is nil, whatever the slab holds
+	}
+	var err error
 	if n > len(r.slab) {
 		r.slab = make([]Val, max(n, 1024))
 	}
 	out := r.slab[:n:n]
 	r.slab = r.slab[n:]
+	r.used += n
 	for i := range out {
+		// val's shortcuts, here rather than through a call each (calls
+		// are dear in the sandbox).
+		if r.Off < len(r.B) && !r.general {
+			switch c := r.B[r.Off]; {
+			case c < 0x18:
+				out[i] = Val{Kind: ValInt, N: uint64(c)}
+				r.Off++
+				continue
+			case c >= 0x60 && c < 0x78 && r.s != "":
+				if end := r.Off + 1 + int(c-0x60); end <= len(r.s) && asciiString(r.s[r.Off+1:end]) {
+					out[i] = Val{Kind: ValStr, S: r.s[r.Off+1 : end]}
+					r.Off = end
+					continue
+				}
+			case c == 0xd9 && r.Off+3 < len(r.B) && r.B[r.Off+1] == TagRef>>8 && r.B[r.Off+2] == TagRef&0xff:
+				if v, n := shortUint(r.B[r.Off+3:]); n > 0 {
+					out[i] = Val{Kind: ValRef, N: v}
+					r.Off += 3 + n
+					continue
+				}
+			}
+		}
 		if out[i], err = r.val(); err != nil {
 			return nil, err
 		}

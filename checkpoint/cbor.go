@@ -54,8 +54,14 @@ type reader struct {
 	// s, when set, is B as a string: decoded texts are substrings of it,
 	// which saves an allocation per string (a body holds many).
 	s string
-	// slab is spare room for decoded []Val, handed out in pieces.
+	// slab is spare room for decoded []Val, handed out in pieces; used
+	// counts the slots handed out.
 	slab []Val
+	used int
+	// objs, if long enough, holds the body's heap (DecodeInto).
+	objs []Object
+	// general turns off the objects' shortcut (for its tests).
+	general bool
 }
 
 func (r *reader) fail(format string, args ...any) error {

@@ -225,12 +225,40 @@ func TestReply(t *testing.T) {
 	}
 }
 
+// TestDecodeInto: decoding through one Scratch, checkpoints of every size
+// in turn, gives what Decode gives.
+func TestDecodeInto(t *testing.T) {
+	cps := samples(t)
+	var order [][]byte
+	order = append(order, cps...)
+	for i := len(cps) - 1; i >= 0; i-- {
+		order = append(order, cps[i])
+	}
+	var sc checkpoint.Scratch
+	want := checkpoint.Expect{Semantics: compile.Version}
+	for i, b := range order {
+		a, err := checkpoint.Decode(b, want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := checkpoint.DecodeInto(b, want, &sc)
+		if err != nil || !reflect.DeepEqual(a, c) {
+			t.Fatalf("checkpoint %d: DecodeInto differs from Decode (%v)", i, err)
+		}
+	}
+}
+
 func FuzzDecode(f *testing.F) {
 	for _, b := range samples(f) {
 		f.Add(b)
 	}
+	var sc checkpoint.Scratch // reused across inputs, as a port reuses it
 	f.Fuzz(func(t *testing.T, b []byte) {
 		cp, err := checkpoint.Decode(b, checkpoint.Expect{Semantics: compile.Version})
+		into, err2 := checkpoint.DecodeInto(b, checkpoint.Expect{Semantics: compile.Version}, &sc)
+		if (err == nil) != (err2 == nil) || err == nil && !reflect.DeepEqual(cp, into) {
+			t.Fatalf("DecodeInto differs from Decode: %v / %v", err2, err)
+		}
 		if err != nil {
 			return
 		}

@@ -28,6 +28,35 @@ func Encode(c *Checkpoint) ([]byte, error) {
 	return out, nil
 }
 
+// bodyRoom is the most a body's byte-string head takes.
+const bodyRoom = 9
+
+// StartEncode begins a checkpoint whose body its caller writes itself (the
+// machine does, to spare building a Machine): the outer array and the
+// header, then room for the body's head. Append the body's bytes to the
+// result and pass it to FinishEncode; the bytes are what Encode gives.
+func StartEncode(b []byte, h *Header) []byte {
+	b = detcbor.AppendHead(b, detcbor.Array, 2)
+	b = appendHeader(b, h)
+	return append(b, make([]byte, bodyRoom)...)
+}
+
+// FinishEncode ends a checkpoint begun by StartEncode at b[:start], whose
+// body is b[start:]: it writes the body's head in the room left for it.
+func FinishEncode(b []byte, start int) ([]byte, error) {
+	var head [bodyRoom]byte
+	h := detcbor.AppendHead(head[:0], detcbor.Bytes, uint64(len(b)-start))
+	// Move what comes before the head up to meet it; the body stays put.
+	shift := bodyRoom - len(h)
+	copy(b[start-len(h):start], h)
+	copy(b[shift:start-len(h)], b[:start-bodyRoom])
+	out := b[shift:]
+	if len(out) > MaxSize {
+		return nil, &DecodeError{Err: ErrTooLarge, Where: "checkpoint", Detail: fmt.Sprintf("%d bytes, limit %d", len(out), MaxSize)}
+	}
+	return out, nil
+}
+
 // Expect is what a caller requires of a checkpoint before its body is decoded.
 type Expect struct {
 	Semantics uint64 // required semantics version
@@ -77,6 +106,25 @@ func DecodeHeader(b []byte) (*Header, error) {
 // body is decoded. The result is structurally valid; whether it fits the
 // program (function indices, stack depths) is for the machine to check.
 func Decode(b []byte, want Expect) (*Checkpoint, error) {
+	return DecodeInto(b, want, nil)
+}
+
+// Scratch is memory that DecodeInto reuses from one checkpoint to the next:
+// the slots and objects of a body, which a caller that only converts them
+// (the machine's Restore, the sandbox's checks) need not allocate afresh
+// for every step. The zero Scratch is ready; it is not safe for concurrent use.
+type Scratch struct {
+	vals []Val
+	objs []Object
+}
+
+// scratchMax is the most slots a Scratch keeps between checkpoints.
+const scratchMax = 1 << 16
+
+// DecodeInto is Decode, with the body's slots and objects in s (nil: fresh
+// memory). The Machine it returns is valid until s is used again; the header
+// and the strings are the caller's to keep.
+func DecodeInto(b []byte, want Expect, s *Scratch) (*Checkpoint, error) {
 	body, h, err := split(b)
 	if err != nil {
 		return nil, err
@@ -87,7 +135,20 @@ func Decode(b []byte, want Expect) (*Checkpoint, error) {
 	if want.Program != nil && !bytes.Equal(h.Program, want.Program) {
 		return nil, decodeErr(ErrProgram, "header", "checkpoint is of program %x, not %x", short(h.Program), short(want.Program))
 	}
-	m, err := (&reader{Reader: detcbor.Reader{B: body}, where: "body", s: string(body)}).machine()
+	r := &reader{Reader: detcbor.Reader{B: body}, where: "body", s: string(body)}
+	if s != nil {
+		r.slab, r.objs = s.vals, s.objs
+	}
+	m, err := r.machine()
+	if s != nil {
+		// Next time, room for all the slots of this body in one piece.
+		if r.used > len(s.vals) && r.used <= scratchMax {
+			s.vals = make([]Val, r.used)
+		}
+		if m != nil && len(m.Heap) > cap(s.objs) && len(m.Heap) <= scratchMax {
+			s.objs = m.Heap
+		}
+	}
 	if err != nil {
 		return nil, &DecodeError{Err: ErrMalformed, Where: "body", Detail: err.Error()}
 	}

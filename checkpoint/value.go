@@ -74,6 +74,54 @@ func (v *Val) UnmarshalCBOR(b []byte) error {
 }
 
 func (r *reader) val() (Val, error) {
+	// Most slots are one-byte items: small ints, short strings, nil, bools.
+	// Read those without the general path's calls (dear in the sandbox).
+	if r.Off < len(r.B) {
+		switch c := r.B[r.Off]; {
+		case c < 0x18:
+			r.Off++
+			return Val{Kind: ValInt, N: uint64(c)}, nil
+		case c >= 0x60 && c < 0x78 && r.s != "":
+			n := int(c - 0x60)
+			if end := r.Off + 1 + n; end <= len(r.s) && asciiString(r.s[r.Off+1:end]) {
+				r.Off = end
+				return Val{Kind: ValStr, S: r.s[end-n : end]}, nil
+			}
+		case c == simpleNull:
+			r.Off++
+			return Val{Kind: ValNil}, nil
+		case c == 0x18 || c == 0x19: // a larger small int
+			if v, n := shortUint(r.B[r.Off:]); n > 0 {
+				r.Off += n
+				return Val{Kind: ValInt, N: v}, nil
+			}
+		case c == 0xd9 && r.Off+3 < len(r.B) && r.B[r.Off+1] == TagRef>>8 && r.B[r.Off+2] == TagRef&0xff:
+			if v, n := shortUint(r.B[r.Off+3:]); n > 0 { // a reference
+				r.Off += 3 + n
+				return Val{Kind: ValRef, N: v}, nil
+			}
+		}
+	}
+	return r.valSlow()
+}
+
+// shortUint reads an unsigned integer head of one to three bytes, in its
+// shortest form, and says how many bytes it took; 0 for anything else.
+func shortUint(b []byte) (uint64, int) {
+	switch {
+	case len(b) == 0:
+	case b[0] < 0x18:
+		return uint64(b[0]), 1
+	case b[0] == 0x18 && len(b) > 1 && b[1] >= 0x18:
+		return uint64(b[1]), 2
+	case b[0] == 0x19 && len(b) > 2 && b[1] != 0:
+		return uint64(b[1])<<8 | uint64(b[2]), 3
+	}
+	return 0, 0
+}
+
+// valSlow is val for every item (TestValFastPath holds the two equal).
+func (r *reader) valSlow() (Val, error) {
 	major, arg, info, err := r.head()
 	if err != nil {
 		return Val{}, err
@@ -127,6 +175,16 @@ func (r *reader) val() (Val, error) {
 		}
 	}
 	return Val{}, r.fail("unexpected CBOR item (major type %d) in a slot", major)
+}
+
+// asciiString reports whether s is all ASCII, so valid UTF-8 at a glance.
+func asciiString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // Data values cross the machine's boundary as trees: nil, bool, int64,

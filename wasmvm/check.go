@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"sync"
 
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/guest/compile"
@@ -49,7 +50,9 @@ func checkStep(prev *checkpoint.Header, req port.Request, res *port.Result) erro
 		}
 		return nil
 	}
-	c, err := checkpoint.Decode(res.Checkpoint, checkpoint.Expect{Semantics: compile.Version, Program: prev.Program})
+	sc := scratches.Get().(*checkpoint.Scratch)
+	defer scratches.Put(sc)
+	c, err := checkpoint.DecodeInto(res.Checkpoint, checkpoint.Expect{Semantics: compile.Version, Program: prev.Program}, sc)
 	if err != nil {
 		return err
 	}
@@ -97,6 +100,10 @@ func checkStep(prev *checkpoint.Header, req port.Request, res *port.Result) erro
 	}
 	return nil
 }
+
+// scratches are reused to decode the checkpoints checkStep checks: it reads
+// only their header and step count.
+var scratches = sync.Pool{New: func() any { return new(checkpoint.Scratch) }}
 
 func checkEmits(req port.Request, res *port.Result) error {
 	if uint64(len(res.Emits)) > req.Slice+1 {

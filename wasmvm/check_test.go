@@ -4,6 +4,7 @@ package wasmvm
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -66,4 +67,43 @@ func TestCheckStep(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReferenceHeader: the reference decoder reads the header as the
+// hand-written one does, and refuses what does not end with the body.
+func TestReferenceHeader(t *testing.T) {
+	native := port.NewNative()
+	cp, err := native.Start(context.Background(), port.Input{Source: []byte("return 1"), Invocation: "inv", Context: []byte("c")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := checkpoint.DecodeHeader(cp)
+	if got, err := referenceHeader(cp); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("reference header %+v, %v; want %+v", got, err, want)
+	}
+	for name, b := range map[string][]byte{
+		"trailing byte":   append(append([]byte(nil), cp...), 0),
+		"body cut":        cp[:len(cp)-1],
+		"not an array":    append([]byte{0x83}, cp[1:]...),
+		"header only":     cp[:len(cp)-len(cp)/2],
+		"empty":           nil,
+		"text, not bytes": textBody(t, cp),
+	} {
+		if _, err := referenceHeader(b); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// textBody turns a checkpoint's body from a byte string into a text one.
+func textBody(t *testing.T, cp []byte) []byte {
+	b := append([]byte(nil), cp...)
+	for i := len(b) - 1; i > 0; i-- { // the body's head is the last 0x58/0x59 before a 0xab map head
+		if (b[i] == 0x58 || b[i] == 0x59) && b[i+1+int(b[i]-0x57)] == 0xab {
+			b[i] += 0x20
+			return b
+		}
+	}
+	t.Fatal("no body head found")
+	return nil
 }

@@ -4,9 +4,12 @@
 package wasmvm
 
 import (
+	"errors"
+
 	"github.com/fxamacker/cbor/v2"
 
 	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/internal/detcbor"
 )
 
 var refDec = func() cbor.DecMode {
@@ -28,18 +31,20 @@ var refDec = func() cbor.DecMode {
 }()
 
 // referenceHeader decodes a checkpoint's header with the reference decoder.
+// The header is the item after the outer array's head; the body after it,
+// which the hand-written decoder has read strictly, is not copied again.
 func referenceHeader(b []byte) (*checkpoint.Header, error) {
-	var w struct {
-		_      struct{} `cbor:",toarray"`
-		Header cbor.RawMessage
-		Body   []byte
-	}
-	if err := refDec.Unmarshal(b, &w); err != nil {
-		return nil, err
+	if len(b) == 0 || b[0] != 0x82 {
+		return nil, errors.New("not an array of a header and a body")
 	}
 	var h checkpoint.Header
-	if err := refDec.Unmarshal(w.Header, &h); err != nil {
+	rest, err := refDec.UnmarshalFirst(b[1:], &h)
+	if err != nil {
 		return nil, err
+	}
+	r := detcbor.Reader{B: rest}
+	if _, err := r.Raw(detcbor.Bytes); err != nil || r.Off != len(rest) {
+		return nil, errors.New("the header is not followed by the body and nothing else")
 	}
 	return &h, nil
 }

@@ -37,18 +37,22 @@ func openEngine(c *cli.Context, runs bool) (*host.Engine, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	runtime := func() (port.RuntimePort, func(), error) { return port.NewNative(), func() {}, nil }
+	if runs {
+		runtime = startRuntime(c)
+	}
 	s, err := store.Open(opts)
 	if err != nil {
+		if _, closeRT, rerr := runtime(); rerr == nil {
+			closeRT()
+		}
 		var le *store.LockedError
 		if errors.As(err, &le) {
 			return nil, nil, exitf(exitUsage, "%v", err)
 		}
 		return nil, nil, exitf(exitInternal, "%v", err)
 	}
-	rt, closeRT, err := port.RuntimePort(port.NewNative()), func() {}, error(nil)
-	if runs {
-		rt, closeRT, err = runtimeFor(c)
-	}
+	rt, closeRT, err := runtime()
 	if err != nil {
 		s.Close()
 		return nil, nil, err
@@ -113,6 +117,33 @@ func cadenceFromEnv() (host.Cadence, error) {
 		c.Steps = n
 	}
 	return c, nil
+}
+
+// startRuntime starts the sandbox in the background and returns a function
+// that waits for it. Reading the compiled guest from the cache (wazero
+// decodes and validates all of it) and instantiating its first instance
+// are most of a short run's start, and need nothing of the store, which
+// opens meanwhile.
+func startRuntime(c *cli.Context) func() (port.RuntimePort, func(), error) {
+	type started struct {
+		rt    port.RuntimePort
+		close func()
+		err   error
+	}
+	ch := make(chan started, 1)
+	go func() {
+		rt, closeRT, err := runtimeFor(c)
+		if w, ok := rt.(interface {
+			Warm(context.Context, int) error
+		}); ok && err == nil {
+			_ = w.Warm(c.Context, 1) // a failure shows again, in context, at the first call
+		}
+		ch <- started{rt, closeRT, err}
+	}()
+	return func() (port.RuntimePort, func(), error) {
+		s := <-ch
+		return s.rt, s.close, s.err
+	}
 }
 
 // report prints where a run stands and returns the command's outcome.

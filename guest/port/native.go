@@ -175,12 +175,30 @@ func (n *Native) Start(_ context.Context, in Input) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	cp, err := m.Snapshot()
-	if err != nil {
-		return nil, err
+	b, _, err := encodeMachine(m, in.Invocation, in.Context)
+	return b, err
+}
+
+// verifyEncoding, when set (by this package's tests), has every checkpoint
+// encoded both ways, directly and through Snapshot, and is called with any
+// difference. A panic would be taken for a machine fault.
+var verifyEncoding func(diff string)
+
+// encodeMachine writes m's checkpoint.
+func encodeMachine(m *machine.Machine, invocation string, appCtx []byte) ([]byte, *checkpoint.Header, error) {
+	b, h, err := m.Checkpoint(invocation, appCtx)
+	if verifyEncoding != nil {
+		var want []byte
+		cp, serr := m.Snapshot()
+		if serr == nil {
+			cp.Header.Invocation, cp.Header.Context = invocation, appCtx
+			want, serr = checkpoint.Encode(cp)
+		}
+		if (err == nil) != (serr == nil) || !bytes.Equal(b, want) {
+			verifyEncoding(fmt.Sprintf("machine.Checkpoint differs from Encode(Snapshot): %v / %v\n%x\n%x", err, serr, b, want))
+		}
 	}
-	cp.Header.Invocation, cp.Header.Context = in.Invocation, in.Context
-	return checkpoint.Encode(cp)
+	return b, h, err
 }
 
 func decodeOptional(b []byte, what string) (any, error) {
@@ -238,11 +256,13 @@ func (n *Native) step(p *compile.Program, req Request) (res *Result, err error) 
 	} else if l, inv := n.take(p, req.Checkpoint); l != nil {
 		m, invocation, appCtx = l.m, inv, l.ctx
 	} else {
-		cp, err := checkpoint.Decode(req.Checkpoint, checkpoint.Expect{Semantics: compile.Version, Program: p.Hash[:]})
-		if err != nil {
-			return nil, err
+		sc := scratches.Get().(*checkpoint.Scratch)
+		cp, err := checkpoint.DecodeInto(req.Checkpoint, checkpoint.Expect{Semantics: compile.Version, Program: p.Hash[:]}, sc)
+		if err == nil {
+			m, err = machine.Restore(p, cp) // keeps nothing of the scratch
 		}
-		if m, err = machine.Restore(p, cp); err != nil {
+		scratches.Put(sc)
+		if err != nil {
 			return nil, err
 		}
 		invocation, appCtx = cp.Header.Invocation, cp.Header.Context
@@ -318,21 +338,20 @@ func (n *Native) step(p *compile.Program, req Request) (res *Result, err error) 
 		// A slice that emitted carries its checkpoint even when lazy: the
 		// host logs each event with the state that produced it, once.
 	}
-	out, err := m.Snapshot()
+	b, h, err := encodeMachine(m, invocation, appCtx)
 	if err != nil {
 		return nil, err
 	}
-	out.Header.Invocation, out.Header.Context = invocation, appCtx
-	b, err := checkpoint.Encode(out)
-	if err != nil {
-		return nil, err
-	}
-	res = resultOf(m, &out.Header, b, emits)
+	res = resultOf(m, h, b, emits)
 	if res.Kind != Done && res.Kind != Error {
 		n.keep(invocation, &live{prog: p, cp: bytes.Clone(b), m: m, ctx: appCtx})
 	}
 	return res, nil
 }
+
+// scratches are reused to decode checkpoints: a resume allocates only what
+// the restored machine keeps.
+var scratches = sync.Pool{New: func() any { return new(checkpoint.Scratch) }}
 
 func resultOf(m *machine.Machine, h *checkpoint.Header, cp []byte, emits []machine.Emit) *Result {
 	r := &Result{Kind: Yield, Used: h.Used, Checkpoint: cp, Emits: append(emits, m.TakeEmits()...)}

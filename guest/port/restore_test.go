@@ -85,6 +85,18 @@ func TestRestoreRejects(t *testing.T) {
 			m.Heap = append(m.Heap, checkpoint.Object{Kind: checkpoint.ObjMap, Items: []checkpoint.Val{
 				{Kind: checkpoint.ValStr, S: "a"}, {}, {Kind: checkpoint.ValStr, S: "a"}, {}}})
 		}, "duplicate key"},
+		{"duplicate int map keys", func(m *checkpoint.Machine) {
+			m.Heap = append(m.Heap, checkpoint.Object{Kind: checkpoint.ObjMap, Items: []checkpoint.Val{
+				{Kind: checkpoint.ValInt, N: 7}, {}, {Kind: checkpoint.ValBool, N: 1}, {}, {Kind: checkpoint.ValInt, N: 7}, {}}})
+		}, "duplicate key"},
+		{"duplicate key in a map past a linear scan", func(m *checkpoint.Machine) {
+			var items []checkpoint.Val
+			for i := range 12 {
+				items = append(items, checkpoint.Val{Kind: checkpoint.ValInt, N: uint64(i)}, checkpoint.Val{})
+			}
+			items = append(items, checkpoint.Val{Kind: checkpoint.ValInt, N: 3}, checkpoint.Val{})
+			m.Heap = append(m.Heap, checkpoint.Object{Kind: checkpoint.ObjMap, Items: items})
+		}, "duplicate key"},
 		{"float map key", func(m *checkpoint.Machine) {
 			m.Heap = append(m.Heap, checkpoint.Object{Kind: checkpoint.ObjMap, Items: []checkpoint.Val{{Kind: checkpoint.ValFloat}, {}}})
 		}, "float key"},

@@ -144,3 +144,16 @@ func FuzzWire(f *testing.F) {
 		}
 	})
 }
+
+// TestStepAnswerInOnePiece: a step's answer written in one buffer is the
+// answer that wraps its encoded result.
+func TestStepAnswerInOnePiece(t *testing.T) {
+	_, results, _ := wireSamples()
+	big := wireResult{Kind: Act, Used: 9, Checkpoint: bytes.Repeat([]byte{7}, 70000), Args: []byte{0xf6}}
+	for i, w := range append(results, big) {
+		want := encodeWireAnswer(&wireAnswer{Body: encodeWireResult(&w)})
+		if got := encodeStepAnswer(&w); !bytes.Equal(got, want) {
+			t.Fatalf("result %d: %x, want %x", i, got[:min(len(got), 32)], want[:min(len(want), 32)])
+		}
+	}
+}

@@ -39,8 +39,27 @@ func encodeRequest(r *wireRequest) []byte {
 	return b
 }
 
+// answerRoom is the most an answer's head takes before its body: a map of
+// one pair, the key, the body's byte-string head.
+const answerRoom = 1 + 1 + 9
+
+// encodeStepAnswer is encodeWireAnswer of a body that is encodeWireResult
+// of r, written in one buffer: the checkpoint is copied once, not thrice.
+func encodeStepAnswer(r *wireResult) []byte {
+	b := encodeWireResultAt(make([]byte, answerRoom, answerRoom+64+len(r.Checkpoint)+len(r.Result)+len(r.Args)), r)
+	var head [answerRoom]byte
+	h := detcbor.AppendHead(append(detcbor.AppendHead(head[:0], 5, 1), 5), 2, uint64(len(b)-answerRoom))
+	shift := answerRoom - len(h)
+	copy(b[shift:], h)
+	return b[shift:]
+}
+
 func encodeWireResult(r *wireResult) []byte {
-	b := detcbor.AppendHead(make([]byte, 0, 64+len(r.Checkpoint)+len(r.Result)+len(r.Args)), 5,
+	return encodeWireResultAt(make([]byte, 0, 64+len(r.Checkpoint)+len(r.Result)+len(r.Args)), r)
+}
+
+func encodeWireResultAt(b []byte, r *wireResult) []byte {
+	b = detcbor.AppendHead(b, 5,
 		detcbor.Count(true, true, len(r.Checkpoint) > 0, len(r.Result) > 0, r.Tag != "", len(r.Args) > 0, r.Seq != 0, r.Err != nil, len(r.Emits) > 0))
 	b = detcbor.AppendHead(append(b, 1), 0, uint64(r.Kind))
 	b = detcbor.AppendHead(append(b, 2), 0, r.Used)
@@ -135,6 +154,16 @@ func (r *wreader) bytes() ([]byte, error) {
 	return append([]byte(nil), v...), nil
 }
 
+// alias is bytes without the copy, for a caller that owns b for as long as
+// the value lives (capped, so that appending to it cannot write past it).
+func (r *wreader) alias() ([]byte, error) {
+	v, err := r.raw(2)
+	if err != nil || len(v) == 0 {
+		return nil, orEmpty(err, r)
+	}
+	return v[:len(v):len(v)], nil
+}
+
 func orEmpty(err error, r *wreader) error {
 	if err != nil {
 		return err
@@ -178,6 +207,8 @@ func (r *wreader) end() error {
 	return nil
 }
 
+// decodeRequest reads a step request. Its checkpoint and reply alias b: the
+// guest decodes them within the call, and keeps nothing of them.
 func decodeRequest(b []byte) (*wireRequest, error) {
 	r := &wreader{detcbor.Reader{B: b}}
 	var q wireRequest
@@ -185,9 +216,9 @@ func decodeRequest(b []byte) (*wireRequest, error) {
 		var err error
 		switch k {
 		case 1:
-			q.Checkpoint, err = r.bytes()
+			q.Checkpoint, err = r.alias()
 		case 2:
-			q.Reply, err = r.bytes()
+			q.Reply, err = r.alias()
 		case 3:
 			q.Slice, err = r.uint()
 			err = r.nonZero(q.Slice == 0, err)
@@ -213,6 +244,8 @@ func decodeRequest(b []byte) (*wireRequest, error) {
 	return &q, err
 }
 
+// decodeWireResult reads a step result; its checkpoint, result and
+// arguments alias b, which the host copied out of the guest's memory.
 func decodeWireResult(b []byte) (*wireResult, error) {
 	r := &wreader{detcbor.Reader{B: b}}
 	var w wireResult
@@ -233,14 +266,14 @@ func decodeWireResult(b []byte) (*wireResult, error) {
 		case 2:
 			w.Used, err = r.uint()
 		case 3:
-			w.Checkpoint, err = r.bytes()
+			w.Checkpoint, err = r.alias()
 		case 4:
-			w.Result, err = r.bytes()
+			w.Result, err = r.alias()
 		case 5:
 			w.Tag, err = r.text()
 			err = r.nonZero(w.Tag == "", err)
 		case 6:
-			w.Args, err = r.bytes()
+			w.Args, err = r.alias()
 		case 7:
 			w.Seq, err = r.uint()
 			err = r.nonZero(w.Seq == 0, err)
