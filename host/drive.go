@@ -83,7 +83,7 @@ type run struct {
 	used     uint64             // the machine's steps now (beyond cp's when live)
 	live     bool               // the runtime holds the machine, past cp
 	stored   time.Time          // when cp was stored (or the run opened)
-	expired  bool               // the runtime let the live machine go since
+	lost     uint64             // where the runtime let the live machine go (0: never)
 	cost     time.Duration      // what producing and storing cp took
 
 	held  uint64 // the allowance's Held, as this run last wrote it
@@ -95,15 +95,17 @@ type run struct {
 func (r *run) unspent() uint64 { return r.held - r.spent }
 
 // due says the next slice's checkpoint must be stored: Cadence.Every has
-// passed, or Cadence.Steps will have run, or the live machine was lost (the
-// slice after that is always kept: a runtime that keeps letting machines go
-// cannot stop progress). The default step bound also waits for
+// passed, or Cadence.Steps will have run, or the slices re-run since the
+// runtime let the live machine go have not yet passed where it was lost
+// (each of them is kept: a runtime that keeps letting machines go cannot
+// stop progress, and a slice that lost its machine by running out of
+// memory runs out again where the failure can be stored). The default step bound also waits for
 // ten times what the last checkpoint cost: a large heap is not written out
 // every ten million steps, storing checkpoints takes at most about a tenth
 // of the time, and a crash still loses at most Every of work.
 func (e *Engine) due(r *run, slice uint64) bool {
 	since := time.Since(r.stored)
-	if since >= e.Cadence.every() || r.expired || e.asked(r.inv) {
+	if since >= e.Cadence.every() || r.lost > 0 && r.used <= r.lost || e.asked(r.inv) {
 		return true
 	}
 	if r.used+slice-r.h.Used < e.Cadence.steps() {
@@ -340,10 +342,11 @@ func (e *Engine) driveRun(ctx context.Context, r *run, quantum int) (*RunState, 
 		if errors.Is(err, port.ErrExpired) {
 			// The runtime let the live machine go: the slices since the
 			// stored checkpoint run again (their steps stay charged).
+			lost := r.used
 			if err := e.restart(ctx, r); err != nil {
 				return nil, err
 			}
-			r.expired = true
+			r.lost = lost
 			continue
 		}
 		if err != nil {
@@ -482,7 +485,7 @@ func (e *Engine) commit(ctx context.Context, r *run, res *port.Result, emits *[]
 		return nil, err
 	}
 	r.held, r.spent = held, 0
-	r.cp, r.stored, r.expired = res.Checkpoint, time.Now(), false
+	r.cp, r.stored = res.Checkpoint, time.Now()
 	if attempted {
 		*fresh = prep
 	}
