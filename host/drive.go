@@ -165,15 +165,20 @@ func (e *Engine) restart(ctx context.Context, r *run) error {
 // it holds: those run are charged, the rest return.
 func (e *Engine) closeRun(ctx context.Context, r *run, out *RunState, err error) {
 	if err == nil && ctx.Err() == nil && out != nil && out.Status == Running {
-		e.runsMu.Lock()
-		if e.runs == nil {
-			e.runs = make(map[string]*run)
-		}
-		e.runs[r.inv] = r
-		e.runsMu.Unlock()
+		e.keep(r)
 		return
 	}
 	e.release(r)
+}
+
+// keep holds r for inv's next turn.
+func (e *Engine) keep(r *run) {
+	e.runsMu.Lock()
+	defer e.runsMu.Unlock()
+	if e.runs == nil {
+		e.runs = make(map[string]*run)
+	}
+	e.runs[r.inv] = r
 }
 
 // release charges what r ran and gives back what it held (buffered: a
@@ -442,8 +447,11 @@ func (e *Engine) commit(ctx context.Context, r *run, res *port.Result, emits *[]
 			return nil, err
 		}
 	}
+	// Synced at a suspension: the act's attempt, the await. At the end the
+	// synced transaction that ends the invocation (Publish, MoveFailed)
+	// follows at once and flushes this one with it.
 	d := store.Buffered
-	if res.Kind != port.Yield {
+	if res.Kind == port.Act || res.Kind == port.Event {
 		d = store.Synced
 	}
 	// The lease ends where the invocation may wait long or ends: an await,

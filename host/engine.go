@@ -225,7 +225,9 @@ func (e *Engine) StartFrom(ctx context.Context, inv, prog, origin string, source
 		if i.Revision != p.Revision {
 			return fmt.Errorf("prog %s moved to revision %d while %s was admitted with the state of revision %d; run it again", prog, i.Revision, inv, p.Revision)
 		}
-		if err := tx.Put(allowanceKey(inv), Allowance{Limit: limit}); err != nil {
+		// The first lease of steps is reserved with the invocation: the
+		// run begins without a synced reservation of its own.
+		if err := tx.Put(allowanceKey(inv), Allowance{Limit: limit, Held: min(port.DefaultSlice, limit)}); err != nil {
 			return err
 		}
 		if err := tx.PutRaw(srcKey(hash), source); err != nil {
@@ -245,6 +247,11 @@ func (e *Engine) StartFrom(ctx context.Context, inv, prog, origin string, source
 		return nil, err
 	}
 	e.published(first)
+	h, err := checkpoint.DecodeHeader(cp)
+	if err != nil {
+		return nil, err
+	}
+	e.keep(&run{inv: inv, cp: cp, h: h, used: h.Used, stored: time.Now(), held: min(port.DefaultSlice, limit)})
 	return e.Drive(ctx, inv)
 }
 
@@ -810,8 +817,10 @@ type generation struct {
 func Open(s *store.Store, rt port.RuntimePort, clock func() int64) (*Engine, []*Operation, error) {
 	var gen generation
 	// In the reserve: on a nearly full disk a host still opens, to read,
-	// cancel and clean up.
-	err := s.RetryInReserve(store.Synced, func(tx *store.Tx) error {
+	// cancel and clean up. Buffered: every attempt this generation records
+	// is synced, and flushes the count with it; a count lost to a machine
+	// crash had nothing of its generation on disk to confuse with the next.
+	err := s.RetryInReserve(store.Buffered, func(tx *store.Tx) error {
 		if _, err := tx.Get(store.K("gen"), &gen); err != nil {
 			return err
 		}
@@ -827,10 +836,12 @@ func Open(s *store.Store, rt port.RuntimePort, clock func() int64) (*Engine, []*
 	return e, unknown, err
 }
 
-// NewInvocationID returns a fresh invocation id, r1, r2, ...
+// NewInvocationID returns a fresh invocation id, r1, r2, ... Buffered: the
+// synced admission of the invocation flushes the count with it; a count
+// lost to a machine crash named nothing that was kept.
 func (e *Engine) NewInvocationID() (string, error) {
 	var c generation
-	err := e.Store.Retry(store.Synced, func(tx *store.Tx) error {
+	err := e.Store.Retry(store.Buffered, func(tx *store.Tx) error {
 		if _, err := tx.Get(store.K("seq"), &c); err != nil {
 			return err
 		}
