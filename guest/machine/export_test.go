@@ -9,3 +9,6 @@ func SetFast(on bool) bool {
 	fastOn = on
 	return was
 }
+
+// Fast runs the fast path alone, up to end steps.
+func (m *Machine) Fast(end uint64) { m.fast(end) }

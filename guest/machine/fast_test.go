@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/guest/compile"
 	"github.com/runehost/runehost/guest/machine"
 	"github.com/runehost/runehost/guest/port"
 	"github.com/runehost/runehost/guest/port/porttest"
@@ -215,10 +217,63 @@ func TestFastPathChangesNothing(t *testing.T) {
 	}
 }
 
+// TestFastPathAlone runs the fast path by itself over progs it takes
+// whole (no builtins, no allocation) and checks that it stops exactly at
+// each budget, in the state the full loop reaches in as many steps. The
+// full loop runs the first steps of each, which allocate the closure and
+// grow the frames and the stack.
+func TestFastPathAlone(t *testing.T) {
+	defer machine.SetFast(true)
+	for _, p := range []struct {
+		src   string
+		start uint64
+	}{
+		{`var s = 0; var i = 0; while i < 1000 { s = s + i % 7 * 3 - 1; i += 1 }; return s`, 0},
+		{`fn fib(n) { if n < 2 { return n } return fib(n - 1) + fib(n - 2) }; return fib(12)`, 300},
+	} {
+		prog, err := compile.Compile([]byte(p.src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []uint64{1, 2, 3, 7, 64, 1000} {
+			machine.SetFast(false)
+			fast, err := machine.New(prog, machine.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fast.Run(p.start)
+			fast.Fast(p.start + n)
+			slow, _ := machine.New(prog, machine.Config{})
+			slow.Run(p.start + n)
+			machine.SetFast(true)
+			if fast.Steps() != p.start+n {
+				t.Fatalf("%s: the fast path alone stopped at %d steps of %d", p.src, fast.Steps(), p.start+n)
+			}
+			if string(encode(t, fast, slow.Used())) != string(encode(t, slow, slow.Used())) {
+				t.Fatalf("%s: after %d steps the fast path's state is not the full loop's", p.src, p.start+n)
+			}
+		}
+	}
+}
+
+// encode is m's checkpoint, as if used steps were reported.
+func encode(t *testing.T, m *machine.Machine, used uint64) []byte {
+	cp, err := m.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp.Header.Used = used
+	b, err := checkpoint.Encode(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // FuzzFastPath runs arbitrary source with the fast path on and off in
-// slices of 1, 7 and 1000 steps; the answers must be the same.
+// slices of 1, 7 and 1000 steps; the answers must be the same. Its seeds
+// are the edge progs (TestFastPathChangesNothing runs the golden ones).
 func FuzzFastPath(f *testing.F) {
-	porttest.AddProgSeeds(f, "../..")
 	for _, src := range edgeProgs {
 		f.Add([]byte(src))
 	}
@@ -227,7 +282,7 @@ func FuzzFastPath(f *testing.F) {
 		if _, err := port.NewNative().Load(context.Background(), src); err != nil {
 			return
 		}
-		s := &porttest.Script{Limit: 20000}
+		s := &porttest.Script{Limit: 5000}
 		for _, slice := range []uint64{1, 7, 1000} {
 			machine.SetFast(false)
 			slow, _ := trace(t, src, s, slice)
