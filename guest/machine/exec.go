@@ -547,7 +547,7 @@ func (m *Machine) slow(end uint64) {
 		default:
 			panic(fmt.Sprintf("machine: invalid opcode %d", ins&0xff))
 		}
-		if fastOn && fastOps[code[pc]&0xff] {
+		if fastOn && fastTakes(code[pc], stack, sp) {
 			break
 		}
 		continue
@@ -565,7 +565,7 @@ func (m *Machine) slow(end uint64) {
 			return
 		}
 		load()
-		if fastOn && fastOps[code[pc]&0xff] {
+		if fastOn && fastTakes(code[pc], stack, sp) {
 			break
 		}
 	}

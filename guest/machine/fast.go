@@ -24,6 +24,28 @@ var fastOps = func() (t [256]bool) {
 	return t
 }()
 
+// fastTakes is whether fast is likely to take ins from this stack. Where
+// that turns on the operands (a call of a builtin, a map's element, a
+// string to add), slow keeps the instruction rather than return only to be
+// handed it back: each change of loop costs both loops' entry and exit.
+func fastTakes(ins uint32, stack []Value, sp int) bool {
+	if !fastOps[ins&0xff] {
+		return false
+	}
+	switch compile.Opcode(ins) {
+	case compile.CALL:
+		f := sp - int(ins>>8) - 1
+		return f < 0 || stack[f].k == Func
+	case compile.INDEX:
+		return sp < 2 || stack[sp-2].k == List
+	case compile.SETINDEX:
+		return sp < 3 || stack[sp-3].k == List
+	case compile.ADD:
+		return sp < 1 || stack[sp-1].k != Str
+	}
+	return true
+}
+
 // fast runs instructions while the charged steps are below end, as slow
 // would, but only the common cases of the opcodes in fastOps: plain values,
 // int and float arithmetic, list elements, calls of closures. At anything
