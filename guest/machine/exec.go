@@ -9,8 +9,29 @@ import (
 	"github.com/runehost/runehost/guest/compile"
 )
 
-// exec runs instructions while the charged steps are below end.
+// exec runs instructions while the charged steps are below end: the fast
+// path (fast.go) as far as it goes, slow for what it hands back.
 func (m *Machine) exec(end uint64) {
+	if !fastOn {
+		m.slow(end)
+		return
+	}
+	for {
+		m.fast(end)
+		if m.steps >= end {
+			return
+		}
+		m.slow(end)
+		if m.status != checkpoint.Runnable || m.steps >= end {
+			return
+		}
+	}
+}
+
+// slow runs any instruction while the charged steps are below end. With the
+// fast path on it returns before an instruction fast may take, having run at
+// least one.
+func (m *Machine) slow(end uint64) {
 	var (
 		fr      = &m.frames[len(m.frames)-1]
 		fn      = fr.fn
@@ -526,6 +547,9 @@ func (m *Machine) exec(end uint64) {
 		default:
 			panic(fmt.Sprintf("machine: invalid opcode %d", ins&0xff))
 		}
+		if fastOn && fastTakes(code[pc], stack, sp) {
+			break
+		}
 		continue
 	raise:
 		// thrown (a runtime error) or rethrow (an error value) goes to the
@@ -541,6 +565,9 @@ func (m *Machine) exec(end uint64) {
 			return
 		}
 		load()
+		if fastOn && fastTakes(code[pc], stack, sp) {
+			break
+		}
 	}
 	save()
 }
