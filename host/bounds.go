@@ -21,6 +21,9 @@ type Bounds struct {
 	ActReply   int    // bytes of an act's encoded reply; past it the reply is an error
 	Journal    uint64 // acts and awaits of one invocation; past it each is refused
 	ByRef      int    // replies larger than this are stored once, by reference
+	// Store is the bytes of checkpoint and of consumed replies one
+	// invocation may hold in the store; past it the invocation fails.
+	Store int64
 }
 
 // DefaultBounds are the caps of a new engine.
@@ -30,6 +33,7 @@ var DefaultBounds = Bounds{
 	ActReply:   16 << 20,
 	Journal:    100_000,
 	ByRef:      64 << 10,
+	Store:      256 << 20,
 }
 
 // nearly reports whether n has just crossed 80% of limit, coming from prev.

@@ -291,7 +291,8 @@ func (sp spawner) Do(ctx context.Context, op *Operation) (any, error) {
 		if err := putInv(tx, parent); err != nil {
 			return err
 		}
-		return tx.PutRaw(cpKey(id), cp)
+		_, err = e.putCheckpointTx(tx, id, cp, 0)
+		return err
 	})
 	if err != nil {
 		return nil, err

@@ -85,6 +85,7 @@ type run struct {
 	stored   time.Time          // when cp was stored (or the run opened)
 	lost     uint64             // where the runtime let the live machine go (0: never)
 	cost     time.Duration      // what producing and storing cp took
+	consumed int                // bytes of replies the machine took since cp (the store quota's, with the next)
 
 	held  uint64 // the allowance's Held, as this run last wrote it
 	spent uint64 // steps run since the allowance was last written
@@ -156,7 +157,7 @@ func (e *Engine) restart(ctx context.Context, r *run) error {
 	if want := fmt.Sprintf("%x", c.Header.Program); c.Header.Invocation != "" && c.Header.Invocation != r.inv {
 		return fmt.Errorf("invocation %s: stored checkpoint is of invocation %s (program %.16s): %w", r.inv, c.Header.Invocation, want, store.ErrCorrupt)
 	}
-	r.h, r.used, r.live = &c.Header, c.Header.Used, false
+	r.h, r.used, r.live, r.consumed = &c.Header, c.Header.Used, false, 0
 	r.reported = c.Header.Pending != nil && c.Machine.Steps == c.Header.Used // a suspension the machine reported
 	return e.ensureLoaded(ctx, r.h)
 }
@@ -400,6 +401,7 @@ func (e *Engine) step(ctx context.Context, r *run, reply []byte, n uint64, stopp
 	}
 	r.spent += res.Used - r.used
 	r.used, r.reported = res.Used, false // the reply, if any, is taken
+	r.consumed += len(reply)
 	return res, nil
 }
 
@@ -460,6 +462,7 @@ func (e *Engine) commit(ctx context.Context, r *run, res *port.Result, emits *[]
 	attempted := false
 	var stored []events.Event
 	var held uint64
+	var use cpUse
 	err := e.Store.Retry(d, func(tx *store.Tx) error {
 		attempted = false
 		al, err := changeAllowance(tx, inv, settleRun(r, release))
@@ -484,15 +487,20 @@ func (e *Engine) commit(ctx context.Context, r *run, res *port.Result, emits *[]
 		if stored, err = appendLog(tx, inv, evs); err != nil {
 			return err
 		}
-		return tx.PutRaw(cpKey(inv), res.Checkpoint)
+		use, err = e.putCheckpointTx(tx, inv, res.Checkpoint, r.consumed)
+		return err
 	})
 	if errors.Is(err, store.ErrTooLarge) {
 		return failRun(&checkpoint.Error{Kind: "limit", Msg: fmt.Sprintf("the slice's records are too large to store: %v", err)})
 	}
+	if errors.Is(err, errQuota) {
+		return failRun(&checkpoint.Error{Kind: "limit", Msg: err.Error()})
+	}
 	if err != nil {
 		return nil, err
 	}
-	r.held, r.spent = held, 0
+	e.quotaWarn(inv, use)
+	r.held, r.spent, r.consumed = held, 0, 0
 	r.cp, r.stored = res.Checkpoint, time.Now()
 	if attempted {
 		*fresh = prep
@@ -546,7 +554,7 @@ func (e *Engine) commit(ctx context.Context, r *run, res *port.Result, emits *[]
 func (e *Engine) checkpoint(inv string) ([]byte, error) {
 	var cp []byte
 	err := e.Store.View(func(tx *store.Tx) error {
-		b, ok, err := tx.GetRaw(cpKey(inv))
+		b, ok, err := getCheckpoint(tx, inv)
 		if err == nil && !ok {
 			err = fmt.Errorf("invocation %s: %w", inv, ErrNoSuchInvocation)
 		}

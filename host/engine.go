@@ -233,7 +233,7 @@ func (e *Engine) StartFrom(ctx context.Context, inv, prog, origin string, source
 		if err := tx.PutRaw(srcKey(hash), source); err != nil {
 			return err
 		}
-		if err := tx.PutRaw(cpKey(inv), cp); err != nil {
+		if _, err := e.putCheckpointTx(tx, inv, cp, 0); err != nil {
 			return err
 		}
 		at := e.Clock()

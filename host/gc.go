@@ -99,7 +99,12 @@ func (e *Engine) deleteInvocation(id string, dryRun bool) (int, error) {
 				return err
 			}
 		}
-		for _, k := range []store.Key{allowanceKey(id), cpKey(id), store.K("evn", id), store.K("box", id), waitKey(id), runKey(id), invKey(id)} {
+		cks, err := deleteCheckpointKeys(tx, id) // the manifest, then its chunks
+		if err != nil {
+			return err
+		}
+		keys = append(keys, cks...)
+		for _, k := range []store.Key{allowanceKey(id), store.K("evn", id), store.K("box", id), waitKey(id), runKey(id), invKey(id)} {
 			if _, ok, err := tx.GetRaw(k); errors.Is(err, store.ErrCorrupt) || ok {
 				keys = append(keys, k) // unreadable, it goes with the rest
 			} else if err != nil {
@@ -190,7 +195,8 @@ func (e *Engine) sweep(dryRun bool, doomed map[string]bool) (blobs, sources int,
 			return err
 		}
 		for _, k := range cps {
-			b, _, err := tx.GetRaw(k)
+			parts := k.Parts()
+			b, _, err := getCheckpoint(tx, parts[len(parts)-1])
 			if unreadable("src", err) {
 				continue
 			} else if err != nil {

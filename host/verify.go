@@ -5,6 +5,8 @@
 package host
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 
@@ -39,18 +41,10 @@ var recordKinds = map[string]struct {
 	"open": {2, flag},
 	"due":  {2, flag},
 	"alw":  {1, decodes[Allowance]},
-	"cp": {1, func(p []string, k store.Key, b []byte) error {
-		h, err := checkpoint.DecodeHeader(b)
-		if err != nil {
-			return corrupt(k, "%v", err)
-		}
-		if h.Semantics == semantics {
-			if _, err := checkpoint.Decode(b, checkpoint.Expect{Semantics: semantics}); err != nil {
-				return corrupt(k, "%v", err)
-			}
-		}
-		if h.Invocation != "" && h.Invocation != p[0] {
-			return corrupt(k, "a checkpoint of invocation %s", h.Invocation)
+	"cp":   {1, nil}, // verifyCheckpoint
+	"chk": {2, func(p []string, k store.Key, b []byte) error {
+		if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != p[1] {
+			return corrupt(k, "a chunk of %d bytes that does not hash to its key", len(b))
 		}
 		return nil
 	}},
@@ -101,6 +95,23 @@ var recordKinds = map[string]struct {
 	"sched": {1, decodes[cursor]},
 }
 
+// checkCheckpoint checks a checkpoint's bytes as the host reads them.
+func checkCheckpoint(p []string, k store.Key, b []byte) error {
+	h, err := checkpoint.DecodeHeader(b)
+	if err != nil {
+		return corrupt(k, "%v", err)
+	}
+	if h.Semantics == semantics {
+		if _, err := checkpoint.Decode(b, checkpoint.Expect{Semantics: semantics}); err != nil {
+			return corrupt(k, "%v", err)
+		}
+	}
+	if h.Invocation != "" && h.Invocation != p[0] {
+		return corrupt(k, "a checkpoint of invocation %s", h.Invocation)
+	}
+	return nil
+}
+
 func corrupt(k store.Key, format string, args ...any) error {
 	return &store.RecordError{Key: k, Err: store.ErrCorrupt, Msg: fmt.Sprintf(format, args...)}
 }
@@ -130,6 +141,7 @@ func decodes[T any](_ []string, k store.Key, b []byte) error {
 // as the host reads it, and returns each that is not sound, and how many
 // records it read.
 func VerifyRecords(s *store.Store) (problems []error, n int, err error) {
+	bad := map[string]bool{} // chunks found damaged: chk sorts before cp
 	err = s.Records(func(r store.Record) error {
 		n++
 		if r.Err != nil {
@@ -143,12 +155,42 @@ func VerifyRecords(s *store.Store) (problems []error, n int, err error) {
 			problems = append(problems, corrupt(r.Key, "a record of no kind this host knows"))
 		case len(parts)-1 != kind.parts:
 			problems = append(problems, corrupt(r.Key, "a key of %d parts, where %s has %d", len(parts)-1, parts[0], kind.parts))
+		case parts[0] == "cp":
+			if err := verifyCheckpoint(s, parts[1], r.Key, r.Value, bad); err != nil {
+				problems = append(problems, err)
+			}
 		default:
 			if err := kind.check(parts[1:], r.Key, r.Value); err != nil {
 				problems = append(problems, err)
+				if parts[0] == "chk" {
+					bad[string(r.Key)] = true
+				}
 			}
 		}
 		return nil
 	})
 	return problems, n, err
+}
+
+// verifyCheckpoint checks a cp record: inline, its checkpoint; a manifest,
+// its chunks all there and the checkpoint they make. A manifest naming a
+// chunk already found damaged is not reported again.
+func verifyCheckpoint(s *store.Store, inv string, k store.Key, b []byte, bad map[string]bool) error {
+	rec, err := decodeCPRecord(k, b)
+	if err != nil {
+		return err
+	}
+	if rec.Inline != nil {
+		return checkCheckpoint([]string{inv}, k, rec.Inline)
+	}
+	for _, r := range rec.Chunks {
+		if bad[string(chunkKey(inv, r.Sum))] {
+			return nil
+		}
+	}
+	var cp []byte
+	if err := s.View(func(tx *store.Tx) (err error) { cp, _, err = getCheckpoint(tx, inv); return err }); err != nil {
+		return err
+	}
+	return checkCheckpoint([]string{inv}, k, cp)
 }

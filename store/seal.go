@@ -174,6 +174,7 @@ func (s *Store) sealLoop() {
 			return
 		case <-t.C:
 			s.renewSeal(false, false)
+			s.collectDue()
 		}
 	}
 }

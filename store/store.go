@@ -75,6 +75,9 @@ type Store struct {
 	verified map[uint64]fileStamp // tables read in full, by their contents
 	sealStop chan struct{}
 	sealDone chan struct{}
+
+	logged    atomic.Int64 // bytes of values written to the value log since the last collection (compact.go)
+	collectMu sync.Mutex   // one collection at a time
 }
 
 // Options configure Open.
@@ -157,10 +160,10 @@ func badgerOptions(dir string) badger.Options {
 		WithBlockCacheSize(16 << 20).
 		WithIndexCacheSize(8 << 20).
 		WithValueLogFileSize(64 << 20).
-		// Values over 64 KiB (large checkpoints, replies, arguments) go to the
-		// value log, so that a transaction's size, which Badger caps at 15%
-		// of a memtable, counts them as pointers.
-		WithValueThreshold(64 << 10).
+		// Values of 16 KiB and more (checkpoints' chunks, replies,
+		// arguments) go to the value log, so that a transaction's size,
+		// which Badger caps at 15% of a memtable, counts them as pointers.
+		WithValueThreshold(valueThreshold).
 		WithNumVersionsToKeep(1).
 		WithNumCompactors(2).
 		// Checksums on every read: a damaged block or value is found, not
@@ -525,20 +528,6 @@ func firstLine(err error) string {
 	return strings.TrimSuffix(m, ". Value:")
 }
 
-// Compact reclaims the space of overwritten large records (Badger's value
-// log). It is worth running after deleting many records.
-func (s *Store) Compact() error {
-	for {
-		err := s.db.RunValueLogGC(0.5)
-		if errors.Is(err, badger.ErrNoRewrite) || errors.Is(err, badger.ErrRejected) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("store: compact: %w", err)
-		}
-	}
-}
-
 // Retry is Update, run again from the start after a conflict until it
 // commits: fn must depend only on what it reads in its transaction.
 func (s *Store) Retry(d Durability, fn func(tx *Tx) error) error {
@@ -770,6 +759,7 @@ func (tx *Tx) Put(key Key, v any) error {
 		return &RecordError{Key: key, Err: ErrTooLarge, Msg: fmt.Sprintf("%d bytes, limit %d", len(b), MaxRecord)}
 	}
 	tx.size += len(key) + len(b)
+	tx.s.noteValue(len(b))
 	return tx.t.Set(bytes.Clone(key), b)
 }
 
@@ -779,6 +769,7 @@ func (tx *Tx) PutRaw(key Key, b []byte) error {
 		return &RecordError{Key: key, Err: ErrTooLarge, Msg: fmt.Sprintf("%d bytes, limit %d", len(b), MaxRecord)}
 	}
 	tx.size += len(key) + len(b)
+	tx.s.noteValue(len(b))
 	return tx.t.Set(bytes.Clone(key), bytes.Clone(b))
 }
 

@@ -75,7 +75,7 @@ type Record struct {
 func (s *Store) Records(fn func(r Record) error) error {
 	return s.View(func(tx *Tx) error {
 		return tx.scan(Key{}, Key{}, func(key Key, item *badger.Item) (bool, error) {
-			if bytes.Equal(key, markKey) {
+			if bytes.Equal(key, markKey) || bytes.Equal(key, flushKey) {
 				return true, nil
 			}
 			r := Record{Key: key}
@@ -99,3 +99,7 @@ func Decode(key Key, b []byte, v any) error {
 	}
 	return nil
 }
+
+// Encode encodes a record's value as Put does (deterministic CBOR), for a
+// caller that stores it with PutRaw beside its own bytes.
+func Encode(v any) ([]byte, error) { return recEnc.Marshal(v) }
