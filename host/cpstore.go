@@ -256,12 +256,16 @@ func decodeCPRecord(key store.Key, b []byte) (*cpRecord, error) {
 	if len(b) == 0 || b[0]>>5 != 5 { // not a CBOR map: a checkpoint as written (or garbage, for its decoder)
 		return &cpRecord{Inline: b}, nil
 	}
+	parts := key.Parts()
 	bad := func(format string, args ...any) error {
-		return &store.RecordError{Key: key, Err: store.ErrCorrupt, Msg: "stored checkpoint: " + fmt.Sprintf(format, args...)}
+		return &store.RecordError{Key: key, Err: store.ErrCorrupt, Msg: fmt.Sprintf("invocation %s: stored checkpoint: ", parts[len(parts)-1]) + fmt.Sprintf(format, args...)}
 	}
 	var rec cpRecord
 	if err := store.Decode(key, b, &rec); err != nil {
-		return nil, bad("%v", errors.Unwrap(err))
+		if re := (*store.RecordError)(nil); errors.As(err, &re) {
+			return nil, bad("%s", re.Msg)
+		}
+		return nil, bad("%v", err)
 	}
 	if rec.Inline != nil {
 		if rec.Chunks != nil || rec.Len != 0 || rec.Sum != nil {
@@ -305,11 +309,11 @@ func getCheckpoint(tx *store.Tx, inv string) (cp []byte, found bool, err error) 
 	for _, r := range rec.Chunks {
 		k := chunkKey(inv, r.Sum)
 		b, ok, err := tx.GetRaw(k)
-		if err != nil {
-			return nil, false, err
+		if err == nil {
+			err = checkChunk(k, r, b, ok)
 		}
-		if err := checkChunk(k, inv, r, b, ok); err != nil {
-			return nil, false, err
+		if err != nil {
+			return nil, false, fmt.Errorf("record %s: invocation %s: stored checkpoint: %w", cpKey(inv), inv, err)
 		}
 		out = append(out, b...)
 	}
@@ -317,7 +321,7 @@ func getCheckpoint(tx *store.Tx, inv string) (cp []byte, found bool, err error) 
 }
 
 // checkChunk is the error of a chunk that is missing or not r.
-func checkChunk(k store.Key, inv string, r chunkRef, b []byte, found bool) error {
+func checkChunk(k store.Key, r chunkRef, b []byte, found bool) error {
 	msg := ""
 	switch sum := sha256.Sum256(b); {
 	case !found:
@@ -327,7 +331,7 @@ func checkChunk(k store.Key, inv string, r chunkRef, b []byte, found bool) error
 	default:
 		return nil
 	}
-	return &store.RecordError{Key: k, Err: store.ErrCorrupt, Msg: fmt.Sprintf("a chunk of the stored checkpoint (%s): %s", cpKey(inv), msg)}
+	return &store.RecordError{Key: k, Err: store.ErrCorrupt, Msg: msg}
 }
 
 // deleteCheckpointKeys lists inv's checkpoint records for deletion: the

@@ -85,7 +85,7 @@ func TestCheckpointEditWritesLittle(t *testing.T) {
 		old[string(r.Sum)] = true
 	}
 	edited := append([]byte(nil), cp...)
-	edited[0] ^= 1                                                                       // the head
+	edited[0] ^= 1                                                                        // the head
 	edited = append(edited[:2<<20], append([]byte("an insertion"), edited[2<<20:]...)...) // the middle
 	put(t, e, "r1", edited)
 	e.Store.View(func(tx *store.Tx) (err error) { rec, _, err = readCPRecord(tx, "r1"); return err })

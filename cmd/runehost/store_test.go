@@ -261,8 +261,9 @@ func TestDiskFillsMidRun(t *testing.T) {
 	t.Setenv("RUNEHOST_STORE_RESERVE", "16MiB")
 	t.Setenv("RUNEHOST_CHECKPOINT_STEPS", "1")
 	dir := filepath.Join(mnt, "store")
-	// Each slice stores a checkpoint of some 130 KiB, in the value log.
-	f := writeProg(t, "var s = \"x\"\nvar i = 0\nwhile i < 17 { s = s + s; i += 1 }\nvar n = 0\nwhile n < 800 { n += 1; s = s + \"\" }\nreturn n")
+	// Each slice stores some 140 KiB of new chunks (one digit over and
+	// over, another each slice), in the value log.
+	f := writeProg(t, "var s = \"\"\nvar n = 0\nwhile n < 800 { n += 1; s = str(n % 7) * 140000 }\nreturn n")
 	code, _, errs := process(t, dir, "run", "--native", f, "--slice", "200")
 	if code != exitInternal || !strings.Contains(errs, "disk space below the store's reserve") || strings.Contains(errs, "SIGBUS") || strings.Contains(errs, "fatal error") {
 		t.Fatalf("run: exit %d, %.1500s", code, errs)
