@@ -78,6 +78,8 @@ func (s *Store) Compact() error {
 	if s.dir == "" {
 		return nil
 	}
+	s.collectMu.Lock()
+	defer s.collectMu.Unlock()
 	// The tables written below name values in the value log: those must
 	// be on disk first, as a synced commit's are.
 	if err := s.sync(); err != nil {
@@ -92,7 +94,7 @@ func (s *Store) Compact() error {
 	if err := s.db.Flatten(1); err != nil {
 		return fmt.Errorf("store: compact: %w", err)
 	}
-	return s.collect()
+	return s.collectLocked()
 }
 
 // collect runs Badger's value-log collection until no file is worth it.
@@ -106,6 +108,10 @@ func (s *Store) collect() error {
 	}
 	s.collectMu.Lock()
 	defer s.collectMu.Unlock()
+	return s.collectLocked()
+}
+
+func (s *Store) collectLocked() error {
 	txn := s.db.NewTransaction(false)
 	defer txn.Discard()
 	it := txn.NewIterator(badger.IteratorOptions{})
@@ -137,11 +143,13 @@ func (s *Store) collect() error {
 }
 
 // collectDue collects the value log if enough was written to it since the
-// last collection (the seal loop asks once a second).
+// last collection, or once after the store opened (the seal loop asks
+// once a second; Badger's own compactions say what is garbage).
 func (s *Store) collectDue() {
-	if s.logged.Load() < collectEvery {
+	if s.logged.Load() < collectEvery && s.collected.Load() {
 		return
 	}
+	s.collected.Store(true)
 	s.logged.Store(0)
 	s.collect() // an error here is the next write's, or the next collection's
 }

@@ -78,6 +78,7 @@ type Store struct {
 
 	logged    atomic.Int64 // bytes of values written to the value log since the last collection (compact.go)
 	collectMu sync.Mutex   // one collection at a time
+	collected atomic.Bool  // since the store opened
 }
 
 // Options configure Open.
