@@ -33,12 +33,18 @@ const discardRatio = 0.5
 // prefix is the one call of Badger's that writes its memtables to tables.
 var flushKey = K("flush")
 
-// noteValue counts a value that goes to the value log.
-func (s *Store) noteValue(n int) {
+// noteValue counts a record written, and its value if it goes to the
+// value log.
+func (s *Store) noteValue(key Key, n int) {
+	s.written.Add(int64(len(key) + n))
 	if n >= valueThreshold && s.dir != "" {
 		s.logged.Add(int64(n))
 	}
 }
+
+// Written is the bytes of records (keys and values) this process put in
+// the store, in transactions committed or not.
+func (s *Store) Written() int64 { return s.written.Load() }
 
 // Size is the bytes the store's files take on disk, as du counts them
 // (Badger preallocates its logs as holes: their length says nothing).

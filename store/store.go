@@ -79,6 +79,7 @@ type Store struct {
 	logged    atomic.Int64 // bytes of values written to the value log since the last collection (compact.go)
 	collectMu sync.Mutex   // one collection at a time
 	collected atomic.Bool  // since the store opened
+	written   atomic.Int64 // bytes of records put
 }
 
 // Options configure Open.
@@ -760,7 +761,7 @@ func (tx *Tx) Put(key Key, v any) error {
 		return &RecordError{Key: key, Err: ErrTooLarge, Msg: fmt.Sprintf("%d bytes, limit %d", len(b), MaxRecord)}
 	}
 	tx.size += len(key) + len(b)
-	tx.s.noteValue(len(b))
+	tx.s.noteValue(key, len(b))
 	return tx.t.Set(bytes.Clone(key), b)
 }
 
@@ -770,7 +771,7 @@ func (tx *Tx) PutRaw(key Key, b []byte) error {
 		return &RecordError{Key: key, Err: ErrTooLarge, Msg: fmt.Sprintf("%d bytes, limit %d", len(b), MaxRecord)}
 	}
 	tx.size += len(key) + len(b)
-	tx.s.noteValue(len(b))
+	tx.s.noteValue(key, len(b))
 	return tx.t.Set(bytes.Clone(key), bytes.Clone(b))
 }
 
