@@ -161,15 +161,26 @@ func (r *cpRecord) held(size int) int64 { return int64(size) + r.Replies }
 // that wrote cp consumed. Past the store quota (Bounds.Store) nothing is
 // written and the error is errQuota.
 func (e *Engine) putCheckpointTx(tx *store.Tx, inv string, cp []byte, consumed int) (cpUse, error) {
+	return e.putCheckpoint(tx, inv, cp, consumed, false)
+}
+
+// replaceCheckpointTx is putCheckpointTx writing every chunk again (for
+// migrate: a damaged chunk the new checkpoint shares is replaced).
+func (e *Engine) replaceCheckpointTx(tx *store.Tx, inv string, cp []byte) (cpUse, error) {
+	return e.putCheckpoint(tx, inv, cp, 0, true)
+}
+
+func (e *Engine) putCheckpoint(tx *store.Tx, inv string, cp []byte, consumed int, rewrite bool) (cpUse, error) {
 	var use cpUse
 	key := cpKey(inv)
 	prev, prevSize, err := readCPRecord(tx, inv)
-	var old map[string]bool // the previous checkpoint's chunk keys
+	old := map[string]bool{} // chunk keys that may go: the previous checkpoint's
+	have := old              // chunks known written: the same, unless rewriting
 	switch {
 	case errors.Is(err, store.ErrCorrupt):
 		// Unreadable: which chunks it named is unknown; every chunk of
-		// inv is a candidate for deletion, and it held nothing known.
-		prev = &cpRecord{}
+		// inv may go, none is known sound, and it held nothing known.
+		prev, have = &cpRecord{}, map[string]bool{}
 		if old, err = chunkKeys(tx, inv); err != nil {
 			return use, err
 		}
@@ -179,10 +190,12 @@ func (e *Engine) putCheckpointTx(tx *store.Tx, inv string, cp []byte, consumed i
 		prev = &cpRecord{}
 	default:
 		use.Before = prev.held(prevSize)
-		old = map[string]bool{}
 		for _, r := range prev.Chunks {
 			old[string(chunkKey(inv, r.Sum))] = true
 		}
+	}
+	if rewrite {
+		have = map[string]bool{}
 	}
 	rec := cpRecord{Replies: prev.Replies + int64(consumed)}
 	var c chunked
@@ -211,7 +224,7 @@ func (e *Engine) putCheckpointTx(tx *store.Tx, inv string, cp []byte, consumed i
 			continue
 		}
 		fresh[string(k)] = true
-		if old[string(k)] {
+		if have[string(k)] {
 			continue // written by an earlier checkpoint
 		}
 		if err := tx.PutRaw(k, c.data[i]); err != nil {

@@ -143,6 +143,16 @@ func TestCheckpointChunkDamage(t *testing.T) {
 	if problems, _, _ := VerifyRecords(e.Store); len(problems) != 1 || !strings.Contains(problems[0].Error(), k.String()) {
 		t.Fatalf("verify, damaged chunk: %v", problems)
 	}
+	// A put of the same checkpoint keeps the chunk it thinks it has; a
+	// replacement (migrate's) writes every chunk again.
+	put(t, e, "r1", cp)
+	if _, err := e.checkpoint("r1"); !errors.Is(err, store.ErrCorrupt) {
+		t.Fatalf("damaged chunk after a put: %v", err)
+	}
+	e.Store.Update(store.Synced, func(tx *store.Tx) error { _, err := e.replaceCheckpointTx(tx, "r1", cp); return err })
+	if got, err := e.checkpoint("r1"); err != nil || !bytes.Equal(got, cp) {
+		t.Fatalf("replaced: %v", err)
+	}
 
 	e.Store.Update(store.Synced, func(tx *store.Tx) error { return tx.Delete(k) })
 	if _, err := e.checkpoint("r1"); !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), "missing") {
@@ -252,8 +262,9 @@ func dirSize(t *testing.T, dir string) int64 {
 // The storage test. On a store on disk, with a checkpoint stored at every
 // slice, a prog that doubles a string to its limit and one that holds a
 // 10 MB heap while it idles to its step limit each leave the store under 3x
-// their final checkpoint (stored whole, they took 2.2 GB and 3.3 GB), and
-// gc of both, with
+// their final checkpoint (stored whole, they took 2.2 GB and 3.3 GB); so
+// does one with that heap that acts 50 times (a checkpoint at each act,
+// whatever the cadence); and gc of them all, with
 // Compact, in a process of its own as runehost gc is, gives the store back
 // to within 4 MiB of its size before them.
 func TestStorageGrowsWithChange(t *testing.T) {
@@ -262,7 +273,6 @@ func TestStorageGrowsWithChange(t *testing.T) {
 	}
 	dir := t.TempDir()
 	e := fileEngine(t, dir)
-	e.Cadence = Cadence{Steps: 1} // a checkpoint at every slice, as before lazy slices: the worst case
 	if _, err := e.Start(context.Background(), "r0", "small", []byte(`return 1`), nil, 1000, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -277,13 +287,25 @@ while true { s = s + s }`, "exceeds the limit", 10_000_000},
 let b = range(4294967296, 4294967296 + 560000)
 var n = 0
 while true { n += 1 }`, "step limit", 400_000}, // 200,000 to build, as many idle
+		{"acting", `let a = range(1000000)
+let b = range(4294967296, 4294967296 + 560000)
+var n = 0
+while n < 500 { n += act "calc" {n: 1} }
+return len(a) + len(b) + n`, "", 1_000_000}, // 50 acts: a checkpoint at each, whatever the cadence
 	}
+	e.Adapters["calc"] = &recorder{}
 	for i, p := range progs {
-		inv := []string{"r1", "r2"}[i]
+		inv := []string{"r1", "r2", "r3"}[i]
+		e.Cadence = Cadence{Steps: 1} // a checkpoint at every slice, as before lazy slices: the worst case
+		if p.name == "acting" {
+			e.Cadence = Cadence{}
+		}
 		before, written := dirSize(t, dir), e.Store.Written()
 		start := time.Now()
 		out, err := e.Start(context.Background(), inv, p.name, []byte(p.src), nil, p.limit, 1)
-		if err != nil || out.Status != Failed || !strings.Contains(out.Err.Msg, p.end) {
+		if p.end == "" && err == nil && out.Status == Completed {
+			out.Err = &checkpoint.Error{Msg: "completed"}
+		} else if err != nil || out.Status != Failed || !strings.Contains(out.Err.Msg, p.end) {
 			t.Fatalf("%s: %+v %v", p.name, out, err)
 		}
 		cp := mustCP(t, e, inv)
@@ -303,7 +325,7 @@ while true { n += 1 }`, "step limit", 400_000}, // 200,000 to build, as many idl
 	e = fileEngine(t, dir)
 	defer e.Store.Close()
 	rep, err := e.GC(time.Now().Add(time.Hour).UnixMilli(), false)
-	if err != nil || rep.Invocations != 3 {
+	if err != nil || rep.Invocations != 4 {
 		t.Fatalf("gc: %+v %v", rep, err)
 	}
 	if err := e.Store.Compact(); err != nil {

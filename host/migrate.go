@@ -65,7 +65,7 @@ func (e *Engine) Migrate(inv string, cp, source []byte, dryRun bool) (*checkpoin
 		if err := tx.PutRaw(srcKey(hash), source); err != nil {
 			return err
 		}
-		if _, err := e.putCheckpointTx(tx, inv, cp, 0); err != nil {
+		if _, err := e.replaceCheckpointTx(tx, inv, cp); err != nil {
 			return err
 		}
 		i, err := getInv(tx, inv)
