@@ -157,9 +157,9 @@ func (r *cpRecord) held(size int) int64 { return int64(size) + r.Replies }
 
 // putCheckpointTx stores inv's checkpoint cp in tx: inline when small, else
 // only the chunks its previous checkpoint did not have, deleting those the
-// new one no longer names. consumed is the bytes of the reply the slice
-// that wrote cp consumed. Past the store quota (Bounds.Store) nothing is
-// written and the error is errQuota.
+// new one no longer names. consumed is the bytes of the replies the
+// machine took since its last stored checkpoint. Past the store quota
+// (Bounds.Store) nothing is written and the error is errQuota.
 func (e *Engine) putCheckpointTx(tx *store.Tx, inv string, cp []byte, consumed int) (cpUse, error) {
 	return e.putCheckpoint(tx, inv, cp, consumed, false)
 }
