@@ -63,6 +63,7 @@ var logExts = []string{".vlog", ".mem"}
 // logState is what the last sync left: per log extension, the newest file.
 type logState struct {
 	mu     sync.Mutex
+	listed bool // newest was read from a listing
 	newest map[string]int
 }
 
@@ -77,6 +78,9 @@ func (s *Store) syncLogs() ([]string, error) {
 	}
 	s.logs.mu.Lock()
 	defer s.logs.mu.Unlock()
+	if names, ok := s.logs.unrotated(s.dir); ok {
+		return names, nil // DB.Sync flushed the newest of each: nothing rotated
+	}
 	files, err := logFiles(s.dir)
 	if err != nil {
 		return nil, err
@@ -103,7 +107,37 @@ func (s *Store) syncLogs() ([]string, error) {
 		s.logs.newest[ext] = top.fid
 		synced = append(synced, top.name) // DB.Sync flushed it
 	}
+	s.logs.listed = true
 	return synced, nil
+}
+
+// logNames are how Badger names its logs (memtable.go's mtFilePath,
+// value.go's vlogFilePath).
+var logNames = map[string]string{".vlog": "%06d.vlog", ".mem": "%05d.mem"}
+
+// unrotated reports, without listing the directory (a listing was a tenth
+// of an act's CPU), that no log rotated since the last sync, with the
+// names of the newest. Badger numbers a new log one past the newest (the
+// value log's maxFid+1, the memtables' nextMemFid), so a rotation leaves
+// the file one past the newest the last sync saw; a memtable's log is
+// deleted only after its table was written and synced, and only after
+// every older one's. Any doubt falls back to the listing.
+func (l *logState) unrotated(dir string) ([]string, bool) {
+	if !l.listed {
+		return nil, false
+	}
+	var names []string
+	for _, ext := range logExts {
+		fid, ok := l.newest[ext]
+		if !ok {
+			return nil, false // none yet: a first one may have appeared
+		}
+		if _, err := os.Lstat(filepath.Join(dir, fmt.Sprintf(logNames[ext], fid+1))); !os.IsNotExist(err) {
+			return nil, false
+		}
+		names = append(names, fmt.Sprintf(logNames[ext], fid))
+	}
+	return names, true
 }
 
 // logFile is one of Badger's log files.
