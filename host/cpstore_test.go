@@ -268,8 +268,8 @@ func dirSize(t *testing.T, dir string) int64 {
 // Compact, in a process of its own as runehost gc is, gives the store back
 // to within 4 MiB of its size before them.
 func TestStorageGrowsWithChange(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a minute of slices over a 10 MB heap")
+	if testing.Short() || raceDetector {
+		t.Skip("a minute of slices over a 10 MB heap (not a test of concurrency: make unit runs it)")
 	}
 	dir := t.TempDir()
 	e := fileEngine(t, dir)
