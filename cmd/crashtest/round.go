@@ -20,7 +20,7 @@ import (
 // both test adapters, computes for a while (lazy slices, checkpoints on the
 // cadence only), waits for two events, and adds up everything it was
 // answered. Its ballast keeps every checkpoint over Badger's value
-// threshold (64 KiB), so that checkpoints go to the value log; some replies
+// threshold (16 KiB), so that checkpoints go to the value log; some replies
 // are as large, and are stored as blobs.
 const mainProg = `if input != nil {
   let ballast = "c" * 70000
