@@ -514,12 +514,10 @@ func (e *Engine) commit(ctx context.Context, r *run, res *port.Result, emits *[]
 	}
 	switch res.Kind {
 	case port.Done:
-		for _, ev := range e.finalEvents(inv, Completed, res.Result) {
-			if ev.Kind == events.KindAnswer {
-				if err := e.log(inv, ev); err != nil {
-					return nil, err
-				}
-			}
+		// The answer now; the rest of the final events (which read the
+		// whole run log) once the run has ended (conclude).
+		if err := e.log(inv, e.answerEvent(e.Clock(), res.Result)); err != nil {
+			return nil, err
 		}
 		i, err := e.invs.Publish(inv, res.Result)
 		if err != nil {

@@ -429,6 +429,24 @@ func (e *Engine) statusNote(out *RunState) []events.Event {
 // finalEvents are what a run says as it ends: its answer (when it
 // completed), and its verification and outcome. Building them never fails
 // the run: a failure is noted as a degraded subsystem.
+// answerEvent is a run's answer: its result as text (a string, or a map's
+// "answer" string, else JSON).
+func (e *Engine) answerEvent(at int64, result []byte) events.Event {
+	text := dataText(result)
+	if d, err := checkpoint.DecodeData(result); err == nil {
+		if s, ok := d.(string); ok {
+			text = s
+		} else if m, ok := d.(*checkpoint.Map); ok {
+			if a, ok := m.Get("answer"); ok {
+				if s, ok := a.(string); ok {
+					text = s
+				}
+			}
+		}
+	}
+	return events.Event{At: at, Kind: events.KindAnswer, Answer: &events.Answer{Text: e.clean(text, 0)}}
+}
+
 func (e *Engine) finalEvents(inv string, status Status, result []byte) (out []events.Event) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -437,19 +455,7 @@ func (e *Engine) finalEvents(inv string, status Status, result []byte) (out []ev
 	}()
 	at := e.Clock()
 	if status == Completed || status == Conflict {
-		text := dataText(result)
-		if d, err := checkpoint.DecodeData(result); err == nil {
-			if s, ok := d.(string); ok {
-				text = s
-			} else if m, ok := d.(*checkpoint.Map); ok {
-				if a, ok := m.Get("answer"); ok {
-					if s, ok := a.(string); ok {
-						text = s
-					}
-				}
-			}
-		}
-		out = append(out, events.Event{At: at, Kind: events.KindAnswer, Answer: &events.Answer{Text: e.clean(text, 0)}})
+		out = append(out, e.answerEvent(at, result))
 	}
 	var results []events.ToolResult
 	var degraded []string
