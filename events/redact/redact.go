@@ -11,6 +11,7 @@ package redact
 import (
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -21,7 +22,17 @@ const Mark = "«redacted»"
 // Redactor redacts the known formats and the host's own secrets.
 type Redactor struct {
 	known known
+
+	mu   sync.Mutex
+	memo map[string]string // answers for recent short inputs (String is a function of its input)
 }
+
+// The memo: run events repeat the same short texts (a tool's call line, its
+// result's summary), and the rules are a dozen regular expressions each.
+const (
+	memoEntries = 1024
+	memoInput   = 512 // bytes: longer inputs are not kept
+)
 
 // New returns a Redactor that also strips each of secrets (values the host
 // knows: a model's API key, a Slack token), raw and in every form Forms
@@ -174,6 +185,27 @@ func (r *Redactor) String(s string) string {
 	if s == "" {
 		return s
 	}
+	if len(s) > memoInput {
+		return r.redact(s)
+	}
+	r.mu.Lock()
+	out, ok := r.memo[s]
+	r.mu.Unlock()
+	if ok {
+		return out
+	}
+	out = r.redact(s)
+	r.mu.Lock()
+	if r.memo == nil || len(r.memo) >= memoEntries {
+		r.memo = make(map[string]string, memoEntries)
+	}
+	r.memo[s] = out
+	r.mu.Unlock()
+	return out
+}
+
+// redact is String without the memo.
+func (r *Redactor) redact(s string) string {
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
