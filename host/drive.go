@@ -477,7 +477,7 @@ func (e *Engine) commit(ctx context.Context, r *run, res *port.Result, emits *[]
 				return err
 			}
 			if op.Phase == Proposed {
-				if _, err := attemptTx(tx, act.ID(), prep.attempt); err != nil {
+				if prep.op, err = attemptTx(tx, act.ID(), prep.attempt); err != nil {
 					return err
 				}
 				attempted = true

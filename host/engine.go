@@ -388,8 +388,11 @@ func (e *Engine) answer(ctx context.Context, inv string, h *checkpoint.Header, f
 		return b, nil, out, err
 	}
 	id := OpID{inv, p.Seq}
-	op, err := e.ledger.Propose(Operation{Invocation: inv, Ordinal: p.Seq, Tag: p.Tag, Args: p.Args})
-	if err != nil {
+	var op *Operation
+	var err error
+	if fresh != nil && fresh.id == id && fresh.op != nil {
+		op = fresh.op // proposed and attempted with its checkpoint, just now
+	} else if op, err = e.ledger.Propose(Operation{Invocation: inv, Ordinal: p.Seq, Tag: p.Tag, Args: p.Args}); err != nil {
 		return nil, nil, nil, err
 	}
 	switch op.Phase {
@@ -509,6 +512,7 @@ func (e *Engine) reconcile(ctx context.Context, rec Reconciler, op *Operation) (
 type prepared struct {
 	id      OpID
 	attempt Attempt
+	op      *Operation // as attempted, once its transaction committed
 	refused []byte // a reply of kind "limit": a cap refused it
 	denied  error  // the ward denied it
 	adapter Adapter
