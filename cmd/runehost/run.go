@@ -35,7 +35,10 @@ func runCommand() *cli.Command {
 			"kind \"denied\" that the prog may catch. Before it runs, the prog's act tags\n" +
 			"are checked against the grants and each one missing is reported;\n" +
 			"--strict-grants refuses to run it then. --no-store runs without the store\n" +
-			"and denies every act.",
+			"and denies every act.\n\n" +
+			"The running machine's checkpoint is stored at every act and await, at the\n" +
+			"end, and every 2 s or 10,000,000 steps between (RUNEHOST_CHECKPOINT_EVERY,\n" +
+			"RUNEHOST_CHECKPOINT_STEPS): a crash re-runs at most that much pure work.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "input", Value: "null", Usage: "the prog's input, as JSON"},
 			&cli.StringFlag{Name: "state", Value: "null", Usage: "the prog's state, as JSON (with --no-store; otherwise the stored state)"},
