@@ -513,8 +513,8 @@ type prepared struct {
 	id      OpID
 	attempt Attempt
 	op      *Operation // as attempted, once its transaction committed
-	refused []byte // a reply of kind "limit": a cap refused it
-	denied  error  // the ward denied it
+	refused []byte     // a reply of kind "limit": a cap refused it
+	denied  error      // the ward denied it
 	adapter Adapter
 	limits  Limits
 	grants  []Grant
