@@ -18,8 +18,8 @@ import (
 // DefaultQuantum is how many slices one turn runs.
 const DefaultQuantum = 8
 
-// TurnTime is the least time a turn runs (in quanta), while its invocation
-// can run.
+// TurnTime is the least time a turn of the default quantum runs (in
+// quanta), while its invocation can run.
 const TurnTime = 5 * time.Millisecond
 
 // Scheduler gives runnable invocations turns. Only Running invocations are
@@ -94,12 +94,12 @@ func (s *Scheduler) Step(ctx context.Context) (Turn, bool, error) {
 	if q == 0 {
 		q = DefaultQuantum
 	}
-	// A turn is q slices, and at least TurnTime of them: a native machine
-	// runs 8 slices in a tenth of a millisecond, less than choosing the
-	// next invocation costs.
+	// A turn of the default quantum lasts at least TurnTime: a native
+	// machine runs 8 slices in a tenth of a millisecond, less than choosing
+	// the next invocation costs. A quantum set is kept exactly.
 	start := time.Now()
 	st, err := s.E.resumeTurn(ctx, id, q)
-	for err == nil && st.Status == Running && time.Since(start) < TurnTime && ctx.Err() == nil {
+	for s.Quantum == 0 && err == nil && st.Status == Running && time.Since(start) < TurnTime && ctx.Err() == nil {
 		st, err = s.E.resumeTurn(ctx, id, q)
 	}
 	if err != nil && ctx.Err() != nil {
