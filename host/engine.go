@@ -1,14 +1,15 @@
-// engine.go holds the engine loop: it drives one invocation through the
-// RuntimePort, slice by slice, with its allowance reserved before and charged
-// after each slice, its checkpoint stored after each, and every act recorded
-// in the ledger before it is dispatched and after it settles.
+// engine.go holds the engine: its configuration, admission of invocations,
+// driving them in turns (drive.go holds the loop, dispatch.go an act's way),
+// resuming, sending, resolving and cancelling.
 //
-// Order matters for crashes. After a step the checkpoint is stored first
-// (synced at a suspension), so the act's arguments are pinned before it is
-// proposed; the attempt is synced before the adapter runs; the outcome is
-// synced before the prog consumes it. A restart resumes from the stored
-// checkpoint: an act with a recorded outcome is answered from the record, an
-// act attempted without an outcome is reported Unknown and never re-run.
+// Order matters for crashes. At a suspension the checkpoint is stored first
+// (synced), so the act's arguments are pinned before it is proposed; the
+// attempt is synced, with it, before the adapter runs; the outcome is written
+// before the prog consumes it and synced by the next synced commit, before
+// anything that depends on it leaves the host. A restart resumes from the
+// stored checkpoint: an act with a recorded outcome is answered from the
+// record, an act attempted without an outcome is reported Unknown and never
+// re-run.
 
 package host
 
