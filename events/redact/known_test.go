@@ -166,8 +166,21 @@ func FuzzHostSecretForms(f *testing.F) {
 			return // JSON replaces invalid bytes: what is left is not the secret
 		}
 		got := New(secret).Known("[" + encodings[name](text) + "]")
-		if d := decided(name, secret, len(before)); strings.Contains(strings.ToLower(got), strings.ToLower(d)) {
+		// In ASCII case, as the redactor matches: strings.ToLower would make
+		// every invalid byte U+FFFD, and different bytes the same.
+		if d := decided(name, secret, len(before)); strings.Contains(asciiLower(got), asciiLower(d)) {
 			t.Fatalf("%s: %q survived in %q", name, d, got)
 		}
 	})
+}
+
+// asciiLower lowers ASCII letters only, leaving every other byte as it is.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
