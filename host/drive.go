@@ -233,7 +233,10 @@ func (e *Engine) Park(ctx context.Context) error {
 	cancel() // a stopping drive runs one checkpointed slice of a live machine
 	var errs []error
 	for _, inv := range invs {
-		if _, err := e.turn(stopped, inv, 1); err != nil && !errors.Is(err, context.Canceled) {
+		unlock := e.holds.lock(inv)
+		_, err := e.turn(stopped, inv, 1)
+		unlock()
+		if err != nil && !errors.Is(err, context.Canceled) {
 			errs = append(errs, fmt.Errorf("invocation %s: %w", inv, err))
 		}
 	}

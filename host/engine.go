@@ -65,6 +65,8 @@ type Engine struct {
 	mu       sync.Mutex
 	backlogs map[string]*events.Backlog // by invocation
 
+	holds holds // one turn of a tree at a time (hold.go)
+
 	runsMu sync.Mutex
 	runs   map[string]*run // kept between turns: live machines, leased steps
 	ask    map[string]bool // checkpoints asked for (Checkpoint)
@@ -192,9 +194,18 @@ func (e *Engine) Start(ctx context.Context, inv, prog string, source, input []by
 // must find it again after a restart (a Slack thread, say): origin is kept
 // on the invocation, opaque to the engine.
 func (e *Engine) StartFrom(ctx context.Context, inv, prog, origin string, source, input []byte, limit uint64, seed uint64) (*RunState, error) {
+	if err := e.Admit(ctx, inv, prog, origin, source, input, limit, seed); err != nil {
+		return nil, err
+	}
+	return e.Drive(ctx, inv)
+}
+
+// Admit is StartFrom without the drive: the invocation is stored runnable,
+// for a scheduler (a Loop) to run.
+func (e *Engine) Admit(ctx context.Context, inv, prog, origin string, source, input []byte, limit uint64, seed uint64) error {
 	info, err := e.Runtime.Load(ctx, source)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// The invocation, its allowance, its source and its first checkpoint are
 	// written in one transaction: a crash leaves all of them or none.
@@ -203,11 +214,11 @@ func (e *Engine) StartFrom(ctx context.Context, inv, prog, origin string, source
 		p, err = &Prog{Name: prog}, nil
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cp, err := e.Runtime.Start(ctx, port.Input{Source: source, Input: input, State: p.State, Invocation: inv, Seed: seed, Limit: limit})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	hash := fmt.Sprintf("%x", info.Hash)
 	var first []events.Event
@@ -244,15 +255,15 @@ func (e *Engine) StartFrom(ctx context.Context, inv, prog, origin string, source
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	e.published(first)
 	h, err := checkpoint.DecodeHeader(cp)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	e.keep(&run{inv: inv, cp: cp, h: h, used: h.Used, stored: time.Now(), held: min(port.DefaultSlice, limit)})
-	return e.Drive(ctx, inv)
+	return nil
 }
 
 // Drive runs an invocation from its stored checkpoint until it ends, waits
@@ -262,12 +273,19 @@ func (e *Engine) StartFrom(ctx context.Context, inv, prog, origin string, source
 // reason: it stays as it was, inspectable, out of the scheduler's turns,
 // never left looking as if it ran, until an operator resumes it.
 func (e *Engine) Drive(ctx context.Context, inv string) (*RunState, error) {
+	defer e.holds.lock(inv)()
 	return e.driveTurn(ctx, inv, e.Quantum)
 }
 
-// driveTurn is Drive for at most quantum slices (0: no limit).
+// driveTurn is Drive for at most quantum slices (0: no limit), holding
+// inv's tree. A turn stopped for a cancel returns where inv stands.
 func (e *Engine) driveTurn(ctx context.Context, inv string, quantum int) (*RunState, error) {
-	out, err := e.turn(ctx, inv, quantum)
+	tctx, done := e.holds.running(ctx, inv)
+	out, err := e.turn(tctx, inv, quantum)
+	done()
+	if err != nil && ctx.Err() == nil && tctx.Err() != nil {
+		return e.State(inv)
+	}
 	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrNoSuchInvocation) {
 		if _, perr := e.invs.Pause(inv, err.Error()); perr != nil {
 			return nil, errors.Join(err, perr)
@@ -508,6 +526,7 @@ func (e *Engine) Resume(ctx context.Context, inv string) (*RunState, error) {
 
 // resumeTurn is Resume for at most quantum slices (0: no limit).
 func (e *Engine) resumeTurn(ctx context.Context, inv string, quantum int) (*RunState, error) {
+	defer e.holds.lock(inv)()
 	if !e.kept(inv) { // what this engine holds is its own; the rest was lost
 		if _, err := e.accounts.Recover(inv); err != nil {
 			return nil, err
@@ -562,8 +581,11 @@ func (e *Engine) Resolve(ctx context.Context, id OpID, reply []byte) (*RunState,
 
 // Cancel stops an invocation that has not ended. Its records stay: an act of
 // unknown outcome stays unresolved and inspectable, and its allowance held by
-// a lost slice is charged.
+// a lost slice is charged. A turn of its tree running in this process ends
+// at its next slice (an act in flight finishes first).
 func (e *Engine) Cancel(inv string) error {
+	defer e.holds.askStop(inv)()
+	defer e.holds.lock(inv)()
 	e.dropRun(inv)
 	if _, err := e.accounts.Recover(inv); err != nil && !errors.Is(err, store.ErrCorrupt) {
 		return err // an unreadable allowance stays as it is; the invocation is cancelled

@@ -106,15 +106,7 @@ func (s *Scheduler) Step(ctx context.Context) (Turn, bool, error) {
 		return Turn{}, false, ctx.Err()
 	}
 	if err != nil {
-		// Resume paused it; if even that failed (its record is unreadable,
-		// say), drop it from the index so that turns do not spin on it.
-		// The index is derived: a resume by hand puts it back.
-		s.E.Store.Retry(store.Synced, func(tx *store.Tx) error {
-			if inv, gerr := getInv(tx, id); gerr == nil && !inv.Runnable() {
-				return nil
-			}
-			return tx.Delete(runKey(id))
-		})
+		s.unindex(id) // Resume paused it; a record it cannot even read is passed over
 	}
 	return Turn{Invocation: id, State: st, Err: err}, true, nil
 }

@@ -1,0 +1,178 @@
+// loop.go holds Loop: the scheduler run continuously by a long-lived host
+// (runehost serve), giving turns to several trees at once and waking awaits
+// when their deadlines pass.
+
+package host
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/runehost/runehost/store"
+)
+
+// DefaultPoll is how often an idle Loop looks for deadlines that passed
+// and for work admitted by some other way than Notify.
+const DefaultPoll = 50 * time.Millisecond
+
+// Loop gives turns to every runnable invocation of an engine until its
+// context ends, Workers trees at a time. Turns of one tree never overlap
+// (hold.go); a tree that is busy (driven by a command's RunTree, say) is
+// passed over until it is free.
+type Loop struct {
+	E       *Engine
+	Workers int           // trees driven at once; runtime.NumCPU() when 0
+	Poll    time.Duration // DefaultPoll when 0
+	Quantum int           // slices per turn; DefaultQuantum (for at least TurnTime) when 0
+	// OnTurn, if set, sees each turn as it ends (from the worker's
+	// goroutine).
+	OnTurn func(Turn)
+
+	once sync.Once
+	wake chan struct{}
+}
+
+func (l *Loop) init() {
+	l.once.Do(func() { l.wake = make(chan struct{}, 1) })
+}
+
+// Notify says there may be new work: the loop looks at once.
+func (l *Loop) Notify() {
+	l.init()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run gives turns until ctx ends, then waits for the turns running to stop:
+// each finishes its slice and checkpoints its live machine. The caller then
+// parks the machines kept between turns (Engine.Park).
+func (l *Loop) Run(ctx context.Context) error {
+	l.init()
+	workers := l.Workers
+	if workers <= 0 {
+		workers = runtime.NumCPU()
+	}
+	poll := l.Poll
+	if poll <= 0 {
+		poll = DefaultPoll
+	}
+	sched := &Scheduler{E: l.E, Quantum: l.Quantum}
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		driving = map[string]bool{} // roots with a worker
+		after   string              // the cursor: the last invocation given a turn
+	)
+	slots := make(chan struct{}, workers)
+	defer wg.Wait()
+	for {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
+		mu.Lock()
+		id, err := sched.nextAfter(after, func(id string) bool { return driving[rootOf(id)] || l.E.holds.busy(id) })
+		if id != "" {
+			driving[rootOf(id)], after = true, id
+		}
+		mu.Unlock()
+		if err != nil {
+			<-slots
+			return err
+		}
+		if id == "" {
+			<-slots
+			if n, err := sched.Wake(); err != nil {
+				return err
+			} else if n > 0 {
+				continue
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-l.wake:
+			case <-time.After(poll):
+			}
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := sched.turn(ctx, id)
+			mu.Lock()
+			delete(driving, rootOf(id))
+			mu.Unlock()
+			<-slots
+			if l.OnTurn != nil && ctx.Err() == nil {
+				l.OnTurn(t)
+			}
+			l.Notify() // its tree may have more to run
+		}()
+	}
+}
+
+// nextAfter returns the first runnable invocation after the cursor
+// (wrapping round) that skip does not pass over, or "".
+func (s *Scheduler) nextAfter(after string, skip func(string) bool) (string, error) {
+	prefix := store.K("run")
+	var first, next string
+	err := s.E.Store.View(func(tx *store.Tx) error {
+		return tx.Scan(prefix, func(k store.Key, _ func(any) error) (bool, error) {
+			parts := k.Parts()
+			id := parts[len(parts)-1]
+			if skip(id) {
+				return true, nil
+			}
+			if first == "" {
+				first = id
+			}
+			if after == "" || string(k) > string(runKey(after)) {
+				next = id
+				return false, nil
+			}
+			return true, nil
+		})
+	})
+	if next == "" {
+		next = first
+	}
+	return next, err
+}
+
+// turn gives id one turn, as Step does, and takes a failing one out of the
+// index.
+func (s *Scheduler) turn(ctx context.Context, id string) Turn {
+	q := s.Quantum
+	if q == 0 {
+		q = DefaultQuantum
+	}
+	start := time.Now()
+	st, err := s.E.resumeTurn(ctx, id, q)
+	for s.Quantum == 0 && err == nil && st.Status == Running && time.Since(start) < TurnTime && ctx.Err() == nil {
+		st, err = s.E.resumeTurn(ctx, id, q)
+	}
+	if err != nil && ctx.Err() != nil {
+		return Turn{Invocation: id, Err: ctx.Err()}
+	}
+	if err != nil {
+		s.unindex(id)
+	}
+	return Turn{Invocation: id, State: st, Err: err}
+}
+
+// unindex drops a failing invocation from the run index, unless it is
+// runnable, so that turns do not spin on it. The index is derived: a
+// resume by hand puts it back.
+func (s *Scheduler) unindex(id string) {
+	s.E.Store.Retry(store.Synced, func(tx *store.Tx) error {
+		if inv, gerr := getInv(tx, id); gerr == nil && !inv.Runnable() {
+			return nil
+		}
+		return tx.Delete(runKey(id))
+	})
+}
