@@ -30,7 +30,10 @@ type fake struct {
 	run     Run
 	tokens  map[string]bool // tokens that open run
 	evs     []events.Event
-	state   string // the state message to send once every event is sent; "" none yet
+	state   string // the latest state message, sent after the events before it
+	states  int    // how many state messages were posted
+	final   bool   // the state is terminal: the stream ends after it
+	streams int    // streams opened
 	changed chan struct{}
 }
 
@@ -71,9 +74,27 @@ func (f *fake) add(evs ...events.Event) {
 func (f *fake) end(status, answer string) {
 	f.mu.Lock()
 	f.run.Status, f.run.Answer = status, answer
-	f.state = fmt.Sprintf(`{"status":%q,"answer":%q}`, status, answer)
+	f.state, f.final = fmt.Sprintf(`{"status":%q,"answer":%q}`, status, answer), true
+	f.states++
 	f.mu.Unlock()
 	f.add()
+}
+
+// wait sets the run waiting, and the state message that says so.
+func (f *fake) wait(what, command string) {
+	f.mu.Lock()
+	f.run.Status, f.run.Waiting, f.run.WaitCommand = "waiting", what, command
+	f.state = fmt.Sprintf(`{"status":"waiting","waiting":%q,"command":%q}`, what, command)
+	f.states++
+	f.mu.Unlock()
+	f.add()
+}
+
+// opened is how many streams were opened.
+func (f *fake) opened() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.streams
 }
 
 // serveEvents is the stream as docs/page.md has it: events after the cursor
@@ -89,23 +110,32 @@ func (f *fake) serveEvents(w http.ResponseWriter, r *http.Request) {
 		from = r.URL.Query().Get("cursor")
 	}
 	next, _ := strconv.Atoi(from)
+	f.mu.Lock()
+	f.streams++
+	f.mu.Unlock()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	fl := w.(http.Flusher)
+	// A browser that reconnected after the end would do so at once.
+	fmt.Fprint(w, "retry: 100\n\n")
 	fl.Flush()
+	sent := 0
 	for {
 		f.mu.Lock()
-		evs, state, changed := f.evs[min(next, len(f.evs)):], f.state, f.changed
+		evs, state, states, final, changed := f.evs[min(next, len(f.evs)):], f.state, f.states, f.final, f.changed
 		f.mu.Unlock()
 		for _, e := range evs {
 			b, _ := e.MarshalJSON()
 			next++
 			fmt.Fprintf(w, "id: %d\ndata: %s\n\n", next, b)
 		}
-		if state != "" {
+		if states > sent {
+			sent = states
 			fmt.Fprintf(w, "event: state\ndata: %s\n\n", state)
-			fl.Flush()
-			return
+			if final {
+				fl.Flush()
+				return
+			}
 		}
 		fl.Flush()
 		select {
