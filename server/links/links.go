@@ -206,3 +206,13 @@ func (l *Links) Revoke(run, id string) (int, error) {
 	})
 	return n, err
 }
+
+// Verify checks a stored link record as Resolve reads it, for `runehost
+// store verify`: it decodes strictly and sits under its own hash.
+func Verify(k store.Key, b []byte) error {
+	var link Link
+	if err := store.Decode(k, b, &link); err != nil {
+		return err
+	}
+	return check(k, link)
+}

@@ -139,6 +139,14 @@ func TestLinkMalformedRecord(t *testing.T) {
 	l, s, _ := fixture(t)
 	tok, _, _ := l.Create("r1", 0)
 	k := store.K(kind, hashOf(tok))
+	var good []byte
+	s.View(func(tx *store.Tx) error { good, _, _ = tx.GetRaw(k); return nil })
+	if err := Verify(k, good); err != nil {
+		t.Fatalf("verify a sound link: %v", err)
+	}
+	if err := Verify(store.K(kind, hashOf("other")), good); err == nil {
+		t.Fatal("verify a link under another hash: no error")
+	}
 	for _, b := range [][]byte{{0xff}, {0xa1, 0x01, 0x63, 'a', 'b', 'c'}, {0xa0}} {
 		s.Update(store.Synced, func(tx *store.Tx) error { return tx.PutRaw(k, b) })
 		if _, err := l.Resolve(tok); err == nil || errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), k.String()) {
@@ -149,6 +157,9 @@ func TestLinkMalformedRecord(t *testing.T) {
 		}
 		if _, err := l.Revoke("r1", ""); err == nil {
 			t.Errorf("revoke over %x: no error", b)
+		}
+		if err := Verify(k, b); err == nil || !strings.Contains(err.Error(), k.String()) {
+			t.Errorf("verify %x: %v", b, err)
 		}
 	}
 }
