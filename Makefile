@@ -19,7 +19,7 @@ FUZZ_TARGETS := \
 	./wasmvm:FuzzDataParity \
 	./guest/machine:FuzzFastPath
 
-.PHONY: all build guest guest-check test vet unit fuzz fuzz-short crash crash-short crash-red park tools load-cards race bench clean mount-race
+.PHONY: all build guest guest-check browser-check test vet unit fuzz fuzz-short crash crash-short crash-red park tools load-cards race bench clean mount-race
 
 CRASH_KILLS ?= 300
 CRASH_SEED  ?= $(shell date +%s)
@@ -66,8 +66,14 @@ guest-check:
 	else echo "wasmvm/guest.wasm differs from a rebuild: run make guest and commit it"; rm -rf $$tmp; exit 1; fi
 
 ## test: everything CI runs: vet, unit and golden tests, a short fuzz of every target, the bench harness's agreement test.
-test: vet guest-check unit race fuzz-short crash-short
+test: browser-check vet guest-check unit race fuzz-short crash-short
 	cd bench && $(GO) test ./...
+
+## browser-check: say whether the browser tests (internal/browser) will run or be skipped, and why.
+browser-check:
+	@p="$${RUNEHOST_CHROMIUM:-$$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)}"; \
+	if [ -n "$$p" ] && command -v "$$p" >/dev/null; then echo "browser test: runs with $$p"; \
+	else echo "browser test: skipped (no chromium; apt-get install chromium, or set RUNEHOST_CHROMIUM)"; fi
 
 vet:
 	$(GO) vet ./...

@@ -1,0 +1,297 @@
+// app.js keeps the run page live: it follows the run's SSE stream from the
+// cursor the server rendered, adds each event once (by run and seq), and
+// keeps the reader's place across reloads. It builds the DOM with
+// textContent only: every text of an event is data, never markup.
+"use strict";
+(function () {
+  const root = document.getElementById("run");
+  if (!root) return;
+  const $ = (id) => document.getElementById(id);
+  const runID = root.dataset.run;
+  const timeline = $("timeline");
+  const objects = $("objects");
+  const seen = new Set(); // run + "/" + seq of every event shown
+  const calls = new Map(); // call id: its timeline item
+  let status = root.dataset.status;
+  let cursor = root.dataset.cursor || "";
+  let es = null;
+
+  document.querySelectorAll("#run [data-seq]").forEach((e) => seen.add(e.dataset.run + "/" + e.dataset.seq));
+  timeline.querySelectorAll("li[data-call]").forEach((li) => calls.set(li.dataset.call, li));
+
+  const terminal = (s) => ["completed", "failed", "cancelled", "conflict", "superseded"].includes(s);
+
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+
+  // head is an item's first line: time, the child run it came from, a kind
+  // (or tool) and a text.
+  function head(ev, kindCls, kind, text, textTag) {
+    const h = el("div", "head");
+    const t = el("time", "", (ev.at || "").slice(11, 19));
+    t.setAttribute("datetime", ev.at || "");
+    h.append(t);
+    if (ev.run !== runID) h.append(" ", el("span", "who", ev.run));
+    h.append(" ", el("span", kindCls, kind));
+    h.append(" ", el(textTag || "span", "text", text));
+    return h;
+  }
+
+  function item(ev, cls) {
+    const li = el("li", "ev " + cls);
+    li.dataset.run = ev.run;
+    li.dataset.seq = String(ev.seq);
+    return li;
+  }
+
+  function line(ev, cls, kind, text, textTag) {
+    const li = item(ev, cls);
+    li.append(head(ev, "kind", kind, text, textTag));
+    timeline.append(li);
+  }
+
+  function verdict(r) {
+    if (r.exitCode !== undefined && r.exitCode !== null) return "exit " + r.exitCode;
+    return r.ok ? "ok" : "failed";
+  }
+
+  function details(key, summary, body) {
+    const d = el("details");
+    d.dataset.key = key;
+    d.append(el("summary", "", summary), body);
+    if (place.open.includes(key)) d.open = true;
+    return d;
+  }
+
+  function resultBox(ev, paired) {
+    const div = el("div", "result " + (ev.ok ? "ok" : "fail"));
+    if (paired) {
+      div.dataset.run = ev.run;
+      div.dataset.seq = String(ev.seq);
+    }
+    div.append(el("span", "verdict", verdict(ev)), " ", el("span", "summary", ev.summary));
+    if (ev.output) div.append(details(ev.run + "/" + ev.seq, "output", el("pre", "output", ev.output)));
+    return div;
+  }
+
+  function call(ev) {
+    const li = item(ev, "call");
+    li.dataset.call = ev.callId;
+    const h = head(ev, "tool", ev.tool, ev.description);
+    const pending = el("div", "result pending");
+    pending.append(el("span", "verdict", "running…"));
+    li.append(h, pending);
+    timeline.append(li);
+    calls.set(ev.callId, li);
+  }
+
+  function result(ev) {
+    const li = calls.get(ev.callId);
+    const pending = li && li.querySelector(".result.pending");
+    if (pending) {
+      pending.replaceWith(resultBox(ev, true));
+      return;
+    }
+    const orphan = item(ev, "call");
+    orphan.dataset.call = ev.callId;
+    const h = head(ev, "tool", ev.tool, ev.callId);
+    orphan.append(h, resultBox(ev, false));
+    timeline.append(orphan);
+  }
+
+  // label is a runtime object's line, worded as events.Text words it.
+  function label(ev) {
+    switch (ev.type) {
+      case "memory_query":
+        return ev.queryId + ": " + (ev.admitted || []).length + " blocks admitted (" + ev.memoryTokens + " tokens), " + (ev.dropped || []).length + " dropped";
+      case "observation":
+        return ev.observationId + " " + ev.summary;
+      case "verification":
+        return ev.verificationId + " " + ev.method + " passed=" + ev.passed + " " + (ev.evidence || "");
+      case "outcome": {
+        let s = ev.outcomeId + " " + ev.status;
+        if (ev.verificationId) s += ", verified by " + ev.verificationId;
+        if (ev.degraded && ev.degraded.length) s += ", degraded: " + ev.degraded.join(", ");
+        return s;
+      }
+    }
+    return ev.type;
+  }
+
+  function object(ev) {
+    const li = el("li", "obj " + ev.type);
+    li.dataset.run = ev.run;
+    li.dataset.seq = String(ev.seq);
+    li.append(el("span", "kind", ev.type), " ", el("span", "text", label(ev)));
+    const key = "obj/" + ev.run + "/" + ev.seq;
+    if (ev.type === "observation" && ev.detail) li.append(details(key, "detail", el("pre", "", ev.detail)));
+    if (ev.type === "memory_query") {
+      const ul = el("ul", "blocks");
+      for (const b of ev.admitted || []) {
+        const bl = el("li", "", b.name + " ");
+        bl.append(el("span", "tokens", b.tokens));
+        ul.append(bl);
+      }
+      for (const b of ev.dropped || []) {
+        const bl = el("li", "dropped", b.name + " ");
+        bl.append(el("span", "tokens", b.tokens), " dropped");
+        ul.append(bl);
+      }
+      li.append(details(key, "blocks", ul));
+    }
+    objects.append(li);
+  }
+
+  function show(boxID, id, text) {
+    if (text === undefined || text === null || text === "") return;
+    $(id).textContent = String(text);
+    $(boxID).hidden = false;
+  }
+
+  function setStatus(s) {
+    if (!s) return;
+    status = s;
+    root.dataset.status = s;
+    const st = $("status");
+    st.textContent = s;
+    st.className = "status status-" + s;
+    if (s !== "waiting") $("waiting-box").hidden = true;
+  }
+
+  const content = new Set(["input", "run_meta", "tool_call", "tool_result", "emit", "answer", "memory_query", "observation"]);
+
+  function add(ev) {
+    if (!ev || ev.run === undefined || ev.seq === undefined) return;
+    const key = ev.run + "/" + ev.seq;
+    if (seen.has(key)) return;
+    seen.add(key);
+    const own = ev.run === runID;
+    if (status === "waiting" && content.has(ev.type)) setStatus("running");
+    switch (ev.type) {
+      case "input":
+        if (own) {
+          if (!$("input").textContent) $("input").textContent = ev.text;
+          return;
+        }
+        return line(ev, "input", "input", ev.text);
+      case "run_meta":
+        if (own) {
+          if (!$("prog").textContent) $("prog").textContent = ev.prog;
+          return;
+        }
+        return line(ev, "run_meta", "started", ev.prog);
+      case "answer":
+        if (own) return show("answer-box", "answer", ev.text);
+        return line(ev, "answer", "answer", ev.text);
+      case "tool_call":
+        return call(ev);
+      case "tool_result":
+        return result(ev);
+      case "run_note":
+        return line(ev, "note note-" + ev.note, ev.note, ev.summary);
+      case "emit":
+        return line(ev, "emit", ev.name, ev.data || "", "code");
+      case "memory_query":
+      case "observation":
+      case "verification":
+      case "outcome":
+        return object(ev);
+    }
+  }
+
+  function applyState(s) {
+    setStatus(s.status);
+    if (s.status === "waiting") {
+      $("waiting").textContent = s.waiting || "";
+      if (s.command) $("wait-command").textContent = s.command;
+      $("waiting-box").hidden = false;
+    }
+    show("answer-box", "answer", s.answer);
+    show("error-box", "error", s.error);
+  }
+
+  function live(on) {
+    $("live").hidden = !on;
+  }
+
+  // connect follows the stream from the cursor; the browser itself resumes
+  // a dropped stream with Last-Event-ID, and a refused one is retried here.
+  function connect() {
+    const url = root.dataset.events + (cursor ? "?cursor=" + encodeURIComponent(cursor) : "");
+    es = new EventSource(url);
+    es.onopen = () => live(true);
+    es.onmessage = (m) => {
+      if (m.lastEventId) cursor = m.lastEventId;
+      let ev;
+      try {
+        ev = JSON.parse(m.data);
+      } catch (e) {
+        return;
+      }
+      add(ev);
+    };
+    es.addEventListener("state", (m) => {
+      let s;
+      try {
+        s = JSON.parse(m.data);
+      } catch (e) {
+        return;
+      }
+      applyState(s);
+      if (terminal(s.status)) {
+        es.close();
+        live(false);
+      }
+    });
+    es.onerror = () => {
+      live(false);
+      if (es.readyState === EventSource.CLOSED && !terminal(status)) setTimeout(connect, 3000);
+    };
+  }
+
+  // The reader's place: scroll position and open details, per page.
+  const placeKey = "runehost:" + location.pathname;
+  const place = (() => {
+    try {
+      const p = JSON.parse(sessionStorage.getItem(placeKey) || "{}");
+      return { y: +p.y || 0, open: Array.isArray(p.open) ? p.open.map(String) : [] };
+    } catch (e) {
+      return { y: 0, open: [] };
+    }
+  })();
+  function savePlace() {
+    try {
+      sessionStorage.setItem(placeKey, JSON.stringify(place));
+    } catch (e) {}
+  }
+  document.querySelectorAll("details[data-key]").forEach((d) => {
+    if (place.open.includes(d.dataset.key)) d.open = true;
+  });
+  if (place.y) window.scrollTo(0, place.y);
+  document.addEventListener(
+    "toggle",
+    (e) => {
+      const d = e.target;
+      if (!(d instanceof HTMLDetailsElement) || !d.dataset.key) return;
+      place.open = place.open.filter((k) => k !== d.dataset.key);
+      if (d.open) place.open.push(d.dataset.key);
+      savePlace();
+    },
+    true
+  );
+  let saving = 0;
+  window.addEventListener("scroll", () => {
+    if (saving) return;
+    saving = setTimeout(() => {
+      saving = 0;
+      place.y = window.scrollY;
+      savePlace();
+    }, 200);
+  });
+
+  if (!terminal(status)) connect();
+})();

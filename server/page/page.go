@@ -1,0 +1,259 @@
+// Package page holds the live run page at /r/TOKEN: the run's input, its
+// timeline, its runtime objects, its waiting state and its answer, rendered
+// by html/template and kept live by a small script over SSE. It knows only
+// events.Event and Source; the server provides both (docs/page.md).
+package page
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"path"
+	"strconv"
+
+	"github.com/runehost/runehost/events"
+)
+
+// Source is what the page reads: a run resolved from its link, and its events.
+type Source interface {
+	// Run returns what the page shows of the run a token names; ok false
+	// for a wrong, expired or revoked token, or a run that does not exist.
+	Run(ctx context.Context, token string) (Run, bool)
+	// Events returns the events of the run and its descendants so far, in
+	// order, and the cursor the stream resumes after them (opaque to the page).
+	Events(ctx context.Context, run string) (evs []events.Event, cursor string, err error)
+}
+
+// Run is what the page shows of a run besides its events. Every text is
+// already redacted.
+type Run struct {
+	ID          string
+	Prog        string
+	Status      string // running, waiting, joining, completed, failed, cancelled, conflict
+	Input       string
+	Answer      string
+	Error       string   // why it failed or stopped
+	Waiting     string   // what it awaits, when waiting
+	WaitCommand string   // the command that answers it: runehost send RUN TAG JSON
+	Children    []string // its descendants' ids
+}
+
+// Terminal reports whether a status is one no run leaves.
+func Terminal(status string) bool {
+	switch status {
+	case "completed", "failed", "cancelled", "conflict", "superseded":
+		return true
+	}
+	return false
+}
+
+// Paths of the page: the server routes GET on these to Handler, and
+// implements EventsPath itself.
+const (
+	PagePath   = "/r/{token}"        // the page
+	EventsPath = "/r/{token}/events" // its SSE stream: the server's
+	AssetPath  = "/page/"            // the script and the style sheet
+)
+
+//go:embed assets
+var assets embed.FS
+
+var (
+	tmpl = template.Must(template.New("").Funcs(template.FuncMap{
+		"time":  clock,
+		"iso":   events.ISO,
+		"ok":    verdict,
+		"label": label,
+	}).ParseFS(assets, "assets/*.html"))
+	// version names the assets' contents, so that a new build's page never
+	// runs an old cached script.
+	version = func() string {
+		h := sha256.New()
+		fs.WalkDir(assets, "assets", func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				b, _ := assets.ReadFile(p)
+				h.Write(b)
+			}
+			return nil
+		})
+		return hex.EncodeToString(h.Sum(nil))[:12]
+	}()
+)
+
+// notFoundBody is the one answer to a token that opens nothing.
+const notFoundBody = "404 page not found\n"
+
+// NotFound answers a wrong, expired or revoked token and a run that does
+// not exist alike, byte for byte: the server's stream answers with it too.
+func NotFound(w http.ResponseWriter) {
+	h := w.Header()
+	for k := range h {
+		delete(h, k)
+	}
+	secure(h)
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusNotFound)
+	w.Write([]byte(notFoundBody))
+}
+
+// csp lets the page load only its own script, style and stream: injected
+// markup can neither run script nor fetch anything.
+const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+	"object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// secure sets the headers every answer of the page carries.
+func secure(h http.Header) {
+	h.Set("Content-Security-Policy", csp)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer") // the URL is the capability
+	h.Set("X-Frame-Options", "DENY")
+}
+
+// Handler serves the page at PagePath and its assets under AssetPath.
+func Handler(src Source) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+PagePath, func(w http.ResponseWriter, r *http.Request) {
+		servePage(w, r, src)
+	})
+	mux.HandleFunc("GET "+AssetPath+"{file}", serveAsset)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { NotFound(w) })
+	return mux
+}
+
+func serveAsset(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("file")
+	types := map[string]string{".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
+	ct, ok := types[path.Ext(name)]
+	b, err := assets.ReadFile("assets/" + name)
+	if !ok || err != nil {
+		NotFound(w)
+		return
+	}
+	secure(w.Header())
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Cache-Control", "public, max-age=86400")
+	w.Write(b)
+}
+
+func servePage(w http.ResponseWriter, r *http.Request, src Source) {
+	token := r.PathValue("token")
+	run, ok := src.Run(r.Context(), token)
+	if !ok {
+		NotFound(w)
+		return
+	}
+	evs, cursor, err := src.Events(r.Context(), run.ID)
+	if err != nil {
+		http.Error(w, "the run's events cannot be read now", http.StatusServiceUnavailable)
+		return
+	}
+	v := build(run, evs)
+	v.Token, v.Cursor, v.Version = token, cursor, version
+	var buf bytes.Buffer
+	if err := tmpl.ExecuteTemplate(&buf, "page.html", v); err != nil {
+		http.Error(w, "the page cannot be rendered", http.StatusInternalServerError)
+		return
+	}
+	secure(w.Header())
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(buf.Bytes())
+}
+
+// view is what the template renders.
+type view struct {
+	Run      Run
+	Token    string
+	Cursor   string
+	Version  string
+	Terminal bool
+	Timeline []entry
+	Objects  []events.Event
+}
+
+// entry is one line of the timeline: an event, and for a tool call its
+// result when it came.
+type entry struct {
+	Ev     events.Event
+	Result *events.Event
+	Root   bool // of the run itself, not a child
+}
+
+// build lays out the events as the script does: calls paired with their
+// results by call id, the run's own input and answer in their places.
+func build(run Run, evs []events.Event) view {
+	v := view{Run: run, Terminal: Terminal(run.Status)}
+	calls := map[string]int{} // call id: index in Timeline
+	type runSeq struct {
+		run string
+		seq uint64
+	}
+	seen := map[runSeq]bool{}
+	for _, e := range evs {
+		if e.Check() != nil || seen[runSeq{e.Run, e.Seq}] {
+			continue
+		}
+		seen[runSeq{e.Run, e.Seq}] = true
+		root := e.Run == run.ID
+		switch e.Kind {
+		case events.KindInput:
+			if root {
+				if v.Run.Input == "" {
+					v.Run.Input = e.Input.Text
+				}
+				continue
+			}
+		case events.KindRunMeta:
+			if root {
+				if v.Run.Prog == "" {
+					v.Run.Prog = e.RunMeta.Prog
+				}
+				continue
+			}
+		case events.KindAnswer:
+			if root {
+				v.Run.Answer = e.Answer.Text
+				continue
+			}
+		case events.KindToolResult:
+			if i, ok := calls[e.ToolResult.CallID]; ok && v.Timeline[i].Result == nil {
+				r := e
+				v.Timeline[i].Result = &r
+				continue
+			}
+		case events.KindSpanStart, events.KindSpanEnd:
+			continue
+		case events.KindMemoryQuery, events.KindObservation, events.KindVerification, events.KindOutcome:
+			v.Objects = append(v.Objects, e)
+			continue
+		}
+		if e.Kind == events.KindToolCall {
+			calls[e.ToolCall.CallID] = len(v.Timeline)
+		}
+		v.Timeline = append(v.Timeline, entry{Ev: e, Root: root})
+	}
+	return v
+}
+
+// clock is an event's time of day, UTC, as the script shows it.
+func clock(ms int64) string { return events.ISO(ms)[11:19] }
+
+// verdict is how a tool result went, as the script words it.
+func verdict(r *events.ToolResult) string {
+	switch {
+	case r.ExitCode != nil:
+		return "exit " + strconv.Itoa(*r.ExitCode)
+	case r.OK:
+		return "ok"
+	}
+	return "failed"
+}
+
+// label is the one line of a runtime object, as events.Text has it.
+func label(e events.Event) string { return events.Text(&e) }

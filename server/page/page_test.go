@@ -1,0 +1,330 @@
+// page_test.go renders the page over a fake Source: layout, escaping, the
+// sameness of every 404, the assets and the index.
+
+package page
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/runehost/runehost/events"
+	"github.com/runehost/runehost/server/links"
+	"github.com/runehost/runehost/store"
+)
+
+// evil is a tool output that would run script if it were markup.
+const evil = `<script>window.pwned=1</script><img src=x onerror="window.pwned=2">`
+
+// fake is a Source over runs and events the test changes as it goes, and
+// the SSE stream the server would serve (serveEvents).
+type fake struct {
+	mu      sync.Mutex
+	run     Run
+	tokens  map[string]bool // tokens that open run
+	evs     []events.Event
+	state   string // the latest state message, sent after the events before it
+	states  int    // how many state messages were posted
+	final   bool   // the state is terminal: the stream ends after it
+	streams int    // streams opened
+	changed chan struct{}
+}
+
+func newFake(run Run, token string) *fake {
+	return &fake{run: run, tokens: map[string]bool{token: true}, changed: make(chan struct{})}
+}
+
+func (f *fake) Run(_ context.Context, token string) (Run, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.run, f.tokens[token]
+}
+
+// Events returns the events so far; the fake's cursor is how many there are.
+func (f *fake) Events(_ context.Context, run string) ([]events.Event, string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]events.Event(nil), f.evs...), strconv.Itoa(len(f.evs)), nil
+}
+
+// add appends events, numbering them from the run's last seq.
+func (f *fake) add(evs ...events.Event) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, e := range evs {
+		if e.Run == "" {
+			e.Run = f.run.ID
+		}
+		e.Seq = uint64(len(f.evs) + 1)
+		e.At = 1_800_000_000_000 + int64(e.Seq)*1000
+		f.evs = append(f.evs, e)
+	}
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// end sets the run's final status and the state message that says so.
+func (f *fake) end(status, answer string) {
+	f.mu.Lock()
+	f.run.Status, f.run.Answer = status, answer
+	f.state, f.final = fmt.Sprintf(`{"status":%q,"answer":%q}`, status, answer), true
+	f.states++
+	f.mu.Unlock()
+	f.add()
+}
+
+// wait sets the run waiting, and the state message that says so.
+func (f *fake) wait(what, command string) {
+	f.mu.Lock()
+	f.run.Status, f.run.Waiting, f.run.WaitCommand = "waiting", what, command
+	f.state = fmt.Sprintf(`{"status":"waiting","waiting":%q,"command":%q}`, what, command)
+	f.states++
+	f.mu.Unlock()
+	f.add()
+}
+
+// opened is how many streams were opened.
+func (f *fake) opened() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.streams
+}
+
+// serveEvents is the stream as docs/page.md has it: events after the cursor
+// (Last-Event-ID, else ?cursor), each with its cursor as id, then a state
+// message; after a terminal one the stream ends.
+func (f *fake) serveEvents(w http.ResponseWriter, r *http.Request) {
+	if _, ok := f.Run(r.Context(), r.PathValue("token")); !ok {
+		NotFound(w)
+		return
+	}
+	from := r.Header.Get("Last-Event-ID")
+	if from == "" {
+		from = r.URL.Query().Get("cursor")
+	}
+	next, _ := strconv.Atoi(from)
+	f.mu.Lock()
+	f.streams++
+	f.mu.Unlock()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	fl := w.(http.Flusher)
+	// A browser that reconnected after the end would do so at once.
+	fmt.Fprint(w, "retry: 100\n\n")
+	fl.Flush()
+	sent := 0
+	for {
+		f.mu.Lock()
+		evs, state, states, final, changed := f.evs[min(next, len(f.evs)):], f.state, f.states, f.final, f.changed
+		f.mu.Unlock()
+		for _, e := range evs {
+			b, _ := e.MarshalJSON()
+			next++
+			fmt.Fprintf(w, "id: %d\ndata: %s\n\n", next, b)
+		}
+		if states > sent {
+			sent = states
+			fmt.Fprintf(w, "event: state\ndata: %s\n\n", state)
+			if final {
+				fl.Flush()
+				return
+			}
+		}
+		fl.Flush()
+		select {
+		case <-changed:
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// server is the page and the fake's stream, as the server routes them.
+func (f *fake) server(t *testing.T) *httptest.Server {
+	mux := http.NewServeMux()
+	h := Handler(f)
+	mux.Handle("GET "+PagePath, h)
+	mux.Handle("GET "+AssetPath, h)
+	mux.HandleFunc("GET "+EventsPath, f.serveEvents)
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+func toolCall(id, tool, desc string) events.Event {
+	return events.Event{Kind: events.KindToolCall, ToolCall: &events.ToolCall{CallID: id, Tool: tool, Description: desc}}
+}
+
+func toolResult(id, tool string, ok bool, summary, output string, exit *int) events.Event {
+	return events.Event{Kind: events.KindToolResult, ToolResult: &events.ToolResult{CallID: id, Tool: tool, OK: ok, Summary: summary, Output: output, ExitCode: exit}}
+}
+
+func answer(text string) events.Event {
+	return events.Event{Kind: events.KindAnswer, Answer: &events.Answer{Text: text}}
+}
+
+func get(t *testing.T, url string) (*http.Response, string) {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	return res, string(b)
+}
+
+func TestPageRenders(t *testing.T) {
+	f := newFake(Run{ID: "r1", Status: "running"}, "tok")
+	zero := 0
+	f.add(
+		events.Event{Kind: events.KindInput, Input: &events.Input{Text: `{"task":"<b>bold</b>"}`}},
+		events.Event{Kind: events.KindRunMeta, RunMeta: &events.RunMeta{Prog: "agent"}},
+		toolCall("r1#1", "tool.run", "tool.run cat"),
+		events.Event{Kind: events.KindSpanStart, SpanStart: &events.SpanStart{SpanID: "s1", Name: "tool.run"}},
+		toolResult("r1#1", "tool.run", true, "evil", evil, &zero),
+		events.Event{Kind: events.KindRunNote, RunNote: &events.RunNote{Note: events.NoteRefused, Summary: "fs.read denied"}},
+		events.Event{Kind: events.KindEmit, Emit: &events.Emit{Name: "progress", Data: `{"done":1}`}},
+		events.Event{Run: "r2", Kind: events.KindAnswer, Answer: &events.Answer{Text: "child done"}},
+		answer("four words"),
+		events.Event{Kind: events.KindOutcome, Outcome: &events.Outcome{OutcomeID: "out:r1", Status: "completed"}},
+	)
+	res, body := get(t, f.server(t).URL+"/r/tok")
+	if res.StatusCode != 200 {
+		t.Fatalf("status %d: %s", res.StatusCode, body)
+	}
+	if csp := res.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") || strings.Contains(csp, "unsafe") {
+		t.Fatalf("CSP %q", csp)
+	}
+	for _, bad := range []string{"<script>window", "<img src=x", "<b>bold"} {
+		if strings.Contains(body, bad) {
+			t.Errorf("markup %q in the page", bad)
+		}
+	}
+	for _, want := range []string{
+		"&lt;script&gt;window.pwned=1&lt;/script&gt;&lt;img src=x onerror=&#34;window.pwned=2&#34;&gt;",
+		`<pre id="input">{&#34;task&#34;:&#34;&lt;b&gt;bold&lt;/b&gt;&#34;}</pre>`,
+		`<span id="prog">agent</span>`,
+		`<pre id="answer">four words</pre>`,
+		`data-cursor="10"`,
+		`<li class="ev call" data-run="r1" data-seq="3" data-call="r1#1">`,
+		`<div class="result ok" data-run="r1" data-seq="5"><span class="verdict">exit 0</span>`,
+		`<span class="kind">refused</span> <span class="text">fs.read denied</span>`,
+		`<span class="who">r2</span> <span class="kind">answer</span>`,
+		`<li class="obj outcome" data-run="r1" data-seq="10"><span class="kind">outcome</span> <span class="text">out:r1 completed</span>`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	if strings.Count(body, "<script") != 1 || strings.Contains(body, "data-seq=\"4\"") {
+		t.Errorf("scripts or spans in the page:\n%s", body)
+	}
+	if t.Failed() {
+		t.Log(body)
+	}
+}
+
+// TestPageNotFoundSame: a wrong, expired or revoked link and a link to a
+// run that does not exist answer the same bytes and headers.
+func TestPageNotFoundSame(t *testing.T) {
+	s, err := store.Open(store.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Now().UnixMilli()
+	l := links.New(s, func() int64 { return now })
+	src := &linkSource{l: l, runs: map[string]bool{"r1": true}}
+	ts := httptest.NewServer(Handler(src))
+	defer ts.Close()
+
+	live, _, _ := l.Create("r1", 0)
+	expired, _, _ := l.Create("r1", time.Minute)
+	revoked, rl, _ := l.Create("r1", 0)
+	l.Revoke("r1", rl.ID)
+	gone, _, _ := l.Create("r9", 0)
+	now += 2 * time.Minute.Milliseconds()
+
+	if res, _ := get(t, ts.URL+"/r/"+live); res.StatusCode != 200 {
+		t.Fatalf("live link: %d", res.StatusCode)
+	}
+	var first string
+	for name, tok := range map[string]string{"wrong": live[:len(live)-2] + "AA", "expired": expired, "revoked": revoked, "no such run": gone, "garbage": "%3Cx%3E"} {
+		res, body := get(t, ts.URL+"/r/"+tok)
+		res.Header.Del("Date")
+		var h strings.Builder
+		res.Header.Write(&h)
+		got := fmt.Sprintf("%d\n%s\n%s", res.StatusCode, h.String(), body)
+		if res.StatusCode != 404 {
+			t.Errorf("%s: %d", name, res.StatusCode)
+		}
+		if first == "" {
+			first = got
+		} else if got != first {
+			t.Errorf("%s answers differently:\n%s\nvs\n%s", name, got, first)
+		}
+	}
+}
+
+// linkSource resolves tokens through links, as the server does.
+type linkSource struct {
+	l    *links.Links
+	runs map[string]bool
+}
+
+func (s *linkSource) Run(_ context.Context, token string) (Run, bool) {
+	run, err := s.l.Resolve(token)
+	if err != nil || !s.runs[run] {
+		return Run{}, false
+	}
+	return Run{ID: run, Status: "completed"}, true
+}
+
+func (s *linkSource) Events(context.Context, string) ([]events.Event, string, error) {
+	return nil, "", nil
+}
+
+func TestPageAssets(t *testing.T) {
+	ts := newFake(Run{ID: "r1"}, "tok").server(t)
+	res, body := get(t, ts.URL+"/page/app.js")
+	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/javascript") || !strings.Contains(body, "EventSource") {
+		t.Fatalf("app.js: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	if strings.Contains(body, "innerHTML") || strings.Contains(body, "insertAdjacentHTML") || strings.Contains(body, "document.write") {
+		t.Fatal("app.js writes markup")
+	}
+	for _, p := range []string{"/page/page.html", "/page/nope.js", "/page/"} {
+		if res, _ := get(t, ts.URL+p); res.StatusCode != 404 {
+			t.Errorf("%s: %d", p, res.StatusCode)
+		}
+	}
+}
+
+type runsSource []IndexRun
+
+func (r runsSource) Runs(context.Context) ([]IndexRun, error) { return r, nil }
+
+func TestPageIndex(t *testing.T) {
+	ts := httptest.NewServer(Index(runsSource{
+		{ID: "r2", Prog: "<i>x</i>", Status: "waiting", Parent: "r1", Updated: 1_800_000_000_000},
+		{ID: "r1", Prog: "agent", Status: "completed", Page: "/r/abc", Links: 1},
+	}))
+	defer ts.Close()
+	res, body := get(t, ts.URL)
+	for _, want := range []string{`<tr data-run="r2">`, `&lt;i&gt;x&lt;/i&gt;`, `<a href="/r/abc">r1</a>`, `status-waiting`, `2027-01-15T08:00:00.000Z`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("index lacks %s", want)
+		}
+	}
+	if res.Header.Get("Content-Security-Policy") == "" || t.Failed() {
+		t.Errorf("CSP %q\n%s", res.Header.Get("Content-Security-Policy"), body)
+	}
+}
