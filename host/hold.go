@@ -18,7 +18,7 @@ type holds struct {
 }
 
 type tree struct {
-	mu    sync.Mutex
+	mu   sync.Mutex
 	n    int                // goroutines holding or waiting
 	turn context.CancelFunc // of the turn running in it, for a stop
 	stop map[string]int     // invocations asked to stop, with their askers
