@@ -540,7 +540,7 @@ func (e *Engine) resumeTurn(ctx context.Context, inv string, quantum int) (*RunS
 
 // Send delivers an event to an invocation and, if it is waiting, drives it.
 func (e *Engine) Send(ctx context.Context, inv, tag string, payload []byte) (*RunState, error) {
-	if _, err := e.boxes.Deliver(inv, tag, payload); err != nil {
+	if err := e.Deliver(inv, tag, payload); err != nil {
 		return nil, err
 	}
 	i, err := e.invs.get(inv)
@@ -553,30 +553,81 @@ func (e *Engine) Send(ctx context.Context, inv, tag string, payload []byte) (*Ru
 	return e.Resume(ctx, inv)
 }
 
+// Deliver is Send without the drive: an invocation it wakes is left
+// runnable, for a scheduler (a Loop).
+func (e *Engine) Deliver(inv, tag string, payload []byte) error {
+	_, err := e.boxes.Deliver(inv, tag, payload)
+	return err
+}
+
+// Ready is Resume without the drive: a lost settlement is charged, a pause
+// lifted, and a waiting invocation made runnable to look at what it waits
+// for again, for a scheduler (a Loop).
+func (e *Engine) Ready(inv string) error {
+	defer e.holds.lock(inv)()
+	if !e.kept(inv) {
+		if _, err := e.accounts.Recover(inv); err != nil {
+			return err
+		}
+	}
+	i, err := e.invs.Pause(inv, "")
+	if err != nil {
+		return err
+	}
+	if i.Status == Waiting {
+		_, err = e.invs.Move(inv, Running)
+	}
+	return err
+}
+
 // Resolve settles an act of unknown outcome as an operator says it ended,
 // then drives the invocation on.
 func (e *Engine) Resolve(ctx context.Context, id OpID, reply []byte) (*RunState, error) {
-	op, err := e.ledger.Get(id)
-	if err != nil {
-		return nil, err
-	}
-	if op.Phase != Unresolved && op.Phase != Attempted {
-		return nil, &LedgerError{Op: id, Phase: op.Phase, Err: errors.New("only an act of unknown outcome can be resolved")}
-	}
-	if op.Phase == Attempted && op.Attempt.Generation == e.Generation {
-		return nil, &LedgerError{Op: id, Phase: op.Phase, Err: errors.New("the act is in flight in this process")}
-	}
-	r, err := checkpoint.DecodeReply(reply)
-	if err != nil {
-		return nil, fmt.Errorf("resolve %s: the outcome: %w", id, err)
-	}
-	if reply, err = encodeReply(r); err != nil {
-		return nil, fmt.Errorf("resolve %s: the outcome: %w", id, err)
-	}
-	if _, err := e.record(id, op.Tag, Outcome{Reply: reply, Source: "operator", At: e.Clock()}); err != nil {
+	if err := e.Settle(id, reply); err != nil {
 		return nil, err
 	}
 	return e.Resume(ctx, id.Invocation)
+}
+
+// Settle is Resolve without the drive.
+func (e *Engine) Settle(id OpID, reply []byte) error {
+	op, err := e.ledger.Get(id)
+	if err != nil {
+		return err
+	}
+	if op.Phase != Unresolved && op.Phase != Attempted {
+		return &LedgerError{Op: id, Phase: op.Phase, Err: errors.New("only an act of unknown outcome can be resolved")}
+	}
+	if op.Phase == Attempted && op.Attempt.Generation == e.Generation {
+		return &LedgerError{Op: id, Phase: op.Phase, Err: errors.New("the act is in flight in this process")}
+	}
+	r, err := checkpoint.DecodeReply(reply)
+	if err != nil {
+		return fmt.Errorf("resolve %s: the outcome: %w", id, err)
+	}
+	if reply, err = encodeReply(r); err != nil {
+		return fmt.Errorf("resolve %s: the outcome: %w", id, err)
+	}
+	_, err = e.record(id, op.Tag, Outcome{Reply: reply, Source: "operator", At: e.Clock()})
+	return err
+}
+
+// Busy says whether a turn of inv's tree runs, or waits to, in this
+// process: a reader that sees the tree settled and not busy has seen
+// every event of its last turn.
+func (e *Engine) Busy(inv string) bool { return e.holds.busy(inv) }
+
+// Tree returns a root's invocation and its descendants, in id order.
+func (e *Engine) Tree(root string) ([]string, error) {
+	ids := []string{root}
+	err := e.Store.View(func(tx *store.Tx) error {
+		return tx.Scan(append(store.K("inv"), root+"."...), func(k store.Key, _ func(any) error) (bool, error) {
+			parts := k.Parts()
+			ids = append(ids, parts[len(parts)-1])
+			return true, nil
+		})
+	})
+	return ids, err
 }
 
 // Cancel stops an invocation that has not ended. Its records stay: an act of
@@ -598,14 +649,7 @@ func (e *Engine) Cancel(inv string) error {
 
 // concludeTree concludes an invocation and every descendant that has ended.
 func (e *Engine) concludeTree(inv string) error {
-	ids := []string{inv}
-	err := e.Store.View(func(tx *store.Tx) error {
-		return tx.Scan(append(store.K("inv"), inv+"."...), func(k store.Key, _ func(any) error) (bool, error) {
-			parts := k.Parts()
-			ids = append(ids, parts[len(parts)-1])
-			return true, nil
-		})
-	})
+	ids, err := e.Tree(inv)
 	for _, id := range ids {
 		if err == nil {
 			err = e.conclude(id)
