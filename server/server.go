@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -46,6 +47,7 @@ type Server struct {
 	mux      *http.ServeMux
 	stopping chan struct{}
 	stopOnce func()
+	patterns []string // the routes, for docs/api.md's test
 }
 
 // New returns a server. Its engine's OnEvent and its loop's OnTurn are
@@ -90,36 +92,40 @@ func (s *Server) Stop() { s.stopOnce() }
 // Publish wakes the streams of inv's tree.
 func (s *Server) Publish(inv string) { s.hub.publish(inv) }
 
-func (s *Server) handle(pattern string, h http.HandlerFunc) {
+func (s *Server) handle(pattern string, h http.Handler) {
+	s.patterns = append(s.patterns, pattern)
 	s.mux.Handle(pattern, s.cfg.Metrics.Middleware(pattern, h))
 }
 
+// Routes are the patterns the server serves, in the order registered.
+func (s *Server) Routes() []string { return slices.Clone(s.patterns) }
+
 func (s *Server) routes() {
-	s.handle("GET /healthz", s.healthz)
+	s.handle("GET /healthz", http.HandlerFunc(s.healthz))
 	if s.cfg.Metrics != nil {
-		s.mux.Handle("GET /metrics", s.cfg.Metrics.Handler())
+		s.handle("GET /metrics", s.cfg.Metrics.Handler())
 	}
-	s.handle("POST /v1/runs", s.postRun)
-	s.handle("GET /v1/invocations", s.getList)
-	s.handle("GET /v1/invocations/{id}", s.getInspect)
-	s.handle("GET /v1/invocations/{id}/checkpoint", s.getCheckpoint)
-	s.handle("GET /v1/invocations/{id}/state", s.getState)
-	s.handle("GET /v1/invocations/{id}/events", s.getEvents)
-	s.handle("POST /v1/invocations/{id}/send", s.postSend)
-	s.handle("POST /v1/invocations/{id}/resume", s.postResume)
-	s.handle("POST /v1/invocations/{id}/cancel", s.postCancel)
-	s.handle("POST /v1/invocations/{id}/acts/{ordinal}/resolve", s.postResolve)
-	s.handle("GET /v1/grants", s.getGrants)
-	s.handle("POST /v1/grants", s.postGrant)
-	s.handle("POST /v1/grants/revoke", s.postRevoke)
-	s.handle("POST /v1/invocations/{id}/links", s.postLink)
-	s.handle("GET /v1/invocations/{id}/links", s.getLinks)
-	s.handle("POST /v1/invocations/{id}/links/revoke", s.postRevokeLinks)
+	s.handle("POST /v1/runs", http.HandlerFunc(s.postRun))
+	s.handle("GET /v1/invocations", http.HandlerFunc(s.getList))
+	s.handle("GET /v1/invocations/{id}", http.HandlerFunc(s.getInspect))
+	s.handle("GET /v1/invocations/{id}/checkpoint", http.HandlerFunc(s.getCheckpoint))
+	s.handle("GET /v1/invocations/{id}/state", http.HandlerFunc(s.getState))
+	s.handle("GET /v1/invocations/{id}/events", http.HandlerFunc(s.getEvents))
+	s.handle("POST /v1/invocations/{id}/send", http.HandlerFunc(s.postSend))
+	s.handle("POST /v1/invocations/{id}/resume", http.HandlerFunc(s.postResume))
+	s.handle("POST /v1/invocations/{id}/cancel", http.HandlerFunc(s.postCancel))
+	s.handle("POST /v1/invocations/{id}/acts/{ordinal}/resolve", http.HandlerFunc(s.postResolve))
+	s.handle("GET /v1/grants", http.HandlerFunc(s.getGrants))
+	s.handle("POST /v1/grants", http.HandlerFunc(s.postGrant))
+	s.handle("POST /v1/grants/revoke", http.HandlerFunc(s.postRevoke))
+	s.handle("POST /v1/invocations/{id}/links", http.HandlerFunc(s.postLink))
+	s.handle("GET /v1/invocations/{id}/links", http.HandlerFunc(s.getLinks))
+	s.handle("POST /v1/invocations/{id}/links/revoke", http.HandlerFunc(s.postRevokeLinks))
 	pages := page.Handler(pageSource{s})
-	s.mux.Handle("GET "+page.PagePath, pages)
-	s.mux.Handle("GET "+page.AssetPath, pages)
-	s.handle("GET "+page.EventsPath, s.getPageEvents)
-	s.mux.Handle("GET /runs", page.Index(indexSource{s}))
+	s.handle("GET "+page.PagePath, pages)
+	s.handle("GET "+page.AssetPath, pages)
+	s.handle("GET "+page.EventsPath, http.HandlerFunc(s.getPageEvents))
+	s.handle("GET /runs", page.Index(indexSource{s}))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, api.Errorf(api.CodeNotFound, "no route %s %s (docs/api.md)", r.Method, r.URL.Path))
 	})
