@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -237,9 +238,10 @@ func launchServe(ctx context.Context, o serveOptions) (wait func() error, err er
 			base = "http://" + o.listen
 		}
 	}
+	lk := links.New(s, nowMillis)
 	srv := server.New(server.Config{
 		Service: &server.Service{E: e, Loop: loop},
-		Links:   links.New(s, nowMillis),
+		Links:   lk,
 		Metrics: m,
 		Token:   token,
 		BaseURL: base,
@@ -279,7 +281,11 @@ func launchServe(ctx context.Context, o serveOptions) (wait func() error, err er
 	go func() { loopDone <- loop.Run(ctx) }()
 	var slackWait func()
 	if o.slack != nil {
-		slackWait = startSlack(ctx, o.slack, e, log, m)
+		// A card links to its run's live page, by a capability link.
+		slackWait = startSlack(ctx, o.slack, e, log, m, func(inv string) (string, error) {
+			token, _, err := lk.Create(inv, 0)
+			return strings.TrimSuffix(base, "/") + "/r/" + token, err
+		})
 	}
 	log.Info("serving", "store", o.store, "socket", sock, "listen", d.Listen, "workers", workers, "pid", d.PID, "traces", x.Enabled())
 

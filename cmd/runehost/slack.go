@@ -88,8 +88,9 @@ func slackOptionsOf(c *cli.Context) (*slackOptions, error) {
 
 // startSlack runs the dispatcher on e until ctx ends; wait waits for it
 // to stop and its last card frames to go.
-func startSlack(ctx context.Context, o *slackOptions, e *host.Engine, log *slog.Logger, m *metrics.Metrics) (wait func()) {
+func startSlack(ctx context.Context, o *slackOptions, e *host.Engine, log *slog.Logger, m *metrics.Metrics, link func(inv string) (string, error)) (wait func()) {
 	cfg := o.cfg
+	cfg.Link = link
 	cfg.Log = func(line string) { log.Warn(line, "part", "slack") }
 	d := dispatch.New(cfg, e)
 	cs := d.Cards()
