@@ -285,8 +285,9 @@ func (e *Engine) Drive(ctx context.Context, inv string) (*RunState, error) {
 func (e *Engine) driveTurn(ctx context.Context, inv string, quantum int) (*RunState, error) {
 	tctx, done := e.holds.running(ctx, inv)
 	out, err := e.turn(tctx, inv, quantum)
+	stopped := tctx.Err() != nil
 	done()
-	if err != nil && ctx.Err() == nil && tctx.Err() != nil {
+	if err != nil && ctx.Err() == nil && stopped {
 		return e.State(inv)
 	}
 	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrNoSuchInvocation) {
