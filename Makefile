@@ -46,9 +46,9 @@ guest:
 load-cards:
 	$(GO) run ./internal/loadcards/cmd -cards 50 -limit 50
 
-## race: the race detector over the concurrent parts: the engine, the events, Slack.
+## race: the race detector over the concurrent parts: the engine, the events, Slack, the server.
 race:
-	$(GO) test -race ./host ./events/... ./slack/...
+	$(GO) test -race ./host ./events/... ./slack/... ./server/...
 
 ## tools: the test tools of testdata/tools, as WASI commands in testdata/tools/bin (tool.run finds them with RUNEHOST_TOOLS=testdata/tools/bin).
 TOOLS = cat wc grep spin grow flood escape envsnoop scribble racer

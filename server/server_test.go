@@ -61,6 +61,12 @@ func (g *gate) Do(ctx context.Context, op *host.Operation) (any, error) {
 	return "ok", nil
 }
 
+func (g *gate) count() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.calls
+}
+
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	s, err := store.Open(store.Options{Dir: t.TempDir()})
@@ -333,7 +339,9 @@ func TestLinksFailAlike(t *testing.T) {
 func TestRevokeAndCancelReachARunningProg(t *testing.T) {
 	f := newFixture(t)
 	g := f.e.Adapters["test.gate"].(*gate)
+	g.mu.Lock()
 	g.ch = make(chan struct{})
+	g.mu.Unlock()
 	if code := f.do(t, "POST", "/v1/grants", api.GrantRequest{Prog: "p", Statements: []string{"test.gate"}}, nil); code != 200 {
 		t.Fatalf("grant: %d", code)
 	}
@@ -341,7 +349,7 @@ func TestRevokeAndCancelReachARunningProg(t *testing.T) {
 var second = "allowed"
 try { act "test.gate" {} } catch err { second = err.kind }
 return [a, second]`)
-	for g.calls == 0 {
+	for g.count() == 0 {
 		time.Sleep(time.Millisecond)
 	}
 	var rv api.Revoked
