@@ -91,7 +91,9 @@ func (s *Service) Run(ctx context.Context, req api.RunRequest) (*api.RunResponse
 		return nil, engineError(err)
 	}
 	if len(missing) > 0 && req.StrictGrants {
-		return nil, api.Errorf(api.CodeRefused, "run: refused by --strict-grants: %s has no grant for %s", req.Prog, strings.Join(missing, ", "))
+		e := api.Errorf(api.CodeRefused, "run: refused by --strict-grants: %s has no grant for %s", req.Prog, strings.Join(missing, ", "))
+		e.Missing = missing
+		return nil, e
 	}
 	limit := req.Limit
 	if limit == 0 {

@@ -40,6 +40,9 @@ func migrateCommand() *cli.Command {
 					return exitf(exitUsage, "migrate: %v", err)
 				}
 			}
+			if err := refuseServed(c); err != nil {
+				return err
+			}
 			e, done, err := openEngine(c, false)
 			if err != nil {
 				return err
