@@ -403,6 +403,9 @@ func (e *Engine) step(ctx context.Context, r *run, reply []byte, n uint64, stopp
 		return nil, fmt.Errorf("invocation %s: a %s without a checkpoint", r.inv, res.Kind)
 	}
 	r.spent += res.Used - r.used
+	if e.OnSlice != nil {
+		e.OnSlice(r.inv, res.Used-r.used)
+	}
 	r.used, r.reported = res.Used, false // the reply, if any, is taken
 	r.consumed += len(reply)
 	return res, nil

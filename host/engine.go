@@ -49,6 +49,8 @@ type Engine struct {
 	OnEvent func(ev events.Event)
 	// OnEmit, if set, sees each event a prog emits, as its slice ends.
 	OnEmit func(inv string, e Emit)
+	// OnSlice, if set, sees each slice run, with the steps it used.
+	OnSlice func(inv string, steps uint64)
 	// OnWarn, if set, sees each warning that a cap is nearly reached.
 	OnWarn func(inv, msg string)
 	// Redactor strips secrets from every event, and the host's own secrets
@@ -169,6 +171,7 @@ type RunState struct {
 	Waiting  string            // what it waits for, when Waiting
 	Deadline int64             // unix ms when its await times out, or 0
 	Unknown  *Operation        // an attempt without an outcome, when there is one
+	Paused   string            // why the engine cannot run it, when paused (State)
 	Emits    []Emit
 }
 
@@ -282,8 +285,9 @@ func (e *Engine) Drive(ctx context.Context, inv string) (*RunState, error) {
 func (e *Engine) driveTurn(ctx context.Context, inv string, quantum int) (*RunState, error) {
 	tctx, done := e.holds.running(ctx, inv)
 	out, err := e.turn(tctx, inv, quantum)
+	stopped := tctx.Err() != nil
 	done()
-	if err != nil && ctx.Err() == nil && tctx.Err() != nil {
+	if err != nil && ctx.Err() == nil && stopped {
 		return e.State(inv)
 	}
 	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrNoSuchInvocation) {

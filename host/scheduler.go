@@ -228,7 +228,7 @@ func (e *Engine) State(inv string) (*RunState, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &RunState{Status: i.Status, Result: i.Result, Err: i.Err}
+	st := &RunState{Status: i.Status, Result: i.Result, Err: i.Err, Paused: i.Paused}
 	switch i.Status {
 	case Joining:
 		st.Waiting = fmt.Sprintf("%d children", i.Live)

@@ -15,6 +15,17 @@ import (
 	"github.com/runehost/runehost/store"
 )
 
+// RegisterRecordKind makes VerifyRecords check a kind of record that a
+// layer above the engine keeps in the same store (the server's page
+// links), so that `store verify` does not call it unknown. Call it from an
+// init function: the kinds are read without a lock.
+func RegisterRecordKind(kind string, parts int, check func(key store.Key, b []byte) error) {
+	recordKinds[kind] = struct {
+		parts int
+		check func(parts []string, key store.Key, b []byte) error
+	}{parts, func(_ []string, k store.Key, b []byte) error { return check(k, b) }}
+}
+
 // recordKinds decodes and checks the value of each kind of record, given
 // its key's parts after the kind. docs/store.md lists the kinds.
 var recordKinds = map[string]struct {

@@ -50,6 +50,9 @@ func (s *Store) Written() int64 { return s.written.Load() }
 // (Badger preallocates its logs as holes: their length says nothing).
 func (s *Store) Size() (int64, error) { return DirSize(s.dir) }
 
+// Sizes are Badger's own estimates of its tables and value logs (metrics).
+func (s *Store) Sizes() (lsm, vlog int64) { return s.db.Size() }
+
 // DirSize is the bytes the files directly in dir take on disk.
 func DirSize(dir string) (int64, error) {
 	ents, err := os.ReadDir(dir)

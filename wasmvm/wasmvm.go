@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -112,6 +113,16 @@ type Runtime struct {
 	order   [][32]byte
 	closed  bool
 	lazy    map[string]*lazyMachine // live machines left by lazy Yields
+
+	calls atomic.Int64 // calls running, each on an instance of its own
+}
+
+// Pool says how many calls run now, each on an instance, and how many
+// warm instances wait idle (for metrics).
+func (r *Runtime) Pool() (busy, idle int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return int(r.calls.Load()), len(r.pool)
 }
 
 // lazyMachine is where a lazy Yield left an invocation: the instance that
@@ -249,6 +260,8 @@ func (r *Runtime) source(hash [32]byte) []byte {
 // Load implements port.RuntimePort: the guest compiles the source (so the
 // errors are the machine's own), and the runtime keeps it for later steps.
 func (r *Runtime) Load(ctx context.Context, source []byte) (port.Info, error) {
+	r.calls.Add(1)
+	defer r.calls.Add(-1)
 	hash := compile.HashSource(source)
 	var info port.Info
 	err := r.with(ctx, func(in *instance) error {
@@ -264,6 +277,8 @@ func (r *Runtime) Load(ctx context.Context, source []byte) (port.Info, error) {
 
 // Start implements port.RuntimePort.
 func (r *Runtime) Start(ctx context.Context, input port.Input) ([]byte, error) {
+	r.calls.Add(1)
+	defer r.calls.Add(-1)
 	hash := compile.HashSource(input.Source)
 	var cp []byte
 	err := r.with(ctx, func(in *instance) error {
@@ -290,6 +305,8 @@ func (r *Runtime) Start(ctx context.Context, input port.Input) ([]byte, error) {
 
 // Step implements port.RuntimePort.
 func (r *Runtime) Step(ctx context.Context, req port.Request) (*port.Result, error) {
+	r.calls.Add(1)
+	defer r.calls.Add(-1)
 	if req.Checkpoint == nil {
 		return r.continueLazy(ctx, req)
 	}

@@ -49,7 +49,7 @@ func newApp() *cli.App {
 		Description: "runehost compiles and runs progs written in Rune. A prog's machine state\n" +
 			"is plain data: it runs in bounded slices of steps and can be checkpointed\n" +
 			"at any slice, act or await. See docs/language.md.",
-		Commands:        []*cli.Command{checkCommand(), runCommand(), resumeCommand(), sendCommand(), psCommand(), inspectCommand(), resolveCommand(), cancelCommand(), grantCommand(), revokeCommand(), grantsCommand(), eventsCommand(), linkCommand(), migrateCommand(), gcCommand(), toolCommand(), redactCommand(), slackCommand(), storeCommand()},
+		Commands:        []*cli.Command{checkCommand(), runCommand(), resumeCommand(), sendCommand(), psCommand(), inspectCommand(), resolveCommand(), cancelCommand(), grantCommand(), revokeCommand(), grantsCommand(), eventsCommand(), linkCommand(), migrateCommand(), gcCommand(), toolCommand(), redactCommand(), slackCommand(), serveCommand(), storeCommand()},
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*cli.Context, error) {}, // main reports errors
 	}

@@ -1,5 +1,5 @@
-// slack.go holds `runehost slack`: run progs from Slack mentions, with live
-// status cards.
+// slack.go holds `runehost slack`: serve with the Slack dispatcher, which
+// runs progs from Slack mentions with a live status card for each.
 
 package main
 
@@ -7,15 +7,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/runehost/runehost/acts"
-	"github.com/runehost/runehost/events/redact"
+	"github.com/runehost/runehost/host"
+	"github.com/runehost/runehost/internal/metrics"
 	"github.com/runehost/runehost/slack/dispatch"
 	"github.com/runehost/runehost/slack/status"
 )
@@ -23,73 +22,105 @@ import (
 func slackCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "slack",
-		Usage: "run progs from Slack mentions, with a live status card for each",
+		Usage: "serve with the Slack dispatcher: run progs from Slack mentions, with a live status card for each",
 		Description: "Listens for mentions of the app: `@runehost NAME [INPUT]` runs NAME.rune from\n" +
 			"--progs with INPUT (JSON, or text) in the store, as the prog CHANNEL/NAME,\n" +
 			"so a channel's grants are `runehost grant --prog C0123/* ...` (or per prog).\n" +
 			"A status card is posted at once in the mention's thread and kept current;\n" +
 			"a reply in the thread answers what the run awaits (an approval).\n\n" +
 			"With SLACK_APP_TOKEN it uses Socket Mode; otherwise it serves the Events\n" +
-			"API on --listen, checking each request with SLACK_SIGNING_SECRET.\n" +
-			"docs/slack.md has the app manifest.",
-		Flags: []cli.Flag{
+			"API on --slack-listen, checking each request with SLACK_SIGNING_SECRET.\n" +
+			"docs/slack.md has the app manifest. It is `runehost serve --slack`: the\n" +
+			"API is served too, so other commands work on the store meanwhile.",
+		Flags: append([]cli.Flag{
 			storeFlag(), nativeFlag(), cacheFlag(),
-			&cli.StringFlag{Name: "progs", Value: "progs", Usage: "the directory of progs a mention may name", EnvVars: []string{"RUNEHOST_SLACK_PROGS"}},
-			&cli.StringFlag{Name: "listen", Value: ":3000", Usage: "the Events API address (without Socket Mode)"},
-			&cli.StringFlag{Name: "base-url", Usage: "links to runs: BASE/runs/INV", EnvVars: []string{"RUNEHOST_BASE_URL"}},
-			&cli.StringFlag{Name: "verbosity", Value: "verbose", Usage: "quiet (the checklist), verbose (and recent acts) or debug (and the current act)"},
-			&cli.Uint64Flag{Name: "limit", Value: 10_000_000, Usage: "step limit of each run"},
-			&cli.StringFlag{Name: "bot-token", EnvVars: []string{"SLACK_BOT_TOKEN"}, Usage: "xoxb-… (required)"},
-			&cli.StringFlag{Name: "app-token", EnvVars: []string{"SLACK_APP_TOKEN"}, Usage: "xapp-…: Socket Mode"},
-			&cli.StringFlag{Name: "signing-secret", EnvVars: []string{"SLACK_SIGNING_SECRET"}, Usage: "the Events API's signing secret"},
-			&cli.StringFlag{Name: "api-url", EnvVars: []string{"SLACK_API_URL"}, Hidden: true},
-		},
-		Action: func(c *cli.Context) error {
-			verb, ok := map[string]status.Verbosity{"quiet": status.Quiet, "verbose": status.Verbose, "debug": status.Debug}[c.String("verbosity")]
-			if !ok {
-				return exitf(exitUsage, "slack: --verbosity is quiet, verbose or debug")
+			&cli.StringFlag{Name: "listen", Usage: "also serve the API on this TCP address"},
+			&cli.StringFlag{Name: "token-file", Usage: "the TCP bearer token's file"},
+			&cli.StringFlag{Name: "base-url", Usage: "links to runs: BASE/r/TOKEN", EnvVars: []string{"RUNEHOST_BASE_URL"}},
+			&cli.IntFlag{Name: "workers", Usage: "trees driven at once", DefaultText: "the number of CPUs"},
+		}, slackFlags()...),
+		Action: func(c *cli.Context) error { return serveAction(c, true) },
+	}
+}
+
+// slackFlags are the Slack dispatcher's flags, on serve and slack.
+func slackFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "progs", Value: "progs", Usage: "the directory of progs a mention may name", EnvVars: []string{"RUNEHOST_SLACK_PROGS"}},
+		&cli.StringFlag{Name: "slack-listen", Value: ":3000", Usage: "the Slack Events API address (without Socket Mode)"},
+		&cli.StringFlag{Name: "verbosity", Value: "verbose", Usage: "quiet (the checklist), verbose (and recent acts) or debug (and the current act)"},
+		&cli.Uint64Flag{Name: "limit", Value: 10_000_000, Usage: "step limit of each run"},
+		&cli.StringFlag{Name: "bot-token", EnvVars: []string{"SLACK_BOT_TOKEN"}, Usage: "xoxb-… (required with Slack)"},
+		&cli.StringFlag{Name: "app-token", EnvVars: []string{"SLACK_APP_TOKEN"}, Usage: "xapp-…: Socket Mode"},
+		&cli.StringFlag{Name: "signing-secret", EnvVars: []string{"SLACK_SIGNING_SECRET"}, Usage: "the Events API's signing secret"},
+		&cli.StringFlag{Name: "api-url", EnvVars: []string{"SLACK_API_URL"}, Hidden: true},
+	}
+}
+
+// slackOptions configure the dispatcher inside a serve.
+type slackOptions struct {
+	cfg    dispatch.Config
+	listen string
+}
+
+// secrets are Slack's own tokens: the host's secrets too.
+func (o *slackOptions) secrets() []string {
+	return []string{o.cfg.BotToken, o.cfg.AppToken, o.cfg.SigningSecret}
+}
+
+func slackOptionsOf(c *cli.Context) (*slackOptions, error) {
+	verb, ok := map[string]status.Verbosity{"quiet": status.Quiet, "verbose": status.Verbose, "debug": status.Debug}[c.String("verbosity")]
+	if !ok {
+		return nil, exitf(exitUsage, "slack: --verbosity is quiet, verbose or debug")
+	}
+	if c.String("bot-token") == "" {
+		return nil, exitf(exitUsage, "slack: set SLACK_BOT_TOKEN (and SLACK_APP_TOKEN for Socket Mode, or SLACK_SIGNING_SECRET for the Events API)")
+	}
+	if c.String("app-token") == "" && c.String("signing-secret") == "" {
+		return nil, exitf(exitUsage, "slack: set SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET (Events API)")
+	}
+	return &slackOptions{listen: c.String("slack-listen"), cfg: dispatch.Config{
+		BotToken: c.String("bot-token"), AppToken: c.String("app-token"), SigningSecret: c.String("signing-secret"),
+		APIURL: c.String("api-url"), ProgDir: c.String("progs"), BaseURL: c.String("base-url"),
+		Verbosity: verb, Limit: c.Uint64("limit"),
+	}}, nil
+}
+
+// startSlack runs the dispatcher on e until ctx ends; wait waits for it
+// to stop and its last card frames to go.
+func startSlack(ctx context.Context, o *slackOptions, e *host.Engine, log *slog.Logger, m *metrics.Metrics, link func(inv string) (string, error)) (wait func()) {
+	cfg := o.cfg
+	cfg.Link = link
+	cfg.Log = func(line string) { log.Warn(line, "part", "slack") }
+	d := dispatch.New(cfg, e)
+	cs := d.Cards()
+	m.SetSlack(func() (int64, int64, int64) {
+		return cs.Edits.Load(), cs.DroppedProgress.Load(), cs.RefusedTerminal.Load()
+	})
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		if cfg.AppToken != "" {
+			log.Info("slack: connecting over Socket Mode")
+			err = d.RunSocketMode(ctx)
+		} else {
+			srv := &http.Server{Addr: o.listen, Handler: d.EventsHandler(ctx), ReadHeaderTimeout: 5 * time.Second}
+			go func() { <-ctx.Done(); srv.Shutdown(context.Background()) }()
+			log.Info("slack: serving the Events API", "listen", o.listen)
+			if err = srv.ListenAndServe(); errors.Is(err, http.ErrServerClosed) {
+				err = nil
 			}
-			if c.String("bot-token") == "" {
-				return exitf(exitUsage, "slack: set SLACK_BOT_TOKEN (and SLACK_APP_TOKEN for Socket Mode, or SLACK_SIGNING_SECRET for the Events API)")
-			}
-			if c.String("app-token") == "" && c.String("signing-secret") == "" {
-				return exitf(exitUsage, "slack: set SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET (Events API)")
-			}
-			e, done, err := openEngine(c, true)
-			if err != nil {
-				return err
-			}
-			defer done()
-			// Slack's own tokens are the host's secrets too.
-			e.Redactor = redact.New(append(acts.FromEnv().Secrets(), c.String("bot-token"), c.String("app-token"), c.String("signing-secret"))...)
-			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			d := dispatch.New(dispatch.Config{
-				BotToken: c.String("bot-token"), AppToken: c.String("app-token"), SigningSecret: c.String("signing-secret"),
-				APIURL: c.String("api-url"), ProgDir: c.String("progs"), BaseURL: c.String("base-url"),
-				Verbosity: verb, Limit: c.Uint64("limit"),
-				Log: func(line string) { fmt.Fprintln(c.App.ErrWriter, line) },
-			}, e)
-			if c.String("app-token") != "" {
-				fmt.Fprintln(c.App.ErrWriter, "slack: connecting over Socket Mode")
-				err = d.RunSocketMode(ctx)
-			} else {
-				srv := &http.Server{Addr: c.String("listen"), Handler: d.EventsHandler(ctx), ReadHeaderTimeout: 5 * time.Second}
-				go func() { <-ctx.Done(); srv.Shutdown(context.Background()) }()
-				fmt.Fprintf(c.App.ErrWriter, "slack: serving the Events API on %s\n", c.String("listen"))
-				if err = srv.ListenAndServe(); errors.Is(err, http.ErrServerClosed) {
-					err = nil
-				}
-			}
-			d.Wait()
-			d.Drain(5 * time.Second) // terminal frames funded but not yet sent
-			cs := d.Cards()
-			fmt.Fprintf(c.App.ErrWriter, "slack: stopped; %d card edits, %d progress frames dropped, %d terminal frames refused\n",
-				cs.Edits.Load(), cs.DroppedProgress.Load(), cs.RefusedTerminal.Load())
-			if err != nil {
-				return exitf(exitInternal, "slack: %v", err)
-			}
-			return nil
-		},
+		}
+		done <- err
+	}()
+	return func() {
+		err := <-done
+		d.Wait()
+		d.Drain(5 * time.Second) // terminal frames funded but not yet sent
+		log.Info(fmt.Sprintf("slack: stopped; %d card edits, %d progress frames dropped, %d terminal frames refused",
+			cs.Edits.Load(), cs.DroppedProgress.Load(), cs.RefusedTerminal.Load()))
+		if err != nil {
+			log.Error("slack", "err", err)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/runehost/runehost/host"
 	"github.com/runehost/runehost/store"
 )
 
@@ -206,6 +207,9 @@ func (l *Links) Revoke(run, id string) (int, error) {
 	})
 	return n, err
 }
+
+// store verify knows the links' records.
+func init() { host.RegisterRecordKind(kind, 1, Verify) }
 
 // Verify checks a stored link record as Resolve reads it, for `runehost
 // store verify`: it decodes strictly and sits under its own hash.

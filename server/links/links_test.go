@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runehost/runehost/host"
 	"github.com/runehost/runehost/store"
 )
 
@@ -161,5 +162,17 @@ func TestLinkMalformedRecord(t *testing.T) {
 		if err := Verify(k, b); err == nil || !strings.Contains(err.Error(), k.String()) {
 			t.Errorf("verify %x: %v", b, err)
 		}
+	}
+}
+
+// store verify knows a link's record: it is no "record of no kind".
+func TestLinkRecordsVerify(t *testing.T) {
+	l, s, _ := fixture(t)
+	if _, _, err := l.Create("r1", 0); err != nil {
+		t.Fatal(err)
+	}
+	problems, n, err := host.VerifyRecords(s)
+	if err != nil || len(problems) != 0 || n == 0 {
+		t.Fatalf("verify: %d records, %v, %v", n, problems, err)
 	}
 }

@@ -38,7 +38,10 @@ type Config struct {
 	SigningSecret string // the Events API's requests are signed with it
 	APIURL        string // Slack's API (a fake in tests); the real one when ""
 	ProgDir       string // where a mention's prog NAME.rune is found
-	BaseURL       string // a run's link is BaseURL/runs/INV, when set
+	BaseURL       string // without Link, a run's link is BaseURL/runs/INV, when set
+	// Link, if set, makes the link of a run's card: its live page, through a
+	// capability link (runehost serve gives one).
+	Link func(inv string) (string, error)
 	Verbosity     status.Verbosity
 	Limit         uint64        // steps a run may take
 	MinInterval   time.Duration // between two edits of a card
@@ -96,6 +99,22 @@ func New(cfg Config, e *host.Engine) *Dispatcher {
 		d.onEvent(ev)
 	}
 	return d
+}
+
+// link is a run's link for its card, or "".
+func (d *Dispatcher) link(inv string) string {
+	if d.cfg.Link != nil {
+		l, err := d.cfg.Link(inv)
+		if err != nil {
+			d.log("slack: the link of %s: %v", inv, err)
+			return ""
+		}
+		return l
+	}
+	if d.cfg.BaseURL != "" {
+		return strings.TrimSuffix(d.cfg.BaseURL, "/") + "/runs/" + inv
+	}
+	return ""
 }
 
 // Cards returns the dispatcher's card sender (its counters, for the logs).
@@ -190,9 +209,7 @@ func (d *Dispatcher) Mention(ctx context.Context, channel, user, text, ts string
 	d.mu.Unlock()
 	live.Update(func(c *status.Card) {
 		c.Run, c.Started = inv, d.clk.Now()
-		if d.cfg.BaseURL != "" {
-			c.Link = strings.TrimSuffix(d.cfg.BaseURL, "/") + "/runs/" + inv
-		}
+		c.Link = d.link(inv)
 	})
 	seed := sha256.Sum256([]byte(inv + ts))
 	r.drive.Lock()
@@ -223,9 +240,7 @@ func (d *Dispatcher) Recover(ctx context.Context) error {
 		channel, thread, cardTS := parts[1], parts[2], parts[3]
 		_, name, _ := strings.Cut(i.Prog, "/")
 		c := &status.Card{Run: i.ID, Prog: name, Verbosity: d.cfg.Verbosity, Started: time.UnixMilli(i.Admitted)}
-		if d.cfg.BaseURL != "" {
-			c.Link = strings.TrimSuffix(d.cfg.BaseURL, "/") + "/runs/" + i.ID
-		}
+		c.Link = d.link(i.ID)
 		evs, err := d.e.Events(i.ID, 1, 0)
 		if err != nil {
 			continue

@@ -211,7 +211,7 @@
       $("waiting-box").hidden = false;
     }
     show("answer-box", "answer", s.answer);
-    show("error-box", "error", s.error);
+    show("error-box", "error", s.error && typeof s.error === "object" ? s.error.text : s.error);
   }
 
   function live(on) {

@@ -1,0 +1,321 @@
+// serve.go holds `runehost serve`: one long-running host process that owns
+// the store, runs the scheduler continuously and serves the API (and, with
+// --slack, the Slack dispatcher) until SIGTERM drains it.
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/runehost/runehost/acts"
+	"github.com/runehost/runehost/api"
+	"github.com/runehost/runehost/events"
+	"github.com/runehost/runehost/events/otlp"
+	"github.com/runehost/runehost/events/redact"
+	"github.com/runehost/runehost/guest/port"
+	"github.com/runehost/runehost/host"
+	"github.com/runehost/runehost/internal/metrics"
+	"github.com/runehost/runehost/server"
+	"github.com/runehost/runehost/server/links"
+	"github.com/runehost/runehost/store"
+	"github.com/runehost/runehost/wasmvm"
+)
+
+// version is runehost's version, as the API reports it.
+const version = "0.13.0"
+
+func serveCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "own the store: run progs continuously and serve the API, the run pages and Slack",
+		Description: "Runs one host process for the store: the scheduler runs every runnable\n" +
+			"invocation, fires await deadlines on time and settles children, and the API\n" +
+			"(docs/api.md) is served on the Unix socket serve.sock in the store directory\n" +
+			"(mode 0600) and, with --listen, on TCP, where every route but /healthz and\n" +
+			"the run pages wants the bearer token in serve.token (or --token-file).\n" +
+			"While it runs, every other command on the store goes through it.\n\n" +
+			"SIGTERM or SIGINT drains: running slices finish, live machines are\n" +
+			"checkpointed, and it exits 0; a second signal exits at once, losing\n" +
+			"nothing acknowledged. Logs are text on a terminal, JSON otherwise. With\n" +
+			"OTEL_EXPORTER_OTLP_ENDPOINT set, runs export as OpenTelemetry traces.",
+		Flags: append([]cli.Flag{
+			storeFlag(), nativeFlag(), cacheFlag(),
+			&cli.StringFlag{Name: "listen", Usage: "also serve the API on this TCP address (such as 127.0.0.1:7233)"},
+			&cli.StringFlag{Name: "token-file", Usage: "the TCP bearer token's file", DefaultText: "serve.token in the store, made at first start"},
+			&cli.StringFlag{Name: "base-url", Usage: "where run pages are reached: BASE/r/TOKEN", DefaultText: "http://LISTEN, or http://127.0.0.1:7233", EnvVars: []string{"RUNEHOST_BASE_URL"}},
+			&cli.IntFlag{Name: "workers", Usage: "trees driven at once", DefaultText: "the number of CPUs"},
+			&cli.BoolFlag{Name: "slack", Usage: "also run the Slack dispatcher (the flags of runehost slack)"},
+		}, slackFlags()...),
+		Action: func(c *cli.Context) error { return serveAction(c, c.Bool("slack")) },
+	}
+}
+
+// serveOptions is what a serve is started with.
+type serveOptions struct {
+	store    string
+	listen   string
+	token    string // the token file
+	baseURL  string
+	workers  int
+	native   bool
+	cacheDir string
+	slack    *slackOptions // nil: no Slack
+	logw     io.Writer
+}
+
+func serveAction(c *cli.Context, withSlack bool) error {
+	dir, err := storeDir(c)
+	if err != nil {
+		return err
+	}
+	o := serveOptions{store: dir, listen: c.String("listen"), token: c.String("token-file"), baseURL: c.String("base-url"),
+		workers: c.Int("workers"), native: c.Bool("native"), cacheDir: c.String("cache-dir"), logw: c.App.ErrWriter}
+	if withSlack {
+		if o.slack, err = slackOptionsOf(c); err != nil {
+			return err
+		}
+	}
+	// The first signal drains; a second one exits at once.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(c.Context)
+	defer cancel()
+	go func() {
+		select {
+		case <-sigs:
+		case <-ctx.Done():
+			return
+		}
+		cancel()
+		select {
+		case <-sigs:
+			fmt.Fprintln(c.App.ErrWriter, "runehost: second signal: exiting now")
+			os.Exit(exitInternal)
+		case <-time.After(time.Hour):
+		}
+	}()
+	wait, err := launchServe(ctx, o)
+	if err != nil {
+		return err
+	}
+	return wait()
+}
+
+// startServe starts a serve of the store dir in this process (tests run
+// the CLI against it) and returns once it listens; stop drains it.
+func startServe(ctx context.Context, dir string, stderr io.Writer) (stop func() error, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	wait, err := launchServe(ctx, serveOptions{store: dir, logw: stderr, cacheDir: os.Getenv("RUNEHOST_CACHE_DIR"), workers: 2})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return func() error { cancel(); return wait() }, nil
+}
+
+// newLogger logs as text on a terminal, as JSON lines otherwise.
+func newLogger(w io.Writer) *slog.Logger {
+	if isTerminal(w) {
+		return slog.New(slog.NewTextHandler(w, nil))
+	}
+	return slog.New(slog.NewJSONHandler(w, nil))
+}
+
+// launchServe starts a serve on o.store and returns once it listens; wait
+// blocks until ctx ends and the serve has drained, and says how it ended.
+func launchServe(ctx context.Context, o serveOptions) (wait func() error, err error) {
+	log := newLogger(o.logw)
+	opts, err := storeOptions(o.store)
+	if err != nil {
+		return nil, err
+	}
+	s, err := store.Open(opts)
+	if err != nil {
+		var le *store.LockedError
+		if errors.As(err, &le) {
+			return nil, exitf(exitUsage, "%v", err)
+		}
+		return nil, exitf(exitInternal, "%v", err)
+	}
+	workers := o.workers
+	if workers <= 0 {
+		workers = runtime.NumCPU()
+	}
+	var rt port.RuntimePort = port.NewNative()
+	closeRT := func() {}
+	var pool func() (busy, idle int)
+	if !o.native {
+		w, err := wasmvm.New(ctx, wasmvm.Config{CacheDir: o.cacheDir, PoolSize: workers, MemoryLimitPages: sandboxMemoryPages})
+		if err != nil {
+			s.Close()
+			return nil, exitf(exitInternal, "serve: starting the sandbox: %v", err)
+		}
+		rt, closeRT, pool = w, func() { w.Close(context.Background()) }, w.Pool
+	}
+	fail := func(err error) (func() error, error) {
+		closeRT()
+		s.Close()
+		return nil, err
+	}
+	e, unknown, err := host.Open(s, rt, nowMillis)
+	if err != nil {
+		return fail(exitf(exitInternal, "%v", err))
+	}
+	if e.Cadence, err = cadenceFromEnv(); err != nil {
+		return fail(exitf(exitUsage, "%v", err))
+	}
+	for _, op := range unknown {
+		log.Warn("act attempted without an outcome; it will not be re-run (settle it with runehost resolve)", "act", op.Tag, "op", op.ID().String())
+	}
+	cfg := acts.FromEnv()
+	if o.cacheDir != "" {
+		cfg.CacheDir = o.cacheDir
+	}
+	closeActs := acts.Register(e, cfg)
+	testAdapters(e)
+	secrets := cfg.Secrets()
+	if o.slack != nil {
+		secrets = append(secrets, o.slack.secrets()...)
+	}
+	e.Redactor = redact.New(secrets...)
+
+	m := metrics.New()
+	x, err := otlp.New(ctx, otlp.WithServiceVersion(version))
+	if err != nil {
+		closeActs()
+		return fail(exitf(exitUsage, "serve: %v", err))
+	}
+	e.OnEvent = func(ev events.Event) { m.Event(ev); x.Event(ev) }
+	e.OnSlice = func(_ string, steps uint64) { m.Slice(steps) }
+	m.SetInvocations(func() (map[string]int, error) {
+		invs, err := e.List()
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]int{}
+		for _, i := range invs {
+			out[i.Status.String()]++
+		}
+		return out, nil
+	})
+	m.SetStoreBytes(s.Sizes)
+	if pool != nil {
+		m.SetPool(func() (int, int) { b, i := pool(); return b, b + i })
+	}
+
+	loop := &host.Loop{E: e, Workers: workers}
+	loop.OnTurn = func(t host.Turn) {
+		if t.Err != nil {
+			log.Error("turn failed; the invocation is paused", "invocation", t.Invocation, "err", e.Clean(t.Err.Error(), 500))
+		} else if t.State != nil && t.State.Status.Terminal() {
+			log.Info("ended", "invocation", t.Invocation, "status", t.State.Status.String())
+		}
+	}
+	token, err := server.LoadToken(o.store, o.token)
+	if err != nil {
+		closeActs()
+		return fail(exitf(exitUsage, "serve: the token: %v", err))
+	}
+	base := o.baseURL
+	if base == "" {
+		base = "http://127.0.0.1:7233"
+		if o.listen != "" {
+			base = "http://" + o.listen
+		}
+	}
+	lk := links.New(s, nowMillis)
+	srv := server.New(server.Config{
+		Service: &server.Service{E: e, Loop: loop},
+		Links:   lk,
+		Metrics: m,
+		Token:   token,
+		BaseURL: base,
+		Log:     log,
+		Version: version,
+	})
+	ul, sock, err := server.ListenUnix(o.store)
+	if err != nil {
+		closeActs()
+		return fail(exitf(exitUsage, "serve: %v", err))
+	}
+	var tl net.Listener
+	if o.listen != "" {
+		if tl, err = net.Listen("tcp", o.listen); err != nil {
+			ul.Close()
+			closeActs()
+			return fail(exitf(exitUsage, "serve: %v", err))
+		}
+	}
+	servers := []*http.Server{{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}}
+	go servers[0].Serve(ul)
+	d := api.Discovery{PID: os.Getpid(), Socket: sock}
+	if tl != nil {
+		hs := &http.Server{Handler: srv.TCPHandler(), ReadHeaderTimeout: 10 * time.Second}
+		servers = append(servers, hs)
+		go hs.Serve(tl)
+		d.Listen = tl.Addr().String()
+	}
+	if err := server.WriteDiscovery(o.store, d); err != nil {
+		for _, hs := range servers {
+			hs.Close()
+		}
+		closeActs()
+		return fail(exitf(exitInternal, "serve: %v", err))
+	}
+	loopDone := make(chan error, 1)
+	go func() { loopDone <- loop.Run(ctx) }()
+	var slackWait func()
+	if o.slack != nil {
+		// A card links to its run's live page, by a capability link.
+		slackWait = startSlack(ctx, o.slack, e, log, m, func(inv string) (string, error) {
+			token, _, err := lk.Create(inv, 0)
+			return strings.TrimSuffix(base, "/") + "/r/" + token, err
+		})
+	}
+	log.Info("serving", "store", o.store, "socket", sock, "listen", d.Listen, "workers", workers, "pid", d.PID, "traces", x.Enabled())
+
+	return func() error {
+		<-ctx.Done()
+		log.Info("draining: running slices finish, live machines are checkpointed")
+		srv.Stop()
+		// No new requests; those in flight (an admission, say) finish.
+		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+		for _, hs := range servers {
+			hs.Shutdown(sctx)
+		}
+		scancel()
+		lerr := <-loopDone
+		if slackWait != nil {
+			slackWait()
+		}
+		perr := e.Park(context.Background())
+		server.RemoveDiscovery(o.store, d.PID)
+		xctx, xcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		x.Shutdown(xctx)
+		xcancel()
+		closeActs()
+		closeRT()
+		cerr := s.Close()
+		if err := errors.Join(lerr, perr, cerr); err != nil {
+			log.Error("stopped with an error", "err", err)
+			return exitf(exitInternal, "serve: %v", err)
+		}
+		log.Info("stopped")
+		return nil
+	}, nil
+}

@@ -1,0 +1,238 @@
+// sse.go holds the live stream of a run's events as Server-Sent Events:
+// read from the store by seq, so a client that reconnects with its
+// Last-Event-ID sees every event once, in order, whatever it missed.
+
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/runehost/runehost/api"
+	"github.com/runehost/runehost/host"
+)
+
+// Cursor is where a stream stands: the last seq sent of each run. Its text
+// form, the SSE id, is the seq alone for a one-run stream (the event's own
+// seq) and RUN:SEQ,RUN:SEQ for a tree.
+type Cursor map[string]uint64
+
+// ParseCursor reads a cursor for the stream of inv.
+func ParseCursor(inv, s string) (Cursor, error) {
+	c := Cursor{}
+	if s == "" {
+		return c, nil
+	}
+	if !strings.Contains(s, ":") {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return nil, api.Errorf(api.CodeBadRequest, "cursor %q: want a seq, or RUN:SEQ,...", s)
+		}
+		c[inv] = n
+		return c, nil
+	}
+	for part := range strings.SplitSeq(s, ",") {
+		run, seq, ok := strings.Cut(part, ":")
+		n, err := strconv.ParseUint(seq, 10, 64)
+		if !ok || err != nil || run == "" || len(c) >= 4096 {
+			return nil, api.Errorf(api.CodeBadRequest, "cursor %q: want RUN:SEQ,...", s)
+		}
+		c[run] = n
+	}
+	return c, nil
+}
+
+// String is the cursor's text form.
+func (c Cursor) String(inv string, tree bool) string {
+	if !tree {
+		return strconv.FormatUint(c[inv], 10)
+	}
+	runs := make([]string, 0, len(c))
+	for r := range c {
+		runs = append(runs, r)
+	}
+	slices.Sort(runs)
+	var b strings.Builder
+	for i, r := range runs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%s:%d", r, c[r])
+	}
+	return b.String()
+}
+
+// hub wakes the streams of a tree when something of it changes.
+type hub struct {
+	mu   sync.Mutex
+	subs map[string]map[chan struct{}]bool // by root
+}
+
+func (h *hub) subscribe(root string) (chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	h.mu.Lock()
+	if h.subs == nil {
+		h.subs = map[string]map[chan struct{}]bool{}
+	}
+	if h.subs[root] == nil {
+		h.subs[root] = map[chan struct{}]bool{}
+	}
+	h.subs[root][ch] = true
+	h.mu.Unlock()
+	return ch, func() {
+		h.mu.Lock()
+		delete(h.subs[root], ch)
+		if len(h.subs[root]) == 0 {
+			delete(h.subs, root)
+		}
+		h.mu.Unlock()
+	}
+}
+
+// publish wakes the streams of inv's tree.
+func (h *hub) publish(inv string) {
+	root, _, _ := strings.Cut(inv, ".")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ch := range h.subs[root] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// streamBatch is how many events of one run a stream reads at a time.
+const streamBatch = 256
+
+// Follow is a stream's request.
+type Follow struct {
+	Inv          string
+	Tree         bool   // the invocation and its descendants
+	Cursor       Cursor // what was sent already
+	UntilSettled bool   // end at the first state message
+}
+
+// settled says whether nothing in ids is runnable and no turn of the tree
+// runs, and returns where its first stands.
+func (s *Server) settled(ids []string) (*host.RunState, bool, error) {
+	var first *host.RunState
+	for i, id := range ids {
+		st, err := s.svc.E.State(id)
+		if err != nil {
+			return nil, false, err
+		}
+		if i == 0 {
+			first = st
+		}
+		if st.Status == host.Running && st.Paused == "" {
+			return first, false, nil
+		}
+	}
+	return first, !s.svc.E.Busy(ids[0]), nil
+}
+
+// stream writes f's events to w as SSE until the tree's root ends (or, with
+// UntilSettled, settles), the client goes, or the server stops.
+func (s *Server) stream(ctx context.Context, w http.ResponseWriter, f Follow) error {
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	wake, done := s.hub.subscribe(f.Inv)
+	defer done()
+	ping := time.NewTicker(15 * time.Second)
+	defer ping.Stop()
+	poll := time.NewTicker(250 * time.Millisecond) // a change no one published
+	defer poll.Stop()
+	lastState := ""
+	for {
+		ids := []string{f.Inv}
+		if f.Tree {
+			var err error
+			if ids, err = s.svc.E.Tree(f.Inv); err != nil {
+				return err
+			}
+		}
+		// The state is read before the events: what a settled tree logged
+		// is then all read below, before the state is sent.
+		first, settled, err := s.settled(ids)
+		if err != nil {
+			return err
+		}
+		sent := false
+		for _, id := range ids {
+			for {
+				evs, err := s.svc.E.Events(id, f.Cursor[id]+1, streamBatch)
+				if err != nil {
+					return err
+				}
+				for _, ev := range evs {
+					f.Cursor[id] = ev.Seq
+					b, err := json.Marshal(ev)
+					if err != nil {
+						return err
+					}
+					if _, err := fmt.Fprintf(w, "id: %s\ndata: %s\n\n", f.Cursor.String(f.Inv, f.Tree), b); err != nil {
+						return err
+					}
+					sent = true
+				}
+				if len(evs) < streamBatch {
+					break
+				}
+			}
+		}
+		if sent {
+			if err := rc.Flush(); err != nil {
+				return err
+			}
+		}
+		if settled && !sent {
+			st := s.svc.runState(f.Inv, first)
+			key := st.Status + "\x00" + st.Waiting
+			if key != lastState {
+				lastState = key
+				b, _ := json.Marshal(st)
+				if _, err := fmt.Fprintf(w, "event: state\ndata: %s\n\n", b); err != nil {
+					return err
+				}
+				if err := rc.Flush(); err != nil {
+					return err
+				}
+			}
+			if f.UntilSettled || api.Terminal(st.Status) {
+				return nil
+			}
+		} else if !settled {
+			lastState = ""
+		}
+		if sent {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.stopping:
+			return nil
+		case <-wake:
+		case <-poll.C:
+		case <-ping.C:
+			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {
+				return err
+			}
+			if err := rc.Flush(); err != nil {
+				return err
+			}
+		}
+	}
+}

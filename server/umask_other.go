@@ -1,0 +1,7 @@
+//go:build !unix
+
+// umask_other.go holds umask where there is none.
+
+package server
+
+func umask(m int) int { return 0 }
