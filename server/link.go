@@ -1,5 +1,6 @@
 // link.go holds the Service's capability links of run pages: make, list
-// and revoke them (server/links keeps them).
+// and revoke them (server/links keeps them), for the CLI without a server;
+// the server's handlers keep them through Config.Links.
 
 package server
 
@@ -15,10 +16,6 @@ import (
 const MaxLinkTTL = 366 * 24 * time.Hour
 
 func (s *Service) links() *links.Links { return links.New(s.E.Store, s.Clock) }
-
-func apiLink(l links.Link) api.Link {
-	return api.Link{ID: l.ID, Run: l.Run, Created: l.Created, Expires: l.Expires, Revoked: l.Revoked}
-}
 
 // CreateLink makes a link to run's page; its Token is shown only now, and
 // its URL when the Service has a BaseURL.
