@@ -87,7 +87,7 @@ func printInspection(c *cli.Context, in *api.Inspection) {
 	al := in.Allowance
 	fmt.Fprintf(w, "  allowance: %d limit, %d charged, %d held, %d lent\n", al.Limit, al.Charged, al.Held, al.Lent)
 	if h := in.Checkpoint; h != nil {
-		fmt.Fprintf(w, "  checkpoint: format %d, semantics %d, program %.16s, %d steps, %s\n", h.Format, h.Semantics, h.Program, h.Used, h.Status)
+		fmt.Fprintf(w, "  checkpoint: format %d, semantics %d, program %.32s, %d steps, %s\n", h.Format, h.Semantics, h.Program, h.Used, h.Status)
 	}
 	if len(t.Acts) > 0 {
 		fmt.Fprintln(w, "\nActs")
