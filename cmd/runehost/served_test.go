@@ -240,3 +240,25 @@ func TestServedRunDetaches(t *testing.T) {
 		}
 	})
 }
+
+// A link made through a server is listed and revoked through it.
+func TestServedLink(t *testing.T) {
+	t.Setenv("RUNEHOST_STORE", filepath.Join(t.TempDir(), "store"))
+	t.Setenv("RUNEHOST_BASE_URL", "")
+	served(t, func(t *testing.T) {
+		if code, _, errs := invoke(t, "run", writeProg(t, "return 1")); code != exitOK {
+			t.Fatalf("run: %d %s", code, errs)
+		}
+		code, out, errs := invoke(t, "link", "r1", "--base-url", "https://rh.example/")
+		if code != exitOK || !strings.HasPrefix(out, "https://rh.example/r/") || len(strings.TrimSpace(out)) != len("https://rh.example/r/")+43 {
+			t.Fatalf("link: exit %d, stdout %q, stderr %q", code, out, errs)
+		}
+		id := strings.Fields(errs)[1]
+		if code, out, _ := invoke(t, "link", "--list", "r1"); code != exitOK || !strings.HasPrefix(out, id+"  live") {
+			t.Fatalf("list: %d %q", code, out)
+		}
+		if code, _, errs := invoke(t, "link", "--revoke", "r1", id); code != exitOK || !strings.Contains(errs, "revoked 1 link(s) of r1") {
+			t.Fatalf("revoke: %d %q", code, errs)
+		}
+	})
+}
