@@ -189,9 +189,6 @@ return sum`, [][]string{{"run", "FILE", "--seed", "1"}, {"ps"}, {"inspect", "r1"
 			var remote []outcome
 			served(t, func(t *testing.T) { remote = sc.run(t, file, data) })
 			for i, step := range sc.steps {
-				if os.Getenv("SHOW") != "" {
-					t.Logf("%v: exit %d\n%s%s", step, remote[i].code, remote[i].stdout, remote[i].stderr)
-				}
 				if local[i] != remote[i] {
 					t.Errorf("%v:\nlocal:  exit %d\n%s\n%s\nserved: exit %d\n%s\n%s", step, local[i].code, local[i].stdout, local[i].stderr, remote[i].code, remote[i].stdout, remote[i].stderr)
 				}
