@@ -31,6 +31,9 @@ const (
 type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Missing, of a run refused by StrictGrants, is the act tags no grant
+	// covers.
+	Missing []string `json:"missing_grants,omitempty"`
 }
 
 func (e *Error) Error() string { return e.Message }

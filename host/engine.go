@@ -224,6 +224,9 @@ func (e *Engine) Admit(ctx context.Context, inv, prog, origin string, source, in
 		return err
 	}
 	hash := fmt.Sprintf("%x", info.Hash)
+	// Its tree is held until its run is kept: a Loop that found it
+	// runnable before would take the held lease for one a crash lost.
+	defer e.holds.lock(inv)()
 	var first []events.Event
 	err = e.Store.Retry(store.Synced, func(tx *store.Tx) error {
 		i, err := e.invs.admit(tx, inv, prog, hash)

@@ -30,8 +30,11 @@ type Service struct {
 	// Loop, when set, drives what the operations make runnable (serve);
 	// without one the caller drives (the CLI's RunTree).
 	Loop *host.Loop
-	// Clock is unix ms, for seeds; the engine's when nil.
+	// Clock is unix ms, for seeds and links; the wall clock's when nil.
 	Clock func() int64
+	// BaseURL, when set, is where the server is reached: a link made is
+	// given its URL under it.
+	BaseURL string
 }
 
 func (s *Service) now() int64 {
@@ -88,7 +91,9 @@ func (s *Service) Run(ctx context.Context, req api.RunRequest) (*api.RunResponse
 		return nil, engineError(err)
 	}
 	if len(missing) > 0 && req.StrictGrants {
-		return nil, api.Errorf(api.CodeRefused, "run: refused by --strict-grants: %s has no grant for %s", req.Prog, strings.Join(missing, ", "))
+		e := api.Errorf(api.CodeRefused, "run: refused by --strict-grants: %s has no grant for %s", req.Prog, strings.Join(missing, ", "))
+		e.Missing = missing
+		return nil, e
 	}
 	limit := req.Limit
 	if limit == 0 {
@@ -363,3 +368,14 @@ func ParseOrdinal(s string) (uint64, error) {
 // storeErr says whether err is the store's damage, for callers that show
 // the rest.
 func storeErr(err error) bool { return errors.Is(err, store.ErrCorrupt) }
+
+// Drive runs inv's tree here until nothing in it is runnable, for a caller
+// without a Loop (the CLI when no server runs), and says where inv stands.
+// A failure of the engine in a child is returned with the state.
+func (s *Service) Drive(ctx context.Context, inv string) (*api.RunState, error) {
+	rs, err := s.E.RunTree(ctx, inv)
+	if rs == nil {
+		return nil, err
+	}
+	return s.runState(inv, rs), err
+}

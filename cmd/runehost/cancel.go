@@ -18,13 +18,13 @@ func cancelCommand() *cli.Command {
 			if c.NArg() != 1 {
 				return exitf(exitUsage, "cancel: want one INVOCATION")
 			}
-			e, done, err := openEngine(c, false)
+			b, err := openBackend(c, false)
 			if err != nil {
 				return err
 			}
-			defer done()
-			if err := e.Cancel(c.Args().First()); err != nil {
-				return exitf(exitUsage, "cancel: %v", err)
+			defer b.Close()
+			if err := b.Cancel(c.Context, c.Args().First()); err != nil {
+				return failed("cancel", err, exitUsage)
 			}
 			fmt.Fprintf(c.App.ErrWriter, "cancelled: %s\n", c.Args().First())
 			return nil

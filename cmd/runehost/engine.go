@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/runehost/runehost/acts"
+	"github.com/runehost/runehost/api"
 	"github.com/runehost/runehost/events"
 	"github.com/runehost/runehost/events/redact"
 	"github.com/runehost/runehost/guest/port"
@@ -147,30 +148,42 @@ func startRuntime(c *cli.Context) func() (port.RuntimePort, func(), error) {
 }
 
 // report prints where a run stands and returns the command's outcome.
-func report(out, events io.Writer, inv, file string, rs *host.RunState) error {
+func report(out, events io.Writer, inv, file string, rs *api.RunState) error {
 	switch rs.Status {
-	case host.Completed:
-		fmt.Fprintln(out, dataJSON(rs.Result))
+	case "completed":
+		fmt.Fprintln(out, resultText(rs))
 		fmt.Fprintf(events, "done: %s completed\n", inv)
 		return nil
-	case host.Conflict:
-		fmt.Fprintln(out, dataJSON(rs.Result))
+	case "conflict":
+		fmt.Fprintln(out, resultText(rs))
 		return exitf(exitFailed, "%s: conflict: the prog's state moved on while it ran; its result is kept, not published", inv)
-	case host.Failed:
-		return exitf(exitFailed, "%s:%v", file, redact.String(rs.Err.Error()))
-	case host.Waiting:
+	case "failed":
+		text := ""
+		if rs.Error != nil {
+			text = rs.Error.Text
+		}
+		return exitf(exitFailed, "%s:%v", file, redact.String(text))
+	case "waiting":
 		until := ""
 		if rs.Deadline != 0 {
 			until = ", until " + time.UnixMilli(rs.Deadline).UTC().Format(time.RFC3339)
 		}
 		fmt.Fprintf(events, "waiting: %s waits for %s%s (runehost send %s TAG JSON, or runehost resume %s)\n", inv, rs.Waiting, until, inv, inv)
 		return &exitError{code: exitWaiting, err: fmt.Errorf("%s is waiting", inv)}
-	case host.Joining:
+	case "joining":
 		fmt.Fprintf(events, "joining: %s has returned and waits for %s to settle (runehost ps, runehost resume %s)\n", inv, rs.Waiting, inv)
 		return &exitError{code: exitWaiting, err: fmt.Errorf("%s is joining", inv)}
 	}
 	fmt.Fprintf(events, "%s is %s\n", inv, rs.Status)
 	return nil
+}
+
+// resultText is a run's result as JSON text.
+func resultText(rs *api.RunState) string {
+	if len(rs.Result) == 0 {
+		return "null"
+	}
+	return string(rs.Result)
 }
 
 // isTerminal reports whether w is a terminal: colour goes only there.

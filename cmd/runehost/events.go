@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/runehost/runehost/client"
 	"github.com/runehost/runehost/events"
 	"github.com/runehost/runehost/host"
 	"github.com/runehost/runehost/store"
@@ -24,7 +25,8 @@ func eventsCommand() *cli.Command {
 		Description: "Prints the events of an invocation, from --from SEQ (1 is the first). With\n" +
 			"--follow it keeps printing new ones until the invocation ends. The store\n" +
 			"has one user at a time: while another runehost holds it, --follow waits and\n" +
-			"catches up when it is released.",
+			"catches up when it is released. While runehost serve owns the store, the\n" +
+			"events come from it, and --follow streams them as they happen.",
 		Flags: []cli.Flag{
 			storeFlag(),
 			&cli.Uint64Flag{Name: "from", Value: 1, Usage: "the first seq to print"},
@@ -39,6 +41,11 @@ func eventsCommand() *cli.Command {
 			}
 			inv, next := c.Args().First(), max(c.Uint64("from"), 1)
 			for {
+				if cl, ok, err := findServer(c); err != nil {
+					return err
+				} else if ok {
+					return eventsServed(c, cl, inv, next)
+				}
 				evs, status, err := readEvents(c, inv, next)
 				var le *store.LockedError
 				switch {
@@ -62,6 +69,29 @@ func eventsCommand() *cli.Command {
 			}
 		},
 	}
+}
+
+// eventsServed prints inv's events from seq from as the store's server
+// gives them, following them until inv ends with --follow.
+func eventsServed(c *cli.Context, cl *client.Client, inv string, from uint64) error {
+	show := func(ev events.Event) {
+		printEvent(c.App.Writer, ev, c.Bool("json"), c.Bool("all"), isTerminal(c.App.Writer))
+	}
+	if !c.Bool("follow") {
+		evs, err := cl.Events(c.Context, inv, from, 0)
+		if err != nil {
+			return failed("events", err, exitUsage)
+		}
+		for _, ev := range evs {
+			show(ev)
+		}
+		return nil
+	}
+	_, err := cl.Follow(c.Context, inv, client.FollowOptions{From: from}, show)
+	if err != nil && c.Context.Err() == nil {
+		return failed("events", err, exitUsage)
+	}
+	return nil
 }
 
 // readEvents opens the store just long enough to read the new events.

@@ -28,6 +28,9 @@ func gcCommand() *cli.Command {
 			if c.NArg() != 0 {
 				return exitf(exitUsage, "gc: takes no arguments")
 			}
+			if err := refuseServed(c); err != nil {
+				return err
+			}
 			e, done, err := openEngine(c, false)
 			if err != nil {
 				return err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/runehost/runehost/acts"
 	"github.com/runehost/runehost/acts/fs"
+	"github.com/runehost/runehost/api"
 	"github.com/runehost/runehost/host"
 	"github.com/runehost/runehost/store"
 )
@@ -52,14 +53,14 @@ func grantCommand() *cli.Command {
 			if c.NArg() == 0 {
 				return exitf(exitUsage, "grant: want at least one STATEMENT (usage: runehost grant [--prog NAME] fs.read:./data)")
 			}
-			e, done, err := openEngine(c, false)
+			b, err := openBackend(c, false)
 			if err != nil {
 				return err
 			}
-			defer done()
+			defer b.Close()
 			for _, st := range c.Args().Slice() {
-				if _, err := e.Grant(c.String("prog"), st); err != nil {
-					return exitf(exitUsage, "grant: %v", err)
+				if err := b.Grant(c.Context, c.String("prog"), st); err != nil {
+					return failed("grant", err, exitUsage)
 				}
 				fmt.Fprintf(c.App.ErrWriter, "granted: %s to %s\n", st, c.String("prog"))
 			}
@@ -78,18 +79,18 @@ func revokeCommand() *cli.Command {
 			if c.NArg() == 0 {
 				return exitf(exitUsage, "revoke: want at least one STATEMENT")
 			}
-			e, done, err := openEngine(c, false)
+			b, err := openBackend(c, false)
 			if err != nil {
 				return err
 			}
-			defer done()
+			defer b.Close()
 			for _, st := range c.Args().Slice() {
-				ok, err := e.Revoke(c.String("prog"), st)
-				if err != nil {
-					return exitf(exitInternal, "revoke: %v", err)
-				}
-				if !ok {
+				err := b.Revoke(c.Context, c.String("prog"), st)
+				if api.CodeOf(err) == api.CodeNotFound {
 					return exitf(exitUsage, "revoke: %s has no grant %q (runehost grants lists them)", c.String("prog"), st)
+				}
+				if err != nil {
+					return failed("revoke", err, exitInternal)
 				}
 				fmt.Fprintf(c.App.ErrWriter, "revoked: %s from %s\n", st, c.String("prog"))
 			}
@@ -108,32 +109,32 @@ func grantsCommand() *cli.Command {
 			jsonOutFlag(),
 		},
 		Action: func(c *cli.Context) error {
-			e, done, err := openEngine(c, false)
+			b, err := openBackend(c, false)
 			if err != nil {
 				return err
 			}
-			defer done()
-			gs, err := e.Ward().List(c.String("prog"))
+			defer b.Close()
+			gs, err := b.Grants(c.Context, c.String("prog"))
 			if err != nil {
-				return exitf(exitInternal, "grants: %v", err)
+				return failed("grants", err, exitInternal)
 			}
 			for _, g := range gs {
 				if g.Damage != "" {
 					if c.Bool("json") {
-						b, _ := json.Marshal(map[string]any{"prog": g.Subject, "statement": g.Statement, "damage": g.Damage})
-						fmt.Fprintln(c.App.Writer, string(b))
+						j, _ := json.Marshal(map[string]any{"prog": g.Prog, "statement": g.Statement, "damage": g.Damage})
+						fmt.Fprintln(c.App.Writer, string(j))
 						continue
 					}
-					fmt.Fprintf(c.App.Writer, "%-20s %-40s damaged, allows nothing (grant it again, or revoke it): %s\n", g.Subject, g.Statement, g.Damage)
+					fmt.Fprintf(c.App.Writer, "%-20s %-40s damaged, allows nothing (grant it again, or revoke it): %s\n", g.Prog, g.Statement, g.Damage)
 					continue
 				}
-				at := time.UnixMilli(g.At).UTC().Format(time.RFC3339)
+				at := time.UnixMilli(g.Granted).UTC().Format(time.RFC3339)
 				if c.Bool("json") {
-					b, _ := json.Marshal(map[string]any{"prog": g.Subject, "statement": g.Statement, "tag": g.Tag(), "target": g.Target(), "granted": at})
-					fmt.Fprintln(c.App.Writer, string(b))
+					j, _ := json.Marshal(map[string]any{"prog": g.Prog, "statement": g.Statement, "tag": g.Tag, "target": g.Target, "granted": at})
+					fmt.Fprintln(c.App.Writer, string(j))
 					continue
 				}
-				fmt.Fprintf(c.App.Writer, "%-20s %-40s %s\n", g.Subject, g.Statement, at)
+				fmt.Fprintf(c.App.Writer, "%-20s %-40s %s\n", g.Prog, g.Statement, at)
 			}
 			return nil
 		},

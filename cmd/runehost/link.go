@@ -4,24 +4,22 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/runehost/runehost/events"
-	"github.com/runehost/runehost/host"
+	"github.com/runehost/runehost/server"
 	"github.com/runehost/runehost/server/links"
 )
 
 // defaultBaseURL is where `runehost serve` listens by default.
 const defaultBaseURL = "http://127.0.0.1:7233"
 
-// maxTTL bounds a link's life: a capability should not outlive its use.
-const maxTTL = 366 * 24 * time.Hour
+// maxTTL bounds a link's life.
+const maxTTL = server.MaxLinkTTL
 
 func linkCommand() *cli.Command {
 	return &cli.Command{
@@ -52,71 +50,65 @@ func linkCommand() *cli.Command {
 				return exitf(exitUsage, "link: --ttl %v: want a positive duration of at most %v", ttl, maxTTL)
 			}
 			run := c.Args().First()
-			e, done, err := openEngine(c, false)
+			b, err := openBackend(c, false)
 			if err != nil {
 				return err
 			}
-			defer done()
-			l := links.New(e.Store, nowMillis)
+			defer b.Close()
 			switch {
 			case list:
-				return linkList(c.App.Writer, l, run, nowMillis())
+				return linkList(c, b, run, nowMillis())
 			case revoke:
-				return linkRevoke(c.App.ErrWriter, l, run, c.Args().Get(1))
+				return linkRevoke(c, b, run, c.Args().Get(1))
 			}
-			if _, err := e.Inspect(run); errors.Is(err, host.ErrNoSuchInvocation) {
-				return exitf(exitUsage, "link: %v", err)
-			} else if err != nil {
-				return exitf(exitInternal, "link: %v", err)
-			}
-			return linkCreate(c.App.Writer, c.App.ErrWriter, l, run, ttl, c.String("base-url"))
+			return linkCreate(c, b, run, ttl, c.String("base-url"))
 		},
 	}
 }
 
-// linkCreate makes a link and prints its URL (on out, alone, for scripts)
-// and its id and expiry (on info).
-func linkCreate(out, info io.Writer, l *links.Links, run string, ttl time.Duration, base string) error {
+// linkCreate makes a link and prints its URL (on stdout, alone, for
+// scripts) and its id and expiry (on stderr).
+func linkCreate(c *cli.Context, b backend, run string, ttl time.Duration, base string) error {
 	if base == "" {
 		base = defaultBaseURL
 	}
-	token, link, err := l.Create(run, ttl)
+	link, err := b.CreateLink(c.Context, run, ttl)
 	if err != nil {
-		return exitf(exitInternal, "link: %v", err)
+		return failed("link", err, exitInternal)
 	}
-	fmt.Fprintf(out, "%s/r/%s\n", strings.TrimRight(base, "/"), token)
-	fmt.Fprintf(info, "link %s to %s expires %s (runehost link --revoke %s %s)\n", link.ID, run, events.ISO(link.Expires), run, link.ID)
+	fmt.Fprintf(c.App.Writer, "%s/r/%s\n", strings.TrimRight(base, "/"), link.Token)
+	fmt.Fprintf(c.App.ErrWriter, "link %s to %s expires %s (runehost link --revoke %s %s)\n", link.ID, run, events.ISO(link.Expires), run, link.ID)
 	return nil
 }
 
 // linkList prints a run's links, one a line: id, state, created, expires.
-func linkList(out io.Writer, l *links.Links, run string, now int64) error {
-	ls, err := l.List(run)
+func linkList(c *cli.Context, b backend, run string, now int64) error {
+	ls, err := b.Links(c.Context, run)
 	if err != nil {
-		return exitf(exitInternal, "link: %v", err)
+		return failed("link", err, exitInternal)
 	}
 	for _, link := range ls {
 		state := "live"
 		switch {
 		case link.Revoked:
 			state = "revoked"
-		case !link.Live(now):
+		case now >= link.Expires:
 			state = "expired"
 		}
-		fmt.Fprintf(out, "%s  %-7s  created %s  expires %s\n", link.ID, state, events.ISO(link.Created), events.ISO(link.Expires))
+		fmt.Fprintf(c.App.Writer, "%s  %-7s  created %s  expires %s\n", link.ID, state, events.ISO(link.Created), events.ISO(link.Expires))
 	}
 	return nil
 }
 
 // linkRevoke revokes the run's link id, or all its links when id is "".
-func linkRevoke(info io.Writer, l *links.Links, run, id string) error {
-	n, err := l.Revoke(run, id)
+func linkRevoke(c *cli.Context, b backend, run, id string) error {
+	n, err := b.RevokeLinks(c.Context, run, id)
 	if err != nil {
-		return exitf(exitInternal, "link: %v", err)
+		return failed("link", err, exitInternal)
 	}
 	if id != "" && n == 0 {
 		return exitf(exitUsage, "link: %s has no live link %s", run, id)
 	}
-	fmt.Fprintf(info, "revoked %d link(s) of %s\n", n, run)
+	fmt.Fprintf(c.App.ErrWriter, "revoked %d link(s) of %s\n", n, run)
 	return nil
 }

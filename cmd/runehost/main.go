@@ -4,6 +4,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -68,9 +69,14 @@ func main() {
 }
 
 func realMain(args []string, stdout, stderr io.Writer) int {
+	return realMainContext(context.Background(), args, stdout, stderr)
+}
+
+// realMainContext is realMain whose commands end early when ctx does.
+func realMainContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	app := newApp()
 	app.Writer, app.ErrWriter = stdout, stderr
-	err := app.Run(interspersed(app, args))
+	err := app.RunContext(ctx, interspersed(app, args))
 	if err == nil {
 		return exitOK
 	}

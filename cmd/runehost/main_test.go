@@ -21,6 +21,7 @@ func invoke(t *testing.T, args ...string) (code int, stdout, stderr string) {
 		t.Setenv("RUNEHOST_STORE", filepath.Join(t.TempDir(), "store"))
 	}
 	t.Setenv("RUNEHOST_CACHE_DIR", filepath.Join(os.TempDir(), "runehost-test-wazero-cache"))
+	serveStore(t, os.Getenv("RUNEHOST_STORE"))
 	var out, errb bytes.Buffer
 	code = realMain(append([]string{"runehost"}, args...), &out, &errb)
 	return code, out.String(), errb.String()

@@ -30,6 +30,9 @@ func migrateCommand() *cli.Command {
 			if c.NArg() != 2 {
 				return exitf(exitUsage, "migrate: want INVOCATION CHECKPOINT")
 			}
+			if err := refuseServed(c); err != nil {
+				return err
+			}
 			cp, err := os.ReadFile(c.Args().Get(1))
 			if err != nil {
 				return exitf(exitUsage, "migrate: %v", err)

@@ -5,7 +5,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	"github.com/urfave/cli/v2"
 
@@ -35,27 +34,20 @@ func psCommand() *cli.Command {
 					return exitf(exitUsage, "ps: unknown status %q (want running, waiting, joining, completed, failed, cancelled, conflict, queued, unknown or damaged)", name)
 				}
 			}
-			e, done, err := openEngine(c, false)
+			b, err := openBackend(c, false)
 			if err != nil {
 				return err
 			}
-			defer done()
-			invs, err := e.List()
+			defer b.Close()
+			list, err := b.List(c.Context, want)
 			if err != nil {
-				return exitf(exitInternal, "ps: %v", err)
+				return failed("ps", err, exitInternal)
 			}
-			shown, err := e.Project(invs)
-			if err != nil {
-				return exitf(exitInternal, "ps: %v", err)
-			}
-			for _, inv := range invs {
-				st := shown[inv.ID]
-				if len(want) > 0 && !slices.Contains(want, st) && !slices.Contains(want, inv.Status.String()) {
-					continue
-				}
+			for _, inv := range list.Invocations {
+				st := inv.Status
 				if c.Bool("json") && inv.Damage != "" {
-					b, _ := json.Marshal(map[string]any{"invocation": inv.ID, "status": st, "damage": inv.Damage})
-					fmt.Fprintln(c.App.Writer, string(b))
+					j, _ := json.Marshal(map[string]any{"invocation": inv.ID, "status": st, "damage": inv.Damage})
+					fmt.Fprintln(c.App.Writer, string(j))
 					continue
 				}
 				if inv.Damage != "" {
@@ -74,8 +66,8 @@ func psCommand() *cli.Command {
 					if inv.Paused != "" {
 						row["paused"] = inv.Paused
 					}
-					b, _ := json.Marshal(row)
-					fmt.Fprintln(c.App.Writer, string(b))
+					j, _ := json.Marshal(row)
+					fmt.Fprintln(c.App.Writer, string(j))
 					continue
 				}
 				if inv.Paused != "" {

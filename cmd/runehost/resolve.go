@@ -4,13 +4,14 @@
 package main
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/runehost/runehost/api"
 	"github.com/runehost/runehost/checkpoint"
-	"github.com/runehost/runehost/host"
 )
 
 func resolveCommand() *cli.Command {
@@ -35,41 +36,33 @@ func resolveCommand() *cli.Command {
 			if err != nil || ord == 0 {
 				return exitf(exitUsage, "resolve: ORDINAL must be a positive number (see runehost inspect)")
 			}
-			var r checkpoint.Reply
+			var r api.Resolve
 			switch {
 			case c.IsSet("outcome") == c.IsSet("error"):
 				return exitf(exitUsage, "resolve: give exactly one of --outcome and --error")
 			case c.IsSet("outcome"):
-				d, err := checkpoint.DataFromJSON([]byte(c.String("outcome")))
-				if err != nil {
+				if _, err := checkpoint.DataFromJSON([]byte(c.String("outcome"))); err != nil {
 					return exitf(exitUsage, "resolve: --outcome: %v", err)
 				}
-				r.Value = d
+				r.Outcome = json.RawMessage(c.String("outcome"))
 			default:
 				kind, msg, _ := strings.Cut(c.String("error"), ":")
 				if kind == "" || kind == "steps" || kind == "fault" {
 					return exitf(exitUsage, "resolve: --error wants KIND:MSG with a kind other than steps or fault")
 				}
-				r.Err = &checkpoint.Error{Kind: kind, Msg: msg}
+				r.Error = &api.ActError{Kind: kind, Message: msg}
 			}
-			reply, err := checkpoint.EncodeReply(r)
-			if err != nil {
-				return exitf(exitUsage, "resolve: %v", err)
-			}
-			e, done, err := openEngine(c, true)
+			b, err := openBackend(c, true)
 			if err != nil {
 				return err
 			}
-			defer done()
+			defer b.Close()
 			inv := c.Args().First()
-			rs, err := e.Resolve(c.Context, host.OpID{Invocation: inv, Ordinal: ord}, reply)
-			if err == nil {
-				rs, err = e.RunTree(c.Context, inv)
-			}
+			rs, err := b.Resolve(c.Context, inv, ord, r)
 			if err != nil {
-				return exitf(exitUsage, "resolve: %v", err)
+				return failed("resolve", err, exitUsage)
 			}
-			return report(c.App.Writer, c.App.ErrWriter, inv, inv, rs)
+			return drive(c, b, "resolve", inv, inv, rs.Cursor, exitUsage)
 		},
 	}
 }

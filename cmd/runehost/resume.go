@@ -16,20 +16,17 @@ func resumeCommand() *cli.Command {
 			if c.NArg() != 1 {
 				return exitf(exitUsage, "resume: want one INVOCATION")
 			}
-			e, done, err := openEngine(c, true)
+			b, err := openBackend(c, true)
 			if err != nil {
 				return err
 			}
-			defer done()
+			defer b.Close()
 			inv := c.Args().First()
-			rs, err := e.Resume(c.Context, inv)
-			if err == nil {
-				rs, err = e.RunTree(c.Context, inv)
-			}
+			rs, err := b.Resume(c.Context, inv)
 			if err != nil {
-				return exitf(exitUsage, "resume: %v", err)
+				return failed("resume", err, exitUsage)
 			}
-			return report(c.App.Writer, c.App.ErrWriter, inv, inv, rs)
+			return drive(c, b, "resume", inv, inv, rs.Cursor, exitUsage)
 		},
 	}
 }

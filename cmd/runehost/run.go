@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,10 +14,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/runehost/runehost/api"
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/guest/port"
 	"github.com/runehost/runehost/guest/syntax"
-	"github.com/runehost/runehost/host"
 	"github.com/runehost/runehost/wasmvm"
 )
 
@@ -36,6 +37,10 @@ func runCommand() *cli.Command {
 			"are checked against the grants and each one missing is reported;\n" +
 			"--strict-grants refuses to run it then. --no-store runs without the store\n" +
 			"and denies every act.\n\n" +
+			"While runehost serve owns the store, the run goes to it and its events are\n" +
+			"streamed from it; Ctrl-C then detaches, leaving the run going on in the\n" +
+			"server (exit status 130; runehost events --follow INVOCATION follows it\n" +
+			"again). --native and --cache-dir are then the server's.\n\n" +
 			"The running machine's checkpoint is stored at every act and await, at the\n" +
 			"end, and every 2 s or 10,000,000 steps between (RUNEHOST_CHECKPOINT_EVERY,\n" +
 			"RUNEHOST_CHECKPOINT_STEPS): a crash re-runs at most that much pure work.",
@@ -76,31 +81,7 @@ func runCommand() *cli.Command {
 				if c.IsSet("state") {
 					return exitf(exitUsage, "run: --state goes with --no-store; a stored prog's state is the result of its last run")
 				}
-				e, done, err := openEngine(c, true)
-				if err != nil {
-					return err
-				}
-				defer done()
-				if err := preflight(c, e, progName(file), file, src); err != nil {
-					return err
-				}
-				inv, err := e.NewInvocationID()
-				if err != nil {
-					return exitf(exitInternal, "run: %v", err)
-				}
-				fmt.Fprintf(c.App.ErrWriter, "invocation %s\n", inv)
-				rs, err := e.Start(c.Context, inv, progName(file), src, in, c.Uint64("limit"), seed)
-				if err == nil {
-					rs, err = e.RunTree(c.Context, inv)
-				}
-				if err != nil {
-					var se *syntax.Error
-					if errors.As(err, &se) {
-						return exitf(exitUsage, "%s:%v", file, err)
-					}
-					return exitf(exitInternal, "run: %v", err)
-				}
-				return report(c.App.Writer, c.App.ErrWriter, inv, file, rs)
+				return runStored(c, file, src, seed)
 			}
 			rt, done, err := runtimeFor(c)
 			if err != nil {
@@ -113,28 +94,38 @@ func runCommand() *cli.Command {
 	}
 }
 
-// preflight reports the prog's act tags that no grant covers, and with
-// --strict-grants refuses to run it.
-func preflight(c *cli.Context, e *host.Engine, prog, file string, src []byte) error {
-	info, err := e.Runtime.Load(c.Context, src)
+// runStored admits the prog into the store, or the server that owns it,
+// and goes on with it. The act tags no grant covers are reported first;
+// with --strict-grants the prog is refused then.
+func runStored(c *cli.Context, file string, src []byte, seed uint64) error {
+	b, err := openBackend(c, true)
 	if err != nil {
-		var se *syntax.Error
-		if errors.As(err, &se) {
-			return exitf(exitUsage, "%s:%v", file, err)
-		}
-		return exitf(exitInternal, "run: %v", err)
+		return err
 	}
-	missing, err := e.Ward().Missing(prog, info.ActTags)
-	if err != nil {
-		return exitf(exitInternal, "run: %v", err)
+	defer b.Close()
+	prog := progName(file)
+	resp, err := b.Run(c.Context, api.RunRequest{Prog: prog, Source: string(src), Input: json.RawMessage(c.String("input")),
+		Limit: c.Uint64("limit"), Seed: &seed, StrictGrants: c.Bool("strict-grants")})
+	var ae *api.Error
+	switch {
+	case errors.As(err, &ae) && ae.Code == api.CodeCompile:
+		return exitf(exitUsage, "%s:%v", file, ae.Message)
+	case errors.As(err, &ae) && ae.Code == api.CodeRefused:
+		missingGrants(c.App.ErrWriter, prog, ae.Missing)
+		return exitf(exitUsage, "%s", ae.Message)
+	case err != nil:
+		return failed("run", err, exitInternal)
 	}
-	for _, tag := range missing {
-		fmt.Fprintf(c.App.ErrWriter, "grants: %s has no grant for act %s; it will be denied (runehost grant --prog %s %s)\n", prog, tag, prog, tag)
+	missingGrants(c.App.ErrWriter, prog, resp.Missing)
+	fmt.Fprintf(c.App.ErrWriter, "invocation %s\n", resp.Invocation)
+	return drive(c, b, "run", resp.Invocation, file, resp.Cursor, exitInternal)
+}
+
+// missingGrants reports act tags no grant covers.
+func missingGrants(w io.Writer, prog string, tags []string) {
+	for _, tag := range tags {
+		fmt.Fprintf(w, "grants: %s has no grant for act %s; it will be denied (runehost grant --prog %s %s)\n", prog, tag, prog, tag)
 	}
-	if len(missing) > 0 && c.Bool("strict-grants") {
-		return exitf(exitUsage, "run: refused by --strict-grants: %s has no grant for %s", prog, strings.Join(missing, ", "))
-	}
-	return nil
 }
 
 func nativeFlag() cli.Flag {

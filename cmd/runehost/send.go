@@ -3,8 +3,11 @@
 package main
 
 import (
+	"encoding/json"
+
 	"github.com/urfave/cli/v2"
 
+	"github.com/runehost/runehost/api"
 	"github.com/runehost/runehost/checkpoint"
 )
 
@@ -21,27 +24,19 @@ func sendCommand() *cli.Command {
 				return exitf(exitUsage, "send: want INVOCATION TAG JSON")
 			}
 			inv, tag := c.Args().Get(0), c.Args().Get(1)
-			d, err := checkpoint.DataFromJSON([]byte(c.Args().Get(2)))
-			if err != nil {
+			if _, err := checkpoint.DataFromJSON([]byte(c.Args().Get(2))); err != nil {
 				return exitf(exitUsage, "send: %v", err)
 			}
-			payload, err := checkpoint.EncodeData(d)
-			if err != nil {
-				return exitf(exitUsage, "send: %v", err)
-			}
-			e, done, err := openEngine(c, true)
+			b, err := openBackend(c, true)
 			if err != nil {
 				return err
 			}
-			defer done()
-			rs, err := e.Send(c.Context, inv, tag, payload)
-			if err == nil {
-				rs, err = e.RunTree(c.Context, inv)
-			}
+			defer b.Close()
+			rs, err := b.Send(c.Context, inv, api.Send{Tag: tag, Payload: json.RawMessage(c.Args().Get(2))})
 			if err != nil {
-				return exitf(exitUsage, "send: %v", err)
+				return failed("send", err, exitUsage)
 			}
-			return report(c.App.Writer, c.App.ErrWriter, inv, inv, rs)
+			return drive(c, b, "send", inv, inv, rs.Cursor, exitUsage)
 		},
 	}
 }

@@ -33,6 +33,9 @@ func storeBackupCommand() *cli.Command {
 			if _, err := os.Stat(dir); err != nil {
 				return exitf(exitUsage, "store backup: no store at %s", dir)
 			}
+			if err := refuseServed(c); err != nil {
+				return err
+			}
 			opts, err := storeOptions(dir)
 			if err != nil {
 				return err

@@ -28,6 +28,9 @@ func storeRestoreCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			if err := refuseServed(c); err != nil {
+				return err
+			}
 			opts, err := storeOptions(dir)
 			if err != nil {
 				return err

@@ -163,7 +163,9 @@ func TestCorruptRecordsCLI(t *testing.T) {
 	if code, _, errs = process(t, dir, "resume", "r3"); code == exitOK || !strings.Contains(errs, "r3: stored checkpoint") {
 		t.Fatalf("resume r3: exit %d, %q", code, errs)
 	}
-	if _, out, _ = process(t, dir, "ps"); !strings.Contains(out, "waiting (paused)") {
+	// Resume made it runnable to look again at what it waits for (Ready),
+	// and the turn that could not read its checkpoint paused it.
+	if _, out, _ = process(t, dir, "ps"); !strings.Contains(out, "r3         running (paused)") {
 		t.Fatalf("r3 not paused: %q", out)
 	}
 	corruptRecord(t, dir, store.K("grant", "p", "test.record"))

@@ -37,6 +37,9 @@ func storeVerifyCommand() *cli.Command {
 			if _, err := os.Stat(dir); err != nil {
 				return exitf(exitUsage, "store verify: no store at %s", dir)
 			}
+			if err := refuseServed(c); err != nil {
+				return err
+			}
 			opts, err := storeOptions(dir)
 			if err != nil {
 				return err

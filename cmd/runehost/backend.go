@@ -1,0 +1,334 @@
+// backend.go holds where a store-backed command's operations go: the store
+// opened by the command itself (local), or the `runehost serve` that owns
+// it (remote, through the API). Both answer in the API's types and print
+// through the same code, so a command reads the same either way.
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/runehost/runehost/acts/fs"
+	"github.com/runehost/runehost/api"
+	"github.com/runehost/runehost/client"
+	"github.com/runehost/runehost/events"
+	"github.com/runehost/runehost/server"
+)
+
+// exitDetached is the exit status of a run left to the server by Ctrl-C.
+const exitDetached = 130
+
+// backend is the operations of the API a command needs.
+type backend interface {
+	Run(ctx context.Context, req api.RunRequest) (*api.RunResponse, error)
+	Send(ctx context.Context, inv string, req api.Send) (*api.RunState, error)
+	Resume(ctx context.Context, inv string) (*api.RunState, error)
+	Resolve(ctx context.Context, inv string, ordinal uint64, req api.Resolve) (*api.RunState, error)
+	// Drive goes on with inv's tree until nothing in it is runnable,
+	// printing its events from cursor (where Run, Send, Resume or Resolve
+	// left it), and says where inv stands.
+	Drive(ctx context.Context, inv, cursor string) (*api.RunState, error)
+	Cancel(ctx context.Context, inv string) error
+	List(ctx context.Context, statuses []string) (*api.List, error)
+	Inspect(ctx context.Context, inv string) (*api.Inspection, error)
+	Checkpoint(ctx context.Context, inv string) ([]byte, error)
+	Grants(ctx context.Context, prog string) ([]api.Grant, error)
+	Grant(ctx context.Context, prog, statement string) error
+	Revoke(ctx context.Context, prog, statement string) error
+	CreateLink(ctx context.Context, run string, ttl time.Duration) (*api.Link, error)
+	Links(ctx context.Context, run string) ([]api.Link, error)
+	RevokeLinks(ctx context.Context, run, id string) (int, error)
+	// Close lets the store go (local) or does nothing (remote).
+	Close()
+}
+
+// findServer looks for the server of the command's store.
+func findServer(c *cli.Context) (*client.Client, bool, error) {
+	dir, err := storeDir(c)
+	if err != nil {
+		return nil, false, err
+	}
+	cl, ok, err := client.Find(dir)
+	if err != nil {
+		return nil, false, exitf(exitInternal, "%v", err)
+	}
+	return cl, ok, nil
+}
+
+// openBackend goes through the store's server when one runs, and otherwise
+// opens the store (see openEngine for runs).
+func openBackend(c *cli.Context, runs bool) (backend, error) {
+	cl, ok, err := findServer(c)
+	if err != nil {
+		return nil, err
+	}
+	w := c.App.ErrWriter
+	if ok {
+		return &remote{c: cl, w: w, color: isTerminal(w)}, nil
+	}
+	e, done, err := openEngine(c, runs)
+	if err != nil {
+		return nil, err
+	}
+	l := &local{s: &server.Service{E: e, Clock: nowMillis}, done: done, w: w, color: isTerminal(w)}
+	e.OnEvent = l.event
+	return l, nil
+}
+
+// refuseServed refuses a command that needs the store to itself while a
+// server owns it.
+func refuseServed(c *cli.Context) error {
+	cl, ok, err := findServer(c)
+	if err != nil || !ok {
+		return err
+	}
+	dir, _ := storeDir(c)
+	return exitf(exitUsage, "the store %s is served by runehost serve (pid %d); stop it first", dir, cl.Discovery.PID)
+}
+
+// failed is a backend's error as the command's outcome: the API's codes
+// that say the request was wrong are bad usage, the rest (the host's
+// failures, and a server that cannot be reached) exit with internal.
+func failed(cmd string, err error, internal int) error {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	code := internal
+	var ae *api.Error
+	if errors.As(err, &ae) {
+		switch ae.Code {
+		case api.CodeBadRequest, api.CodeNotFound, api.CodeConflict, api.CodeCompile, api.CodeRefused, api.CodeTooLarge, api.CodeUnauthorized:
+			code = exitUsage
+		}
+	}
+	return exitf(code, "%s: %v", cmd, err)
+}
+
+// drive goes on with inv's tree and reports where it stands; a failure of
+// the host exits with code. Through a server, an interrupt (Ctrl-C) leaves
+// the run to it: the command says how to follow it again and exits
+// detached.
+func drive(c *cli.Context, b backend, cmd, inv, file, cursor string, code int) error {
+	ctx := c.Context
+	_, served := b.(*remote)
+	if served {
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt)
+		defer stop()
+	}
+	rs, err := b.Drive(ctx, inv, cursor)
+	if served && ctx.Err() != nil {
+		fmt.Fprintf(c.App.ErrWriter, "detached: %s goes on in the server (runehost events --follow %s)\n", inv, inv)
+		return &exitError{code: exitDetached}
+	}
+	if err != nil {
+		return exitf(code, "%s: %v", cmd, err)
+	}
+	return report(c.App.Writer, c.App.ErrWriter, inv, file, rs)
+}
+
+// absStatement makes the directory of an fs grant absolute here: a server
+// resolves a relative one against its own working directory.
+func absStatement(st string) string {
+	tag, target, ok := strings.Cut(st, ":")
+	if !ok || (tag != fs.Read && tag != fs.Write && tag != fs.List) {
+		return st
+	}
+	dir, guest := fs.SplitTarget(target)
+	if dir == "" || filepath.IsAbs(dir) {
+		return st
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return st
+	}
+	if guest != "" || strings.Contains(target, "=") {
+		abs += "=" + guest
+	}
+	return tag + ":" + abs
+}
+
+// printEventTo is how a command that drives prints a run's event: the
+// invocation, then the event's line, on stderr.
+func printEventTo(w io.Writer, ev events.Event, color bool) {
+	if !events.Quiet(&ev) {
+		fmt.Fprintf(w, "%s %s\n", ev.Run, events.Line(&ev, color))
+	}
+}
+
+// local is the store opened by this command.
+type local struct {
+	s     *server.Service
+	done  func()
+	w     io.Writer
+	color bool
+
+	mu   sync.Mutex
+	live bool           // printing events as they come: Drive has begun
+	held []events.Event // events before, printed when it begins
+}
+
+// event prints an event once Drive began, holding it until then: Run's
+// admission logs before the command names the invocation.
+func (l *local) event(ev events.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.live {
+		l.held = append(l.held, ev)
+		return
+	}
+	printEventTo(l.w, ev, l.color)
+}
+
+func (l *local) Run(ctx context.Context, req api.RunRequest) (*api.RunResponse, error) {
+	return l.s.Run(ctx, req)
+}
+
+func (l *local) Send(_ context.Context, inv string, req api.Send) (*api.RunState, error) {
+	return l.s.Send(inv, req)
+}
+
+func (l *local) Resume(_ context.Context, inv string) (*api.RunState, error) {
+	return l.s.Resume(inv)
+}
+
+func (l *local) Resolve(_ context.Context, inv string, ordinal uint64, req api.Resolve) (*api.RunState, error) {
+	return l.s.Resolve(inv, ordinal, req)
+}
+
+func (l *local) Drive(ctx context.Context, inv, _ string) (*api.RunState, error) {
+	l.mu.Lock()
+	l.live = true
+	for _, ev := range l.held {
+		printEventTo(l.w, ev, l.color)
+	}
+	l.held = nil
+	l.mu.Unlock()
+	return l.s.Drive(ctx, inv)
+}
+
+func (l *local) Cancel(_ context.Context, inv string) error { return l.s.Cancel(inv) }
+
+func (l *local) List(_ context.Context, statuses []string) (*api.List, error) {
+	return l.s.List(statuses, "", 0)
+}
+
+func (l *local) Inspect(_ context.Context, inv string) (*api.Inspection, error) {
+	return l.s.Inspect(inv)
+}
+
+func (l *local) Checkpoint(_ context.Context, inv string) ([]byte, error) {
+	return l.s.Checkpoint(inv)
+}
+
+func (l *local) Grants(_ context.Context, prog string) ([]api.Grant, error) {
+	return l.s.Grants(prog)
+}
+
+func (l *local) Grant(_ context.Context, prog, statement string) error {
+	_, err := l.s.Grant(api.GrantRequest{Prog: prog, Statements: []string{absStatement(statement)}})
+	return err
+}
+
+func (l *local) Revoke(_ context.Context, prog, statement string) error {
+	_, err := l.s.Revoke(api.GrantRequest{Prog: prog, Statements: []string{absStatement(statement)}})
+	return err
+}
+
+func (l *local) CreateLink(_ context.Context, run string, ttl time.Duration) (*api.Link, error) {
+	return l.s.CreateLink(run, api.LinkRequest{TTL: ttl.String()})
+}
+
+func (l *local) Links(_ context.Context, run string) ([]api.Link, error) { return l.s.Links(run) }
+
+func (l *local) RevokeLinks(_ context.Context, run, id string) (int, error) {
+	return l.s.RevokeLinks(run, id)
+}
+
+func (l *local) Close() { l.done() }
+
+// remote is the server that owns the store.
+type remote struct {
+	c     *client.Client
+	w     io.Writer
+	color bool
+}
+
+func (r *remote) Run(ctx context.Context, req api.RunRequest) (*api.RunResponse, error) {
+	return r.c.Run(ctx, req)
+}
+
+func (r *remote) Send(ctx context.Context, inv string, req api.Send) (*api.RunState, error) {
+	return r.c.Send(ctx, inv, req)
+}
+
+func (r *remote) Resume(ctx context.Context, inv string) (*api.RunState, error) {
+	return r.c.Resume(ctx, inv)
+}
+
+func (r *remote) Resolve(ctx context.Context, inv string, ordinal uint64, req api.Resolve) (*api.RunState, error) {
+	return r.c.Resolve(ctx, inv, ordinal, req)
+}
+
+func (r *remote) Drive(ctx context.Context, inv, cursor string) (*api.RunState, error) {
+	return r.c.Follow(ctx, inv, client.FollowOptions{Tree: true, Cursor: cursor, UntilSettled: true}, func(ev events.Event) {
+		printEventTo(r.w, ev, r.color)
+	})
+}
+
+func (r *remote) Cancel(ctx context.Context, inv string) error {
+	_, err := r.c.Cancel(ctx, inv)
+	return err
+}
+
+func (r *remote) List(ctx context.Context, statuses []string) (*api.List, error) {
+	return r.c.List(ctx, statuses, "", 0)
+}
+
+func (r *remote) Inspect(ctx context.Context, inv string) (*api.Inspection, error) {
+	return r.c.Inspect(ctx, inv)
+}
+
+func (r *remote) Checkpoint(ctx context.Context, inv string) ([]byte, error) {
+	return r.c.Checkpoint(ctx, inv)
+}
+
+func (r *remote) Grants(ctx context.Context, prog string) ([]api.Grant, error) {
+	return r.c.Grants(ctx, prog)
+}
+
+func (r *remote) Grant(ctx context.Context, prog, statement string) error {
+	_, err := r.c.Grant(ctx, api.GrantRequest{Prog: prog, Statements: []string{absStatement(statement)}})
+	return err
+}
+
+func (r *remote) Revoke(ctx context.Context, prog, statement string) error {
+	_, err := r.c.Revoke(ctx, api.GrantRequest{Prog: prog, Statements: []string{absStatement(statement)}})
+	return err
+}
+
+func (r *remote) CreateLink(ctx context.Context, run string, ttl time.Duration) (*api.Link, error) {
+	return r.c.CreateLink(ctx, run, api.LinkRequest{TTL: ttl.String()})
+}
+
+func (r *remote) Links(ctx context.Context, run string) ([]api.Link, error) {
+	return r.c.Links(ctx, run)
+}
+
+func (r *remote) RevokeLinks(ctx context.Context, run, id string) (int, error) {
+	return r.c.RevokeLinks(ctx, run, id)
+}
+
+func (r *remote) Close() {}
