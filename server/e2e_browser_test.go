@@ -42,21 +42,16 @@ type e2eEcho struct {
 	gates map[string]chan struct{}
 }
 
-func (a *e2eEcho) gate(text string) chan struct{} {
+// hold makes the acts with text wait until open is called; each hold is a
+// new gate.
+func (a *e2eEcho) hold(text string) (open func()) {
+	ch := make(chan struct{})
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	if a.gates == nil {
 		a.gates = map[string]chan struct{}{}
 	}
-	if a.gates[text] == nil {
-		a.gates[text] = make(chan struct{})
-	}
-	return a.gates[text]
-}
-
-// hold makes the acts with text wait until open is called.
-func (a *e2eEcho) hold(text string) (open func()) {
-	ch := a.gate(text)
+	a.gates[text] = ch
+	a.mu.Unlock()
 	var once sync.Once
 	return func() { once.Do(func() { close(ch) }) }
 }
