@@ -148,6 +148,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, f Follow) er
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	rc.Flush() // the headers now: a client knows it is following before the first event
 	wake, done := s.hub.subscribe(f.Inv)
 	defer done()
 	ping := time.NewTicker(15 * time.Second)
