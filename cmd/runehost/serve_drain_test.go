@@ -20,7 +20,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -73,24 +72,6 @@ func serveBin(t *testing.T, dir string) string {
 	}
 	t.Logf("built runehost in %v", time.Since(start).Round(time.Millisecond))
 	return bin
-}
-
-// syncBuffer is a process's stderr, read while it is written.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // serveProc is a running `runehost serve` and its API client.

@@ -42,7 +42,7 @@ func served(t *testing.T, f func(t *testing.T)) {
 	f(t)
 }
 
-// syncBuffer is a buffer written by a server's goroutines.
+// syncBuffer is a buffer written by other goroutines (a server's log, a process's stderr) and read meanwhile.
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer

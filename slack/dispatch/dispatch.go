@@ -41,13 +41,13 @@ type Config struct {
 	BaseURL       string // without Link, a run's link is BaseURL/runs/INV, when set
 	// Link, if set, makes the link of a run's card: its live page, through a
 	// capability link (runehost serve gives one).
-	Link func(inv string) (string, error)
-	Verbosity     status.Verbosity
-	Limit         uint64        // steps a run may take
-	MinInterval   time.Duration // between two edits of a card
-	Heartbeat     time.Duration // repaint of live cards (elapsed time, quiet suffix); 0: 5 s
-	Budget        status.BudgetConfig
-	Log           func(line string) // what goes wrong, redacted; nothing when nil
+	Link        func(inv string) (string, error)
+	Verbosity   status.Verbosity
+	Limit       uint64        // steps a run may take
+	MinInterval time.Duration // between two edits of a card
+	Heartbeat   time.Duration // repaint of live cards (elapsed time, quiet suffix); 0: 5 s
+	Budget      status.BudgetConfig
+	Log         func(line string) // what goes wrong, redacted; nothing when nil
 }
 
 // Dispatcher turns Slack events into runs and runs into cards.
