@@ -432,6 +432,12 @@ func (e *Engine) statusNote(out *RunState) []events.Event {
 // answerEvent is a run's answer: its result as text (a string, or a map's
 // "answer" string, else JSON).
 func (e *Engine) answerEvent(at int64, result []byte) events.Event {
+	return events.Event{At: at, Kind: events.KindAnswer, Answer: &events.Answer{Text: e.clean(AnswerText(result), 0)}}
+}
+
+// AnswerText is a result as its answer reads: a string itself, a map's
+// "answer" string, or else the result as JSON (not yet redacted).
+func AnswerText(result []byte) string {
 	text := dataText(result)
 	if d, err := checkpoint.DecodeData(result); err == nil {
 		if s, ok := d.(string); ok {
@@ -444,7 +450,7 @@ func (e *Engine) answerEvent(at int64, result []byte) events.Event {
 			}
 		}
 	}
-	return events.Event{At: at, Kind: events.KindAnswer, Answer: &events.Answer{Text: e.clean(text, 0)}}
+	return text
 }
 
 func (e *Engine) finalEvents(inv string, status Status, result []byte) (out []events.Event) {

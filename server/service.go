@@ -203,7 +203,7 @@ func (s *Service) runState(inv string, rs *host.RunState) *api.RunState {
 	if len(rs.Result) > 0 {
 		if j, err := dataJSON(rs.Result); err == nil {
 			out.Result = j
-			out.Answer = s.E.Clean(string(j), 0)
+			out.Answer = s.E.Clean(host.AnswerText(rs.Result), 0) // as the answer event has it
 		}
 	}
 	if rs.Err != nil {
