@@ -111,6 +111,7 @@ type RunState struct {
 	Deadline   int64           `json:"deadline,omitempty"` // unix ms, of an await with a timeout
 	Command    string          `json:"command,omitempty"`  // the command that answers what it waits for
 	Unknown    *Act            `json:"unknown,omitempty"`  // the act of unknown outcome it waits on
+	Paused     string          `json:"paused,omitempty"`   // why the host cannot run it: an operator resumes it
 	Cursor     string          `json:"cursor,omitempty"`   // of the events stream, after the action
 }
 

@@ -44,6 +44,7 @@ type Server struct {
 	cfg      Config
 	svc      *Service
 	hub      hub
+	windows  windows // encoded events, shared by the streams of a run
 	mux      *http.ServeMux
 	stopping chan struct{}
 	stopOnce func()

@@ -75,7 +75,10 @@ type hub struct {
 	subs map[string]map[chan struct{}]bool // by root
 }
 
-func (h *hub) subscribe(root string) (chan struct{}, func()) {
+// subscribe wakes the returned channel when root's tree changes; the
+// function unsubscribes and says whether it was the tree's last stream.
+func (h *hub) subscribe(inv string) (chan struct{}, func() bool) {
+	root := rootOf(inv)
 	ch := make(chan struct{}, 1)
 	h.mu.Lock()
 	if h.subs == nil {
@@ -86,19 +89,23 @@ func (h *hub) subscribe(root string) (chan struct{}, func()) {
 	}
 	h.subs[root][ch] = true
 	h.mu.Unlock()
-	return ch, func() {
+	return ch, func() bool {
 		h.mu.Lock()
+		defer h.mu.Unlock()
 		delete(h.subs[root], ch)
 		if len(h.subs[root]) == 0 {
 			delete(h.subs, root)
+			return true
 		}
-		h.mu.Unlock()
+		return false
 	}
 }
 
+func rootOf(inv string) string { r, _, _ := strings.Cut(inv, "."); return r }
+
 // publish wakes the streams of inv's tree.
 func (h *hub) publish(inv string) {
-	root, _, _ := strings.Cut(inv, ".")
+	root := rootOf(inv)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for ch := range h.subs[root] {
@@ -111,6 +118,80 @@ func (h *hub) publish(inv string) {
 
 // streamBatch is how many events of one run a stream reads at a time.
 const streamBatch = 256
+
+// windowMax bounds the encoded events kept of one run.
+const windowMax = 1024
+
+// encoded is an event as a stream sends it.
+type encoded struct {
+	seq  uint64
+	data []byte // the event's JSON
+}
+
+// windows keep the newest encoded events of each run that streams read:
+// a hundred clients of one run read and encode each event once. The run
+// log is append-only, so what a window holds never goes stale.
+type windows struct {
+	mu   sync.Mutex
+	runs map[string]*window
+}
+
+type window struct {
+	mu  sync.Mutex
+	evs []encoded // contiguous seqs
+}
+
+// read returns up to streamBatch events of run after seq after.
+func (ws *windows) read(e *host.Engine, run string, after uint64) ([]encoded, error) {
+	ws.mu.Lock()
+	if ws.runs == nil {
+		ws.runs = map[string]*window{}
+	}
+	w := ws.runs[run]
+	if w == nil {
+		w = &window{}
+		ws.runs[run] = w
+	}
+	ws.mu.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if n := len(w.evs); n > 0 && after+1 >= w.evs[0].seq && after < w.evs[n-1].seq {
+		i := int(after + 1 - w.evs[0].seq)
+		return w.evs[i:min(n, i+streamBatch)], nil
+	}
+	evs, err := e.Events(run, after+1, streamBatch)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]encoded, 0, len(evs))
+	for _, ev := range evs {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, encoded{ev.Seq, b})
+	}
+	// Kept when it goes on from the window (or starts it): the newest are
+	// what live streams ask for next.
+	if len(out) > 0 && (len(w.evs) == 0 || w.evs[len(w.evs)-1].seq == after) {
+		w.evs = append(w.evs, out...)
+		if len(w.evs) > windowMax {
+			w.evs = slices.Clone(w.evs[len(w.evs)-windowMax/2:])
+		}
+	}
+	return out, nil
+}
+
+// drop forgets the windows of a tree no stream follows any more.
+func (ws *windows) drop(root string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for run := range ws.runs {
+		if r, _, _ := strings.Cut(run, "."); r == root {
+			delete(ws.runs, run)
+		}
+	}
+}
 
 // Follow is a stream's request.
 type Follow struct {
@@ -150,7 +231,11 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, f Follow) er
 	w.WriteHeader(http.StatusOK)
 	rc.Flush() // the headers now: a client knows it is following before the first event
 	wake, done := s.hub.subscribe(f.Inv)
-	defer done()
+	defer func() {
+		if done() {
+			s.windows.drop(rootOf(f.Inv))
+		}
+	}()
 	ping := time.NewTicker(15 * time.Second)
 	defer ping.Stop()
 	poll := time.NewTicker(250 * time.Millisecond) // a change no one published
@@ -173,17 +258,13 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, f Follow) er
 		sent := false
 		for _, id := range ids {
 			for {
-				evs, err := s.svc.E.Events(id, f.Cursor[id]+1, streamBatch)
+				evs, err := s.windows.read(s.svc.E, id, f.Cursor[id])
 				if err != nil {
 					return err
 				}
 				for _, ev := range evs {
-					f.Cursor[id] = ev.Seq
-					b, err := json.Marshal(ev)
-					if err != nil {
-						return err
-					}
-					if _, err := fmt.Fprintf(w, "id: %s\ndata: %s\n\n", f.Cursor.String(f.Inv, f.Tree), b); err != nil {
+					f.Cursor[id] = ev.seq
+					if _, err := fmt.Fprintf(w, "id: %s\ndata: %s\n\n", f.Cursor.String(f.Inv, f.Tree), ev.data); err != nil {
 						return err
 					}
 					sent = true

@@ -283,9 +283,14 @@ func (r *remote) Resolve(ctx context.Context, inv string, ordinal uint64, req ap
 }
 
 func (r *remote) Drive(ctx context.Context, inv, cursor string) (*api.RunState, error) {
-	return r.c.Follow(ctx, inv, client.FollowOptions{Tree: true, Cursor: cursor, UntilSettled: true}, func(ev events.Event) {
+	st, err := r.c.Follow(ctx, inv, client.FollowOptions{Tree: true, Cursor: cursor, UntilSettled: true}, func(ev events.Event) {
 		printEventTo(r.w, ev, r.color)
 	})
+	if err == nil && st != nil && st.Status == "running" && st.Paused != "" {
+		// The server's turn failed and paused it, as a local RunTree fails.
+		return nil, fmt.Errorf("invocation %s: %s", inv, st.Paused)
+	}
+	return st, err
 }
 
 func (r *remote) Cancel(ctx context.Context, inv string) error {
