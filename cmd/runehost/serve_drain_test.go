@@ -86,13 +86,14 @@ type serveProc struct {
 
 // startServeProc starts bin serve on dir and returns once /healthz answers
 // on the socket serve.json names.
-func startServeProc(t *testing.T, bin, dir string, native bool) *serveProc {
+func startServeProc(t *testing.T, bin, dir string, native bool, extra ...string) *serveProc {
 	t.Helper()
 	os.Remove(filepath.Join(dir, server.DiscoveryFile))
 	args := []string{"serve", "--store", dir, "--workers", "2"}
 	if native {
 		args = append(args, "--native")
 	}
+	args = append(args, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "RUNEHOST_CACHE_DIR="+filepath.Join(os.TempDir(), "runehost-test-wazero-cache"))
 	p := &serveProc{cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
