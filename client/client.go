@@ -170,6 +170,19 @@ func invPath(inv string, rest string) string {
 	return "/" + api.Version + "/invocations/" + url.PathEscape(inv) + rest
 }
 
+// Metrics is the server's metrics in Prometheus's text format (GET /metrics).
+func (c *Client) Metrics(ctx context.Context) ([]byte, error) {
+	resp, err := c.request(ctx, "GET", "/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if err := answerError(resp); err != nil {
+		return nil, err
+	}
+	return io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+}
+
 // Health is the server's health (GET /healthz).
 func (c *Client) Health(ctx context.Context) (*api.Health, error) {
 	var h api.Health
