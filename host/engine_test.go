@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/runehost/runehost/checkpoint"
@@ -57,8 +58,9 @@ func (r *recorder) Do(_ context.Context, op *Operation) (any, error) {
 }
 
 func engine(t *testing.T, s *store.Store, gen uint64) *Engine {
-	clock := int64(1_700_000_000_000)
-	e := NewEngine(s, port.NewNative(), gen, func() int64 { clock++; return clock })
+	var clock atomic.Int64 // the loop's workers read it at once
+	clock.Store(1_700_000_000_000)
+	e := NewEngine(s, port.NewNative(), gen, func() int64 { return clock.Add(1) })
 	if _, err := e.Ward().Grant(AnyProg, "calc"); err != nil {
 		t.Fatal(err)
 	}
