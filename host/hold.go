@@ -24,10 +24,8 @@ type tree struct {
 	stop map[string]int     // invocations asked to stop, with their askers
 }
 
-// lock takes inv's tree and returns the function that gives it back.
-func (h *holds) lock(inv string) func() {
-	root := rootOf(inv)
-	h.mu.Lock()
+// tree returns root's entry, made if need be; h.mu is held.
+func (h *holds) tree(root string) *tree {
 	if h.trees == nil {
 		h.trees = map[string]*tree{}
 	}
@@ -36,6 +34,14 @@ func (h *holds) lock(inv string) func() {
 		t = &tree{stop: map[string]int{}}
 		h.trees[root] = t
 	}
+	return t
+}
+
+// lock takes inv's tree and returns the function that gives it back.
+func (h *holds) lock(inv string) func() {
+	root := rootOf(inv)
+	h.mu.Lock()
+	t := h.tree(root)
 	t.n++
 	h.mu.Unlock()
 	t.mu.Lock()
@@ -81,28 +87,13 @@ func (h *holds) running(ctx context.Context, inv string) (context.Context, func(
 	}
 }
 
-// stopped says whether a stop is asked for inv's tree.
-func (h *holds) stopped(inv string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	t := h.trees[rootOf(inv)]
-	return t != nil && len(t.stop) > 0
-}
-
 // askStop ends the turn running in inv's tree at its next slice (its live
 // machine is checkpointed, an act in flight finishes) and keeps new turns
 // from starting until the returned function is called.
 func (h *holds) askStop(inv string) func() {
 	root := rootOf(inv)
 	h.mu.Lock()
-	if h.trees == nil {
-		h.trees = map[string]*tree{}
-	}
-	t := h.trees[root]
-	if t == nil {
-		t = &tree{stop: map[string]int{}}
-		h.trees[root] = t
-	}
+	t := h.tree(root)
 	t.stop[inv]++
 	if t.turn != nil {
 		t.turn()

@@ -116,10 +116,13 @@ func (l *Loop) Run(ctx context.Context) error {
 	}
 }
 
-// nextAfter returns the first runnable invocation after the cursor
-// (wrapping round) that skip does not pass over, or "".
+// nextAfter returns the first runnable invocation in scope after the
+// cursor (wrapping round) that skip does not pass over, or "".
 func (s *Scheduler) nextAfter(after string, skip func(string) bool) (string, error) {
 	prefix := store.K("run")
+	if s.Scope != "" {
+		prefix = store.K("run", s.Scope)
+	}
 	var first, next string
 	err := s.E.Store.View(func(tx *store.Tx) error {
 		return tx.Scan(prefix, func(k store.Key, _ func(any) error) (bool, error) {

@@ -49,33 +49,14 @@ type cursor struct {
 // Next returns the runnable invocation after the cursor (wrapping round),
 // or "" when none is runnable.
 func (s *Scheduler) Next() (string, error) {
-	prefix := store.K("run")
-	if s.Scope != "" {
-		prefix = store.K("run", s.Scope)
-	}
 	var c cursor
-	var first, next string
-	err := s.E.Store.View(func(tx *store.Tx) error {
-		if _, err := tx.Get(s.cursorKey(), &c); err != nil {
-			return err
-		}
-		return tx.Scan(prefix, func(k store.Key, _ func(any) error) (bool, error) {
-			parts := k.Parts()
-			id := parts[len(parts)-1]
-			if first == "" {
-				first = id
-			}
-			if c.Last == "" || string(k) > string(runKey(c.Last)) { // the index's own order
-				next = id
-				return false, nil
-			}
-			return true, nil
-		})
-	})
-	if next == "" {
-		next = first
+	if err := s.E.Store.View(func(tx *store.Tx) error {
+		_, err := tx.Get(s.cursorKey(), &c)
+		return err
+	}); err != nil {
+		return "", err
 	}
-	return next, err
+	return s.nextAfter(c.Last, func(string) bool { return false })
 }
 
 // Step gives the next runnable invocation one turn and moves the cursor

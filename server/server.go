@@ -164,6 +164,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
+// answer writes v with status, or err as the API's error.
+func answer(w http.ResponseWriter, status int, v any, err error) {
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, status, v)
+}
+
 func writeError(w http.ResponseWriter, err error) {
 	var ae *api.Error
 	if !errors.As(err, &ae) {
@@ -191,6 +200,14 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 		return api.Errorf(api.CodeBadRequest, "the request body has more than one JSON value")
 	}
 	return nil
+}
+
+// decodeOptional is decode for a body that may be left out.
+func decodeOptional(w http.ResponseWriter, r *http.Request, v any) error {
+	if r.ContentLength == 0 {
+		return nil
+	}
+	return decode(w, r, v)
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
@@ -234,20 +251,12 @@ func (s *Server) getList(w http.ResponseWriter, r *http.Request) {
 		statuses = append(statuses, strings.Split(v, ",")...)
 	}
 	l, err := s.svc.List(statuses, q.Get("after"), limit)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, l)
+	answer(w, http.StatusOK, l, err)
 }
 
 func (s *Server) getInspect(w http.ResponseWriter, r *http.Request) {
 	in, err := s.svc.Inspect(r.PathValue("id"))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, in)
+	answer(w, http.StatusOK, in, err)
 }
 
 func (s *Server) getCheckpoint(w http.ResponseWriter, r *http.Request) {
@@ -262,11 +271,7 @@ func (s *Server) getCheckpoint(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) getState(w http.ResponseWriter, r *http.Request) {
 	st, err := s.svc.State(r.PathValue("id"))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, st)
+	answer(w, http.StatusOK, st, err)
 }
 
 // getEvents is the run log: a JSON array, or with Accept: text/event-stream
@@ -395,11 +400,7 @@ func (s *Server) postResolve(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) getGrants(w http.ResponseWriter, r *http.Request) {
 	gs, err := s.svc.Grants(r.URL.Query().Get("prog"))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, gs)
+	answer(w, http.StatusOK, gs, err)
 }
 
 func (s *Server) postGrant(w http.ResponseWriter, r *http.Request) {
@@ -435,11 +436,9 @@ func (s *Server) postRevoke(w http.ResponseWriter, r *http.Request) {
 func (s *Server) postLink(w http.ResponseWriter, r *http.Request) {
 	inv := r.PathValue("id")
 	var req api.LinkRequest
-	if r.ContentLength != 0 {
-		if err := decode(w, r, &req); err != nil {
-			writeError(w, err)
-			return
-		}
+	if err := decodeOptional(w, r, &req); err != nil {
+		writeError(w, err)
+		return
 	}
 	var ttl time.Duration
 	if req.TTL != "" {
@@ -485,11 +484,9 @@ func (s *Server) postRevokeLinks(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		ID string `json:"id"`
 	}
-	if r.ContentLength != 0 {
-		if err := decode(w, r, &req); err != nil {
-			writeError(w, err)
-			return
-		}
+	if err := decodeOptional(w, r, &req); err != nil {
+		writeError(w, err)
+		return
 	}
 	n, err := s.cfg.Links.Revoke(r.PathValue("id"), req.ID)
 	if err != nil {
