@@ -147,8 +147,10 @@ func (s *Scheduler) nextAfter(after string, skip func(string) bool) (string, err
 	return next, err
 }
 
-// turn gives id one turn, as Step does, and takes a failing one out of the
-// index.
+// turn gives id one turn and takes a failing one out of the index. A turn
+// of the default quantum lasts at least TurnTime: a native machine runs 8
+// slices in a tenth of a millisecond, less than choosing the next
+// invocation costs. A quantum set is kept exactly.
 func (s *Scheduler) turn(ctx context.Context, id string) Turn {
 	q := s.Quantum
 	if q == 0 {

@@ -71,25 +71,11 @@ func (s *Scheduler) Step(ctx context.Context) (Turn, bool, error) {
 	}); err != nil {
 		return Turn{}, false, err
 	}
-	q := s.Quantum
-	if q == 0 {
-		q = DefaultQuantum
-	}
-	// A turn of the default quantum lasts at least TurnTime: a native
-	// machine runs 8 slices in a tenth of a millisecond, less than choosing
-	// the next invocation costs. A quantum set is kept exactly.
-	start := time.Now()
-	st, err := s.E.resumeTurn(ctx, id, q)
-	for s.Quantum == 0 && err == nil && st.Status == Running && time.Since(start) < TurnTime && ctx.Err() == nil {
-		st, err = s.E.resumeTurn(ctx, id, q)
-	}
-	if err != nil && ctx.Err() != nil {
+	t := s.turn(ctx, id)
+	if t.State == nil && ctx.Err() != nil {
 		return Turn{}, false, ctx.Err()
 	}
-	if err != nil {
-		s.unindex(id) // Resume paused it; a record it cannot even read is passed over
-	}
-	return Turn{Invocation: id, State: st, Err: err}, true, nil
+	return t, true, nil
 }
 
 // Wake makes runnable every waiting invocation in scope whose await's

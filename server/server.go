@@ -410,12 +410,10 @@ func (s *Server) postGrant(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	gs, err := s.svc.Grant(req)
-	if err != nil {
-		writeError(w, err)
-		return
+	if err == nil {
+		s.cfg.Log.Info("granted", "prog", prog(req.Prog), "statements", req.Statements)
 	}
-	s.cfg.Log.Info("granted", "prog", prog(req.Prog), "statements", req.Statements)
-	writeJSON(w, http.StatusOK, gs)
+	answer(w, http.StatusOK, gs, err)
 }
 
 func (s *Server) postRevoke(w http.ResponseWriter, r *http.Request) {
@@ -425,12 +423,10 @@ func (s *Server) postRevoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rv, err := s.svc.Revoke(req)
-	if err != nil {
-		writeError(w, err)
-		return
+	if err == nil {
+		s.cfg.Log.Info("revoked", "prog", prog(req.Prog), "statements", rv.Revoked)
 	}
-	s.cfg.Log.Info("revoked", "prog", prog(req.Prog), "statements", rv.Revoked)
-	writeJSON(w, http.StatusOK, rv)
+	answer(w, http.StatusOK, rv, err)
 }
 
 func (s *Server) postLink(w http.ResponseWriter, r *http.Request) {
