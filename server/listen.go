@@ -43,10 +43,12 @@ func SocketPath(dir string) (string, error) {
 	}
 	sum := sha256.Sum256([]byte(abs))
 	d := filepath.Join(os.TempDir(), fmt.Sprintf("runehost-%x", sum[:8]))
-	if err := os.MkdirAll(d, 0o700); err != nil {
+	if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", err
 	}
-	if err := os.Chmod(d, 0o700); err != nil {
+	// The temporary directory is everyone's: a directory someone else made
+	// there (or a link) could let them swap the socket for their own.
+	if err := ownDir(d); err != nil {
 		return "", err
 	}
 	return filepath.Join(d, SocketFile), nil
