@@ -61,7 +61,11 @@ func linkCommand() *cli.Command {
 			case revoke:
 				return linkRevoke(c, b, run, c.Args().Get(1))
 			}
-			return linkCreate(c, b, run, ttl, c.String("base-url"))
+			base := c.String("base-url")
+			if !c.IsSet("base-url") {
+				base = "" // the server's own, when one answers: it knows where it listens
+			}
+			return linkCreate(c, b, run, ttl, base)
 		},
 	}
 }
@@ -69,14 +73,19 @@ func linkCommand() *cli.Command {
 // linkCreate makes a link and prints its URL (on stdout, alone, for
 // scripts) and its id and expiry (on stderr).
 func linkCreate(c *cli.Context, b backend, run string, ttl time.Duration, base string) error {
-	if base == "" {
-		base = defaultBaseURL
-	}
 	link, err := b.CreateLink(c.Context, run, ttl)
 	if err != nil {
 		return failed("link", err, exitInternal)
 	}
-	fmt.Fprintf(c.App.Writer, "%s/r/%s\n", strings.TrimRight(base, "/"), link.Token)
+	switch {
+	case base == "" && link.URL != "":
+		fmt.Fprintln(c.App.Writer, link.URL)
+	default:
+		if base == "" {
+			base = defaultBaseURL
+		}
+		fmt.Fprintf(c.App.Writer, "%s/r/%s\n", strings.TrimRight(base, "/"), link.Token)
+	}
 	fmt.Fprintf(c.App.ErrWriter, "link %s to %s expires %s (runehost link --revoke %s %s)\n", link.ID, run, events.ISO(link.Expires), run, link.ID)
 	return nil
 }
