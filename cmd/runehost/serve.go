@@ -277,16 +277,24 @@ func launchServe(ctx context.Context, o serveOptions) (wait func() error, err er
 		closeActs()
 		return fail(exitf(exitInternal, "serve: %v", err))
 	}
-	loopDone := make(chan error, 1)
-	go func() { loopDone <- loop.Run(ctx) }()
 	var slackWait func()
 	if o.slack != nil {
 		// A card links to its run's live page, by a capability link.
-		slackWait = startSlack(ctx, o.slack, e, log, m, func(inv string) (string, error) {
+		slackWait, err = startSlack(ctx, o.slack, e, log, m, func(inv string) (string, error) {
 			token, _, err := lk.Create(inv, 0)
 			return strings.TrimSuffix(base, "/") + "/r/" + token, err
 		})
+		if err != nil { // the set-up cannot work: say what to fix, and stop
+			for _, hs := range servers {
+				hs.Close()
+			}
+			server.RemoveDiscovery(o.store, d.PID)
+			closeActs()
+			return fail(err)
+		}
 	}
+	loopDone := make(chan error, 1)
+	go func() { loopDone <- loop.Run(ctx) }()
 	log.Info("serving", "store", o.store, "socket", sock, "listen", d.Listen, "workers", workers, "pid", d.PID, "traces", x.Enabled())
 
 	return func() error {

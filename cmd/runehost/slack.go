@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
@@ -30,8 +31,11 @@ func slackCommand() *cli.Command {
 			"a reply in the thread answers what the run awaits (an approval).\n\n" +
 			"With SLACK_APP_TOKEN it uses Socket Mode; otherwise it serves the Events\n" +
 			"API on --slack-listen, checking each request with SLACK_SIGNING_SECRET.\n" +
-			"docs/slack.md has the app manifest. It is `runehost serve --slack`: the\n" +
-			"API is served too, so other commands work on the store meanwhile.",
+			"The tokens are checked first: a token of the wrong type, refused, or\n" +
+			"lacking a scope stops it at start (exit 2) with what to fix.\n" +
+			"docs/slack.md sets the app up from zero (the manifest, the tokens). It is\n" +
+			"`runehost serve --slack`: the API is served too, so other commands work on\n" +
+			"the store meanwhile. Run one per Slack app: two would split its events.",
 		Flags: append([]cli.Flag{
 			storeFlag(), nativeFlag(), cacheFlag(),
 			&cli.StringFlag{Name: "listen", Usage: "also serve the API on this TCP address"},
@@ -51,7 +55,7 @@ func slackFlags() []cli.Flag {
 		&cli.StringFlag{Name: "verbosity", Value: "verbose", Usage: "quiet (the checklist), verbose (and recent acts) or debug (and the current act)"},
 		&cli.Uint64Flag{Name: "limit", Value: 10_000_000, Usage: "step limit of each run"},
 		&cli.StringFlag{Name: "bot-token", EnvVars: []string{"SLACK_BOT_TOKEN"}, Usage: "xoxb-… (required with Slack)"},
-		&cli.StringFlag{Name: "app-token", EnvVars: []string{"SLACK_APP_TOKEN"}, Usage: "xapp-…: Socket Mode"},
+		&cli.StringFlag{Name: "app-token", EnvVars: []string{"SLACK_APP_TOKEN"}, Usage: "xapp-… with connections:write: Socket Mode"},
 		&cli.StringFlag{Name: "signing-secret", EnvVars: []string{"SLACK_SIGNING_SECRET"}, Usage: "the Events API's signing secret"},
 		&cli.StringFlag{Name: "api-url", EnvVars: []string{"SLACK_API_URL"}, Hidden: true},
 	}
@@ -86,33 +90,49 @@ func slackOptionsOf(c *cli.Context) (*slackOptions, error) {
 	}}, nil
 }
 
-// startSlack runs the dispatcher on e until ctx ends; wait waits for it
-// to stop and its last card frames to go.
-func startSlack(ctx context.Context, o *slackOptions, e *host.Engine, log *slog.Logger, m *metrics.Metrics, link func(inv string) (string, error)) (wait func()) {
+// startSlack checks the Slack set-up (the tokens, their type and scopes)
+// and starts the dispatcher on e until ctx ends. A set-up that cannot work
+// until a person fixes it is returned as a usage error (exit 2) saying
+// what to fix, before anything of Slack starts; wait waits for the
+// dispatcher to stop and its last card frames to go.
+func startSlack(ctx context.Context, o *slackOptions, e *host.Engine, log *slog.Logger, m *metrics.Metrics, link func(inv string) (string, error)) (wait func(), err error) {
 	cfg := o.cfg
 	cfg.Link = link
-	cfg.Log = func(line string) { log.Warn(line, "part", "slack") }
+	cfg.Log = log.With("part", "slack")
 	d := dispatch.New(cfg, e)
+	if err := d.Check(ctx); err != nil {
+		return nil, exitf(exitUsage, "%v", err)
+	}
+	var run func() error
+	if cfg.AppToken != "" {
+		log.Info("slack: connecting over Socket Mode")
+		run = func() error { return d.RunSocketMode(ctx) }
+	} else {
+		ln, err := net.Listen("tcp", o.listen)
+		if err != nil {
+			return nil, exitf(exitUsage, "slack: the Events API cannot listen on --slack-listen %s: %v", o.listen, err)
+		}
+		h, err := d.EventsHandler(ctx)
+		if err != nil {
+			ln.Close()
+			return nil, exitf(exitUsage, "%v", err)
+		}
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+		go func() { <-ctx.Done(); srv.Shutdown(context.Background()) }()
+		log.Info("slack: serving the Events API: its Request URL is https://THIS-HOST/slack/events (any path)", "listen", ln.Addr().String())
+		run = func() error {
+			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		}
+	}
 	cs := d.Cards()
 	m.SetSlack(func() (int64, int64, int64) {
 		return cs.Edits.Load(), cs.DroppedProgress.Load(), cs.RefusedTerminal.Load()
 	})
 	done := make(chan error, 1)
-	go func() {
-		var err error
-		if cfg.AppToken != "" {
-			log.Info("slack: connecting over Socket Mode")
-			err = d.RunSocketMode(ctx)
-		} else {
-			srv := &http.Server{Addr: o.listen, Handler: d.EventsHandler(ctx), ReadHeaderTimeout: 5 * time.Second}
-			go func() { <-ctx.Done(); srv.Shutdown(context.Background()) }()
-			log.Info("slack: serving the Events API", "listen", o.listen)
-			if err = srv.ListenAndServe(); errors.Is(err, http.ErrServerClosed) {
-				err = nil
-			}
-		}
-		done <- err
-	}()
+	go func() { done <- run() }()
 	return func() {
 		err := <-done
 		d.Wait()
@@ -120,7 +140,7 @@ func startSlack(ctx context.Context, o *slackOptions, e *host.Engine, log *slog.
 		log.Info(fmt.Sprintf("slack: stopped; %d card edits, %d progress frames dropped, %d terminal frames refused",
 			cs.Edits.Load(), cs.DroppedProgress.Load(), cs.RefusedTerminal.Load()))
 		if err != nil {
-			log.Error("slack", "err", err)
+			log.Error("slack: the dispatcher stopped early", "err", err)
 		}
-	}
+	}, nil
 }

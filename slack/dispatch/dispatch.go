@@ -6,16 +6,17 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -47,7 +48,9 @@ type Config struct {
 	MinInterval time.Duration // between two edits of a card
 	Heartbeat   time.Duration // repaint of live cards (elapsed time, quiet suffix); 0: 5 s
 	Budget      status.BudgetConfig
-	Log         func(line string) // what goes wrong, redacted; nothing when nil
+	// Log gets the set-up's progress and what goes wrong, redacted
+	// (docs/slack.md lists the lines); nothing is logged when nil.
+	Log *slog.Logger
 }
 
 // Dispatcher turns Slack events into runs and runs into cards.
@@ -63,8 +66,14 @@ type Dispatcher struct {
 	threads map[string]*run      // by channel/thread ts
 	seen    map[string]time.Time // event ids and messages already handled
 	closing []*status.Live       // closed cards whose terminal frame may be pending
-	botUser string
+	botUser string               // the bot's user id, from auth.test
+	botName string               // and its name
 	wg      sync.WaitGroup
+
+	checkMu sync.Mutex
+	checked bool      // Check passed
+	tried   bool      // Check ran, and found no *SetupError
+	badSig  time.Time // the last bad signature logged (at most one a minute)
 }
 
 type run struct {
@@ -106,7 +115,7 @@ func (d *Dispatcher) link(inv string) string {
 	if d.cfg.Link != nil {
 		l, err := d.cfg.Link(inv)
 		if err != nil {
-			d.log("slack: the link of %s: %v", inv, err)
+			d.warn("slack: the link of a run", "inv", inv, "err", err)
 			return ""
 		}
 		return l
@@ -135,56 +144,43 @@ func (d *Dispatcher) onEvent(ev events.Event) {
 	r.live.Update(func(c *status.Card) { c.Apply(ev) })
 }
 
-var mentionRE = regexp.MustCompile(`<@[A-Z0-9]+>`)
-
-// linkRE is Slack's markup of a link: <url> or <url|label>.
-var linkRE = regexp.MustCompile(`<((?:https?|mailto):[^|>]+)(?:\|[^>]*)?>`)
-
-// plain undoes Slack's encoding of a message's text (what a person typed):
-// the bot's own mention goes; links become their URL; &lt; &gt; &amp; their
-// characters. Other mentions stay as they are.
+// plain is what a person typed in a message (see typed).
 func (d *Dispatcher) plain(text string) string {
 	d.mu.Lock()
 	bot := d.botUser
 	d.mu.Unlock()
-	if bot != "" {
-		text = strings.ReplaceAll(text, "<@"+bot+">", "")
-	} else {
-		text = mentionRE.ReplaceAllString(text, "")
-	}
-	text = linkRE.ReplaceAllString(text, "$1")
-	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(strings.TrimSpace(text))
+	return typed(text, bot)
 }
 
-// progName is a prog name as a mention may give it.
-var progNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
-
 // Mention starts a run for a mention: NAME [INPUT], INPUT being JSON or
-// text. The card is posted before anything else is done.
+// text, NAME ending at the first whitespace (a newline too). A mention
+// that names no prog here is answered by a plain reply in its thread, with
+// no card; otherwise the card is posted before any work on the run, and
+// when it cannot be, the run is not started (a run nobody sees) and a
+// plain reply says why.
 func (d *Dispatcher) Mention(ctx context.Context, channel, user, text, ts string) {
-	text = d.plain(text)
-	name, rest, _ := strings.Cut(text, " ")
-	rest = strings.TrimSpace(rest)
-	card := &status.Card{Prog: name, Verbosity: d.cfg.Verbosity}
+	name, rest := command(d.plain(text))
 	if name == "" {
-		card.Prog = "runehost"
-	}
-	live, err := d.cards.Open(ctx, channel, ts, card)
-	if err != nil {
-		d.log("slack: posting the card of %q in %s: %v; not running it", name, channel, err)
-		return // nowhere to show it: a run nobody sees is not started
-	}
-	fail := func(msg string) {
-		live.Close(func(c *status.Card) { c.Status, c.Answer = "failed", msg })
+		d.say(ctx, channel, ts, "runehost: "+usage)
+		return
 	}
 	if !progNameRE.MatchString(name) {
-		fail("mention me with a prog and its input: @runehost NAME [JSON or text]")
+		d.say(ctx, channel, ts, fmt.Sprintf("runehost: no prog %s: a prog's name is letters, digits, - and _ (at most 64); %s", echo(name), usage))
 		return
 	}
 	src, err := os.ReadFile(filepath.Join(d.cfg.ProgDir, name+".rune"))
 	if err != nil {
-		fail(fmt.Sprintf("no prog %q here", name))
+		d.say(ctx, channel, ts, fmt.Sprintf("runehost: no prog %s here", echo(name)))
 		return
+	}
+	card := &status.Card{Prog: name, Verbosity: d.cfg.Verbosity}
+	live, err := d.cards.Open(ctx, channel, ts, card)
+	if err != nil {
+		d.cardRefused(ctx, channel, ts, name, err)
+		return
+	}
+	fail := func(msg string) {
+		live.Close(func(c *status.Card) { c.Status, c.Answer = "failed", msg })
 	}
 	var input any = rest
 	if rest == "" {
@@ -232,6 +228,12 @@ func (d *Dispatcher) Recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	n := 0
+	defer func() {
+		if n > 0 {
+			d.info("slack: took up the runs the last process left", "runs", n)
+		}
+	}()
 	for _, i := range invs {
 		parts := strings.Split(i.Origin, ":")
 		if len(parts) != 4 || parts[0] != "slack" || i.Parent != "" {
@@ -253,6 +255,7 @@ func (d *Dispatcher) Recover(ctx context.Context) error {
 		d.runs[i.ID] = r
 		d.threads[channel+"/"+thread] = r
 		d.mu.Unlock()
+		n++
 		d.spawn(func() {
 			r.drive.Lock()
 			defer r.drive.Unlock()
@@ -267,10 +270,14 @@ func (d *Dispatcher) Recover(ctx context.Context) error {
 // an event: "KEY JSON" names the key; any other text goes, as {text, user},
 // to the run's only awaited key.
 func (d *Dispatcher) Reply(ctx context.Context, channel, threadTS, user, text string) {
+	d.reply(ctx, channel, threadTS, user, text, nil)
+}
+
+// reply is Reply with the names of the files the reply shares: they go as
+// files, and as the text when the person typed none.
+func (d *Dispatcher) reply(ctx context.Context, channel, threadTS, user, text string, files []string) {
 	d.mu.Lock()
 	r := d.threads[channel+"/"+threadTS]
-	d.mu.Unlock()
-	d.mu.Lock()
 	bot := d.botUser
 	d.mu.Unlock()
 	if r == nil || user == "" || user == bot {
@@ -284,13 +291,16 @@ func (d *Dispatcher) Reply(ctx context.Context, channel, threadTS, user, text st
 	}
 	tags := strings.Fields(strings.Trim(strings.TrimPrefix(st.Waiting, "an event "), "[]"))
 	text = d.plain(text)
+	if text == "" && len(files) > 0 {
+		text = strings.Join(files, "\n")
+	}
 	var tag string
 	var payload any
-	first, rest, _ := strings.Cut(text, " ")
+	first, rest := command(text)
 	for _, t := range tags {
 		if t == first {
 			tag = t
-			payload = strings.TrimSpace(rest)
+			payload = rest
 			if v, err := checkpoint.DataFromJSON([]byte(rest)); err == nil {
 				payload = v
 			}
@@ -303,6 +313,13 @@ func (d *Dispatcher) Reply(ctx context.Context, channel, threadTS, user, text st
 		m := &checkpoint.Map{}
 		m.Set("text", text)
 		m.Set("user", user)
+		if len(files) > 0 {
+			l := make([]any, len(files))
+			for i, f := range files {
+				l[i] = f
+			}
+			m.Set("files", l)
+		}
 		tag, payload = tags[0], m
 	}
 	b, err := checkpoint.EncodeData(payload)
@@ -372,7 +389,7 @@ func (d *Dispatcher) handle(ctx context.Context, id string, ev slackevents.Event
 	case *slackevents.AppMentionEvent:
 		// One message mentioning the bot in a thread comes twice: as a
 		// mention and as a message. It is taken once.
-		if inner.BotID != "" || !d.first("msg:"+inner.Channel+"/"+inner.TimeStamp) {
+		if inner.BotID != "" || d.isBot(inner.User) || !d.first("msg:"+inner.Channel+"/"+inner.TimeStamp) {
 			return true
 		}
 		if inner.ThreadTimeStamp != "" && d.known(inner.Channel, inner.ThreadTimeStamp) {
@@ -387,12 +404,31 @@ func (d *Dispatcher) handle(ctx context.Context, id string, ev slackevents.Event
 	case *slackevents.MessageEvent:
 		// Only a reply in a run's thread is a message's business: a mention
 		// elsewhere comes again as an app_mention, which starts its run.
-		if inner.ThreadTimeStamp != "" && inner.BotID == "" && inner.SubType == "" && d.known(inner.Channel, inner.ThreadTimeStamp) &&
-			d.first("msg:"+inner.Channel+"/"+inner.TimeStamp) {
-			d.spawn(func() { d.Reply(ctx, inner.Channel, inner.ThreadTimeStamp, inner.User, inner.Text) })
+		if inner.ThreadTimeStamp == "" || !userSubtypes[inner.SubType] || inner.BotID != "" || d.isBot(inner.User) ||
+			!d.known(inner.Channel, inner.ThreadTimeStamp) || !d.first("msg:"+inner.Channel+"/"+inner.TimeStamp) {
+			return true
 		}
+		var files []string
+		if inner.Message != nil {
+			for _, f := range inner.Message.Files {
+				files = append(files, cmp.Or(f.Name, f.Title, f.ID))
+			}
+		}
+		d.spawn(func() { d.reply(ctx, inner.Channel, inner.ThreadTimeStamp, inner.User, inner.Text, files) })
 	}
 	return true
+}
+
+// userSubtypes are the subtypes of a message a person posts: a plain
+// reply (no subtype), one also sent to the channel, one sharing a file, a
+// /me. Edits, deletions, joins and bots' messages are not replies.
+var userSubtypes = map[string]bool{"": true, "thread_broadcast": true, "file_share": true, "me_message": true}
+
+// isBot reports whether user is the bot itself.
+func (d *Dispatcher) isBot(user string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return user != "" && user == d.botUser
 }
 
 // SeenFor is how long a delivered event is remembered against repeats
@@ -421,10 +457,53 @@ func (d *Dispatcher) first(key string) bool {
 	return true
 }
 
-func (d *Dispatcher) log(format string, args ...any) {
-	if d.cfg.Log != nil {
-		d.cfg.Log(d.e.Clean(fmt.Sprintf(format, args...), 0))
+// logAt logs msg and its key-value pairs, the values redacted.
+func (d *Dispatcher) logAt(level slog.Level, msg string, kv ...any) {
+	if d.cfg.Log == nil {
+		return
 	}
+	for i := 1; i < len(kv); i += 2 {
+		switch v := kv[i].(type) {
+		case string:
+			kv[i] = d.e.Clean(v, 0)
+		case error:
+			kv[i] = d.e.Clean(v.Error(), 0)
+		}
+	}
+	d.cfg.Log.Log(context.Background(), level, d.e.Clean(msg, 0), kv...)
+}
+
+func (d *Dispatcher) info(msg string, kv ...any)     { d.logAt(slog.LevelInfo, msg, kv...) }
+func (d *Dispatcher) warn(msg string, kv ...any)     { d.logAt(slog.LevelWarn, msg, kv...) }
+func (d *Dispatcher) logError(msg string, kv ...any) { d.logAt(slog.LevelError, msg, kv...) }
+
+// say posts a plain reply in a thread, escaped (Slack reads a message's
+// text as mrkdwn) and redacted; it is how a mention that starts no run is
+// answered.
+func (d *Dispatcher) say(ctx context.Context, channel, thread, text string) {
+	_, _, err := d.api.PostMessageContext(ctx, channel, slack.MsgOptionText(d.e.Clean(text, 0), true), slack.MsgOptionTS(thread))
+	if err != nil {
+		d.warn("slack: a reply could not be posted: "+d.postFix(channel, err), "channel", channel, "err", err)
+	}
+}
+
+// cardRefused answers a mention whose card could not be posted: the run is
+// not started (nobody would see it), the log says what to fix, and a plain
+// reply in the thread says why, when Slack takes one (not when the bot is
+// not in the channel).
+func (d *Dispatcher) cardRefused(ctx context.Context, channel, thread, prog string, err error) {
+	fix := d.postFix(channel, err)
+	d.warn("slack: the status card could not be posted, so the run was not started: "+fix, "channel", channel, "prog", prog, "err", err)
+	d.say(ctx, channel, thread, fmt.Sprintf("runehost could not post a status card here (%s: %s), so %s was not run.", errCode(err), fix, prog))
+}
+
+// errCode is Slack's error code in err, or err's text.
+func errCode(err error) string {
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) {
+		return se.Err
+	}
+	return err.Error()
 }
 
 func (d *Dispatcher) known(channel, thread string) bool {
@@ -458,12 +537,25 @@ func (d *Dispatcher) Drain(max time.Duration) {
 	}
 }
 
-// identify learns the bot's own user id, to ignore its messages.
-func (d *Dispatcher) identify(ctx context.Context) {
-	if resp, err := d.api.AuthTestContext(ctx); err == nil {
-		d.mu.Lock()
-		d.botUser = resp.UserID
-		d.mu.Unlock()
+// checkLater retries the set-up check until it passes, when Check could
+// not reach Slack: the bot's user id is learnt then.
+func (d *Dispatcher) checkLater(ctx context.Context) {
+	d.checkMu.Lock()
+	done := d.checked
+	d.checkMu.Unlock()
+	for wait := 10 * time.Second; !done; wait = min(2*wait, 5*time.Minute) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		err := d.check(ctx, 1)
+		if se := (*SetupError)(nil); errors.As(err, &se) {
+			return // logged by Check
+		}
+		d.checkMu.Lock()
+		done = d.checked
+		d.checkMu.Unlock()
 	}
 }
 
@@ -510,52 +602,137 @@ func (d *Dispatcher) heartbeat(ctx context.Context) {
 	}
 }
 
-// RunSocketMode receives events over Socket Mode until ctx ends.
+// RunSocketMode receives events over Socket Mode until ctx ends. It
+// checks the set-up first (Check) and returns its *SetupError; one met
+// later (the app token revoked, say) ends it with a *SetupError too.
+// Connection failures that may pass are retried with backoff and logged.
 func (d *Dispatcher) RunSocketMode(ctx context.Context) error {
-	d.identify(ctx)
+	if err := d.checkFirst(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	go d.checkLater(ctx)
 	if err := d.Recover(ctx); err != nil {
 		return err
 	}
 	go d.heartbeat(ctx)
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	client := socketmode.New(d.api)
+	fatal := make(chan error, 1)
 	go func() {
 		for {
 			select {
-			case <-ctx.Done():
+			case <-cctx.Done():
 				return
 			case evt, ok := <-client.Events:
 				if !ok {
 					return
 				}
-				if evt.Type != socketmode.EventTypeEventsAPI || evt.Request == nil {
-					continue
+				if err := d.socketEvent(cctx, client, evt); err != nil {
+					select {
+					case fatal <- err:
+					default:
+					}
+					cancel()
 				}
-				client.Ack(*evt.Request) // at once: Slack retries a slow ack
-				ev, ok := evt.Data.(slackevents.EventsAPIEvent)
-				if !ok {
-					continue
-				}
-				id := ""
-				if cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent); ok {
-					id = cb.EventID
-				}
-				d.handle(ctx, id, ev)
 			}
 		}
 	}()
-	err := client.RunContext(ctx)
+	err := client.RunContext(cctx)
+	select {
+	case err := <-fatal:
+		d.logError(err.Error())
+		return err
+	default:
+	}
 	if ctx.Err() != nil {
 		return nil
 	}
+	if se := (*SetupError)(nil); errors.As(classify("apps.connections.open", true, err), &se) {
+		d.logError(se.Error())
+		return se
+	}
 	return err
+}
+
+// socketEvent handles one event of the Socket Mode client: an Events API
+// envelope is acknowledged at once and handled; the client's own events
+// are logged, with the fix when there is one. It returns a *SetupError
+// when the connection cannot work until a person fixes it (slack-go would
+// retry it for ever).
+func (d *Dispatcher) socketEvent(ctx context.Context, client *socketmode.Client, evt socketmode.Event) error {
+	switch evt.Type {
+	case socketmode.EventTypeConnected:
+		n := 0
+		if c, ok := evt.Data.(*socketmode.ConnectedEvent); ok {
+			n = c.ConnectionCount
+		}
+		if n == 0 {
+			d.info("slack: connected over Socket Mode")
+		} else {
+			d.info("slack: reconnected over Socket Mode", "reconnections", n)
+		}
+	case socketmode.EventTypeHello:
+		if evt.Request != nil && evt.Request.NumConnections > 1 {
+			d.warn("slack: this app has more than one Socket Mode connection: Slack splits its events between them, "+
+				"so a reply may go to a process that does not know its thread. Run one runehost serve --slack per app token",
+				"connections", evt.Request.NumConnections)
+		}
+	case socketmode.EventTypeConnectionError:
+		ce, ok := evt.Data.(*slack.ConnectionErrorEvent)
+		if !ok || ce.ErrorObj == nil {
+			return nil
+		}
+		if se := (*SetupError)(nil); errors.As(classify("apps.connections.open", true, ce.ErrorObj), &se) {
+			return se
+		}
+		if ctx.Err() == nil {
+			d.warn("slack: the Socket Mode connection failed; retrying", "err", ce.ErrorObj, "attempt", ce.Attempt, "in", ce.Backoff.String())
+		}
+	case socketmode.EventTypeInvalidAuth:
+		return &SetupError{Call: "apps.connections.open", Code: "invalid_auth", Fix: fixAppRefused}
+	case socketmode.EventTypeDisconnect:
+		reason := ""
+		if evt.Request != nil {
+			reason = evt.Request.Reason
+		}
+		d.info("slack: Slack is refreshing the Socket Mode connection; reconnecting", "reason", reason)
+	case socketmode.EventTypeIncomingError, socketmode.EventTypeErrorBadMessage, socketmode.EventTypeErrorWriteFailed:
+		d.warn("slack: Socket Mode: "+string(evt.Type), "err", fmt.Sprint(evt.Data))
+	case socketmode.EventTypeEventsAPI:
+		if evt.Request == nil {
+			return nil
+		}
+		client.Ack(*evt.Request) // at once: Slack retries a slow ack
+		ev, ok := evt.Data.(slackevents.EventsAPIEvent)
+		if !ok {
+			return nil
+		}
+		id := ""
+		if cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent); ok {
+			id = cb.EventID
+		}
+		d.handle(ctx, id, ev)
+	}
+	return nil
 }
 
 // EventsHandler serves the Events API: it checks each request's signature,
 // answers a URL verification, acknowledges an event at once (Slack wants an
 // answer within 3 s) and handles it after, dropping a delivery it has seen.
-func (d *Dispatcher) EventsHandler(ctx context.Context) http.Handler {
-	go d.identify(ctx)
-	d.Recover(ctx)
+// It checks the set-up first (Check) and returns its *SetupError, and
+// takes up the runs a previous process left (Recover).
+func (d *Dispatcher) EventsHandler(ctx context.Context) (http.Handler, error) {
+	if err := d.checkFirst(ctx); err != nil {
+		return nil, err
+	}
+	go d.checkLater(ctx)
+	if err := d.Recover(ctx); err != nil {
+		return nil, err
+	}
 	go d.heartbeat(ctx)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
@@ -569,6 +746,7 @@ func (d *Dispatcher) EventsHandler(ctx context.Context) http.Handler {
 			err = sv.Ensure()
 		}
 		if err != nil {
+			d.badSignature(r)
 			http.Error(w, "bad signature", http.StatusUnauthorized)
 			return
 		}
@@ -585,6 +763,7 @@ func (d *Dispatcher) EventsHandler(ctx context.Context) http.Handler {
 			}
 			w.Header().Set("Content-Type", "text/plain")
 			io.WriteString(w, ch.Challenge)
+			d.info("slack: Slack verified the Events API request URL", "path", r.URL.Path)
 			return
 		}
 		id := ""
@@ -593,5 +772,21 @@ func (d *Dispatcher) EventsHandler(ctx context.Context) http.Handler {
 		}
 		w.WriteHeader(http.StatusOK)
 		d.handle(ctx, id, ev)
-	})
+	}), nil
+}
+
+// badSignature logs a request refused for its signature, once a minute at
+// most (anyone may post to the URL).
+func (d *Dispatcher) badSignature(r *http.Request) {
+	d.mu.Lock()
+	now := time.Now()
+	quiet := now.Sub(d.badSig) < time.Minute
+	if !quiet {
+		d.badSig = now
+	}
+	d.mu.Unlock()
+	if !quiet {
+		d.warn("slack: an Events API request with a bad signature was refused: if it came from Slack, "+
+			"SLACK_SIGNING_SECRET is not the app's Signing Secret (Basic Information → App Credentials)", "path", r.URL.Path)
+	}
 }

@@ -7,6 +7,7 @@ package dispatch
 
 import (
 	"context"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -51,6 +52,12 @@ func setup(t *testing.T) (*fakeslack.Server, *Dispatcher, context.Context) {
 // start runs a dispatcher on a store in dir against fake; stop ends it and
 // closes its store, as a process that exits.
 func start(t *testing.T, fake *fakeslack.Server, dir string) (*Dispatcher, context.Context, func()) {
+	return startOn(t, fake, dir, fake.URL(), nil)
+}
+
+// startOn is start with the Web API at apiURL (fake, or something in front
+// of it) and a log.
+func startOn(t *testing.T, fake *fakeslack.Server, dir, apiURL string, log *slog.Logger) (*Dispatcher, context.Context, func()) {
 	s, err := store.Open(store.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
@@ -66,8 +73,8 @@ func start(t *testing.T, fake *fakeslack.Server, dir string) (*Dispatcher, conte
 	progs := filepath.Join(dir, "progs")
 	os.MkdirAll(progs, 0o755)
 	os.WriteFile(filepath.Join(progs, "agent.rune"), []byte(agentProg), 0o644)
-	d := New(Config{BotToken: "xoxb-test", AppToken: "xapp-test", APIURL: fake.URL(), ProgDir: progs, BaseURL: "https://runs.example.com",
-		MinInterval: 20 * time.Millisecond, Heartbeat: time.Hour, Budget: status.BudgetConfig{ChannelGap: 10 * time.Millisecond}}, e)
+	d := New(Config{BotToken: "xoxb-test", AppToken: "xapp-test", APIURL: apiURL, ProgDir: progs, BaseURL: "https://runs.example.com",
+		MinInterval: 20 * time.Millisecond, Heartbeat: time.Hour, Budget: status.BudgetConfig{ChannelGap: 10 * time.Millisecond}, Log: log}, e)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); d.RunSocketMode(ctx) }()
@@ -140,11 +147,16 @@ func TestMentionToClose(t *testing.T) {
 	}
 }
 
-// A prog that does not exist closes its card with ❌ at once.
+// A prog that does not exist is answered by a plain reply in the thread,
+// with no card.
 func TestUnknownProg(t *testing.T) {
-	fake, _, _ := setup(t)
-	fake.Mention("C1", "U1", "nosuch {}")
-	waitFor(t, "the close", 2*time.Second, func() bool { c := card(fake); return c != nil && strings.HasPrefix(c.Text, "❌ nosuch failed") })
+	fake, d, _ := setup(t)
+	thread := fake.Mention("C1", "U1", "nosuch {}")
+	waitFor(t, "the reply", 2*time.Second, func() bool { return card(fake) != nil })
+	d.Wait()
+	if ms := fake.Messages(); len(ms) != 1 || ms[0].Blocks != "" || ms[0].ThreadTS != thread || !strings.Contains(ms[0].Text, "no prog “nosuch” here") {
+		t.Fatalf("%+v", ms)
+	}
 }
 
 // An act refused by the ward makes the close ⚠️ even when the prog completes.

@@ -34,7 +34,11 @@ func signed(t *testing.T, url, secret, body string) *http.Response {
 func TestEventsAPI(t *testing.T) {
 	fake, d, _ := setup(t)
 	d.cfg.SigningSecret = "shh"
-	srv := httptest.NewServer(d.EventsHandler(context.Background()))
+	h, err := d.EventsHandler(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
 	defer srv.Close()
 	// A bad signature is refused.
 	if resp := signed(t, srv.URL, "wrong", `{"type":"url_verification","challenge":"abc"}`); resp.StatusCode != http.StatusUnauthorized {
@@ -46,7 +50,7 @@ func TestEventsAPI(t *testing.T) {
 		t.Fatalf("challenge: %d %q", resp.StatusCode, b)
 	}
 	mention := `{"type":"event_callback","token":"x","team_id":"T1","api_app_id":"A1","event_id":"Ev42","event_time":1,
-"event":{"type":"app_mention","user":"U1","channel":"C1","ts":"1700000001.000100","event_ts":"1700000001.000100","text":"<@UBOT> nosuch"}}`
+"event":{"type":"app_mention","user":"U1","channel":"C1","ts":"1700000001.000100","event_ts":"1700000001.000100","text":"<@UBOT> agent"}}`
 	before := len(fake.Messages())
 	for i := 0; i < 3; i++ { // Slack delivers again when an ack is slow
 		start := time.Now()
