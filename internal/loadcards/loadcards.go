@@ -22,10 +22,11 @@ import (
 
 // Result is one simulation's outcome.
 type Result struct {
-	Cards, RefusedTerminal, MaxPerMinute, Closed int
-	Finals                                       []string // each card's final blocks, in card order
-	Edits                                        []string // card:key of every accepted edit, in order
-	Violations                                   []string
+	Cards, RefusedTerminal, MaxPerMinute, Closed  int
+	PermanentFailures, FallbackPosts, PostRetries int
+	Finals                                        []string // each card's final blocks, in card order
+	Edits                                         []string // card:key of every accepted edit, in order
+	Violations                                    []string
 }
 
 var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
@@ -44,6 +45,8 @@ func RunWith(n, limit int, budgetPerMinute float64, seed int64) (*Result, error)
 	cards := &status.Cards{API: api, Budget: status.NewBudget(clk, status.BudgetConfig{PerMinute: budgetPerMinute}), Clock: clk, Sync: true}
 	rng := rand.New(rand.NewSource(seed))
 	type plan struct {
+		card   *status.Card
+		openAt time.Duration
 		live   *status.Live
 		at     []time.Duration // event times
 		end    time.Duration
@@ -52,14 +55,12 @@ func RunWith(n, limit int, budgetPerMinute float64, seed int64) (*Result, error)
 	}
 	plans := make([]*plan, n)
 	for i := range plans {
-		c := &status.Card{Run: fmt.Sprintf("r%d", i+1), Prog: "load", Started: t0, Verbosity: status.Verbose}
-		live, err := cards.Open(context.Background(), fmt.Sprintf("C%d", i%7), "", c)
-		if err != nil {
-			return nil, err
-		}
-		p := &plan{live: live}
+		// Cards are posted OpenGap apart: a channel (one in 7) gets a post
+		// every 7 gaps, past chat.postMessage's rate, so Open never waits.
+		p := &plan{card: &status.Card{Run: fmt.Sprintf("r%d", i+1), Prog: "load", Started: t0, Verbosity: status.Verbose},
+			openAt: time.Duration(i) * OpenGap}
 		k := 20 + rng.Intn(30)
-		start := time.Duration(rng.Intn(60)) * time.Second
+		start := p.openAt + time.Duration(rng.Intn(60))*time.Second
 		t := start
 		for j := 0; j < k; j++ {
 			t += time.Duration(200+rng.Intn(8000)) * time.Millisecond
@@ -72,6 +73,17 @@ func RunWith(n, limit int, budgetPerMinute float64, seed int64) (*Result, error)
 	for now := time.Duration(0); ; now += step {
 		open := 0
 		for i, p := range plans {
+			if p.live == nil {
+				if p.openAt > now {
+					open++
+					continue
+				}
+				live, err := openCard(clk, cards, fmt.Sprintf("C%d", i%7), p.card)
+				if err != nil {
+					return nil, err
+				}
+				p.live = live
+			}
 			for p.next < len(p.at) && p.at[p.next] <= now {
 				j := p.next
 				p.next++
@@ -109,7 +121,8 @@ func RunWith(n, limit int, budgetPerMinute float64, seed int64) (*Result, error)
 		}
 		clk.Advance(step)
 	}
-	res := &Result{Cards: n, RefusedTerminal: int(cards.RefusedTerminal.Load()), MaxPerMinute: fake.MaxUpdatesPerMinute()}
+	res := &Result{Cards: n, RefusedTerminal: int(cards.RefusedTerminal.Load()), MaxPerMinute: fake.MaxUpdatesPerMinute(),
+		PermanentFailures: int(cards.PermanentFailures.Load()), FallbackPosts: int(cards.FallbackPosts.Load()), PostRetries: int(cards.PostRetries.Load())}
 	msgs := map[string]fakeslack.Message{}
 	for _, m := range fake.Messages() {
 		msgs[m.Channel+"/"+m.TS] = m
@@ -137,6 +150,9 @@ func RunWith(n, limit int, budgetPerMinute float64, seed int64) (*Result, error)
 	if limit > 0 && res.MaxPerMinute > limit {
 		res.Violations = append(res.Violations, fmt.Sprintf("%d edits in a minute, over the limit of %d", res.MaxPerMinute, limit))
 	}
+	if res.PermanentFailures > 0 {
+		res.Violations = append(res.Violations, fmt.Sprintf("%d cards refused for good", res.PermanentFailures))
+	}
 	if res.RefusedTerminal > 0 {
 		res.Violations = append(res.Violations, fmt.Sprintf("%d terminal frames refused", res.RefusedTerminal))
 	}
@@ -144,6 +160,35 @@ func RunWith(n, limit int, budgetPerMinute float64, seed int64) (*Result, error)
 }
 
 func ptr(c status.Card) *status.Card { return &c }
+
+// OpenGap is the time between two cards' posts in the simulation.
+const OpenGap = 200 * time.Millisecond
+
+// openCard posts a card. A post that had to wait for its slot (or be
+// retried) waits on the virtual clock, which is advanced here until it lands
+// or the post's bound passes; one that did not leaves the clock alone.
+func openCard(clk *clock.Fake, cards *status.Cards, channel string, c *status.Card) (*status.Live, error) {
+	type result struct {
+		live *status.Live
+		err  error
+	}
+	res := make(chan result, 1)
+	queued := cards.PostsQueued.Load()
+	go func() {
+		l, err := cards.Open(context.Background(), channel, "", c)
+		res <- result{l, err}
+	}()
+	for {
+		select {
+		case r := <-res:
+			return r.live, r.err
+		case <-time.After(time.Millisecond):
+			if cards.PostsQueued.Load() > queued { // it waits on the clock, not on the fake
+				clk.Advance(10 * time.Millisecond)
+			}
+		}
+	}
+}
 
 // Compare runs the simulation with the limit and with it lifted, and checks
 // that the edits are the same.

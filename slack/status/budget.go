@@ -20,6 +20,7 @@ type BudgetConfig struct {
 	ChannelGap time.Duration // least time between two edits in one channel: 1 s
 	LiveWindow time.Duration // a card silent longer leaves the fair share: 30 s
 	ShareSpan  time.Duration // the span a card's share is counted over: 1 min
+	PostGap    time.Duration // least time between two posts in one channel: 1 s (chat.postMessage)
 }
 
 func (c *BudgetConfig) defaults() {
@@ -47,9 +48,12 @@ func (c *BudgetConfig) defaults() {
 	if c.ShareSpan <= 0 {
 		c.ShareSpan = time.Minute
 	}
+	if c.PostGap <= 0 {
+		c.PostGap = time.Second
+	}
 }
 
-// Budget funds card edits. A full bucket and a minute's refill together
+// Budget funds card edits and, in a lane of its own, card posts. A full bucket and a minute's refill together
 // never exceed Slack's limit, so no sliding minute sees more edits than it
 // allows. Progress frames are refused (and dropped by the
 // caller) when the bucket is down to the reserve, when their card has had
@@ -69,6 +73,11 @@ type Budget struct {
 	blocked  time.Time // no edits before: Slack said Retry-After
 	cards    map[string]*cardUse
 	channels map[string]time.Time // the next free slot
+	// The post lane: chat.postMessage has a limit of its own (about one a
+	// second per channel), apart from chat.update's, so posts spend no edit
+	// tokens and a throttled edit does not hold up a post, nor the reverse.
+	posts       map[string]time.Time // the channel's next free post slot
+	postBlocked time.Time            // no posts before: Slack said Retry-After
 }
 
 type cardUse struct {
@@ -79,7 +88,7 @@ type cardUse struct {
 // NewBudget returns a full budget.
 func NewBudget(clk clock.Clock, cfg BudgetConfig) *Budget {
 	cfg.defaults()
-	return &Budget{cfg: cfg, clk: clk, tokens: cfg.Burst, last: clk.Now(), cards: map[string]*cardUse{}, channels: map[string]time.Time{}}
+	return &Budget{cfg: cfg, clk: clk, tokens: cfg.Burst, last: clk.Now(), cards: map[string]*cardUse{}, channels: map[string]time.Time{}, posts: map[string]time.Time{}}
 }
 
 func (b *Budget) rate() float64 { return b.cfg.Refill / 60 } // tokens a second
@@ -199,9 +208,37 @@ func (b *Budget) Throttled(retryAfter time.Duration) {
 	}
 }
 
-// Forget drops a card that ended without a terminal frame.
+// Forget drops a card from the live set (it ended without a terminal frame,
+// or Slack refused it for good): its share goes to the other cards at once.
 func (b *Budget) Forget(card string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.cards, card)
+}
+
+// Post reserves channel's next post slot and returns when it is: now, or
+// later when the channel had a post less than PostGap ago (posts in a
+// channel go in the order they asked) or Slack throttled posts.
+func (b *Budget) Post(channel string) time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	at := b.now()
+	if at.Before(b.postBlocked) {
+		at = b.postBlocked
+	}
+	if slot := b.posts[channel]; at.Before(slot) {
+		at = slot
+	}
+	b.posts[channel] = at.Add(b.cfg.PostGap)
+	return at
+}
+
+// ThrottledPosts tells the budget Slack refused a post for retryAfter: no
+// post goes, in any channel, before it passes. Edits are not held up.
+func (b *Budget) ThrottledPosts(retryAfter time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if until := b.now().Add(retryAfter); until.After(b.postBlocked) {
+		b.postBlocked = until
+	}
 }

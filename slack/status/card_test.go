@@ -5,9 +5,11 @@ package status
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/runehost/runehost/events"
 )
@@ -68,7 +70,7 @@ func TestPaintLiteralAndCut(t *testing.T) {
 	if p := Paint(&Card{Prog: "a<b>&"}, t0); p.Text != "👀 a&lt;b&gt;&amp; starting" {
 		t.Fatalf("fallback not escaped: %q", p.Text)
 	}
-	if got := Cut("héllo wörld", 4); got != "héll…" {
+	if got := Cut("héllo wörld", 1, 4); got != "héll…" {
 		t.Fatalf("cut: %q", got)
 	}
 }
@@ -80,5 +82,94 @@ func TestCloseFrame(t *testing.T) {
 	p := Paint(c, t0.Add(65*time.Second))
 	if !strings.HasPrefix(p.Text, "⚠️ agent completed in 1m 05s") {
 		t.Fatalf("close: %q", p.Text)
+	}
+}
+
+// A 300-item checklist (and every other part at its longest, in characters
+// JSON escapes) paints within Slack's limits, its earlier done items folded
+// into a count; the degrade order holds: the checklist is folded before the
+// activity lines go, and those go before the answer is shortened.
+func TestBigCardFits(t *testing.T) {
+	long := strings.Repeat("<&>", 100)
+	c := &Card{Run: "r1", Prog: long, Started: t0, Verbosity: Debug, Ended: true, Status: "completed",
+		Answer: strings.Repeat(long+"\n", 200), Link: "https://runs.example.com/r1", Waiting: long}
+	for i := 0; i < 300; i++ {
+		state := "done"
+		if i >= 290 {
+			state = "open"
+		}
+		c.Checklist = append(c.Checklist, Item{fmt.Sprintf("%d %s", i, long), state})
+	}
+	for i := 0; i < 20; i++ {
+		c.activity(long)
+	}
+	for _, lim := range []Limits{DefaultLimits, DefaultLimits.Half()} {
+		p := PaintWithin(c, t0.Add(time.Minute), lim)
+		chars, js := p.Size()
+		if !lim.Fits(p) || chars > lim.BlockChars || js > lim.BlocksJSON {
+			t.Fatalf("%d chars, %d bytes of JSON, over %+v", chars, js, lim)
+		}
+		b, _ := json.Marshal(p.Blocks)
+		if !strings.Contains(string(b), "earlier items done") || !strings.Contains(string(b), "☐ 290 ") || strings.Contains(string(b), "☑ 0 ") {
+			t.Fatalf("the checklist is not folded from its start: %.300s", b)
+		}
+	}
+	// Plain text: folding the checklist is enough, the activity stays.
+	plain := strings.Repeat("x", 200)
+	c = &Card{Run: "r1", Prog: "p", Started: t0, Verbosity: Verbose, Ended: true, Status: "completed", Answer: plain}
+	for i := 0; i < 300; i++ {
+		c.Checklist = append(c.Checklist, Item{plain, "done"})
+	}
+	c.activity("the last act")
+	p := Paint(c, t0)
+	b, _ := json.Marshal(p.Blocks)
+	if !DefaultLimits.Fits(p) || !strings.Contains(string(b), "the last act") || !strings.Contains(string(b), plain) {
+		t.Fatalf("degraded past the checklist: %.300s", b)
+	}
+	// All open: the tail is folded into "… N more items".
+	for i := range c.Checklist {
+		c.Checklist[i].State = "open"
+	}
+	b, _ = json.Marshal(Paint(c, t0).Blocks)
+	if !strings.Contains(string(b), "… 260 more items") {
+		t.Fatalf("%.300s", b)
+	}
+}
+
+func TestFold(t *testing.T) {
+	items := []Item{{"a", "done"}, {"b", "open"}, {"c", "done"}, {"d", "in_progress"}, {"e", "open"}}
+	done, shown, more := fold(items, 3)
+	if done != 2 || more != 0 || fmt.Sprint(shown) != "[{b open} {d in_progress} {e open}]" {
+		t.Fatal(done, shown, more)
+	}
+	done, shown, more = fold(items, 2)
+	if done != 2 || more != 1 || fmt.Sprint(shown) != "[{b open} {d in_progress}]" {
+		t.Fatal(done, shown, more)
+	}
+}
+
+// The answer is cut once, with one marker that counts the lines not shown.
+func TestAnswerCutOnce(t *testing.T) {
+	var lines []string
+	for i := 1; i <= 42; i++ {
+		lines = append(lines, fmt.Sprintf("line %d", i))
+	}
+	c := &Card{Prog: "p", Started: t0, Ended: true, Status: "completed", Answer: strings.Join(lines, "\n") + "\n"}
+	b, _ := json.Marshal(Paint(c, t0).Blocks)
+	js := string(b)
+	if strings.Count(js, "…") != 1 || !strings.Contains(js, `line 30\n… +12 lines"`) || strings.Contains(js, "line 31") {
+		t.Fatalf("%s", js)
+	}
+	// Cut by characters: the marker still counts what is not shown.
+	for i := range lines {
+		lines[i] = strings.Repeat("y", 60)
+	}
+	got := Cut(strings.Join(lines, "\n"), MaxAnswerLines, MaxAnswerChars)
+	shown := strings.Count(got, "\n") // the marker's line is the last
+	if utf8.RuneCountInString(got) > MaxAnswerChars || !strings.HasSuffix(got, fmt.Sprintf("… +%d lines", 42-shown)) || strings.Count(got, "…") != 1 {
+		t.Fatalf("%d shown: %q", shown, got)
+	}
+	if Cut("short\ntext", 12, 100) != "short\ntext" || Cut("a\nb\nc", 2, 100) != "a\nb\n… +1 line" {
+		t.Fatal(Cut("a\nb\nc", 2, 100))
 	}
 }

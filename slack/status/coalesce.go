@@ -1,6 +1,8 @@
 // Package status holds what keeps a run's Slack card true and current within
-// Slack's limits: the per-card coalescer, the process-wide edit budget, and
-// the one builder of every card paint (card.go).
+// Slack's limits: the per-card coalescer, the process-wide edit budget (with
+// a lane for posts), the one builder of every card paint, bounded to fit
+// (card.go), the classes of Slack's errors (errors.go), and the post queue
+// (post.go).
 package status
 
 import (

@@ -1,13 +1,17 @@
-// live.go holds Cards: posting a run's card at once, then editing it through
-// its coalescer and the process-wide budget, on a slack-go client that does
-// not retry rate-limited calls (a retry would queue a stale frame, and the
-// reply, behind it).
+// live.go holds Cards and Live: a run's card, edited through its coalescer
+// and the process-wide budget on a slack-go client that does not retry
+// rate-limited calls (a retry would queue a stale frame, and the reply,
+// behind it). Each failed edit is classified (errors.go): a temporary one is
+// retried with backoff, a rate limit backs off every card, a permanent one
+// stops the card at once; a terminal frame that cannot land is posted as a
+// new message in the thread (post.go).
 
 package status
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,8 +21,27 @@ import (
 	"github.com/runehost/runehost/slack/clock"
 )
 
-// MaxTerminalRetries bounds the re-sends of a rate-limited terminal frame.
+// MaxTerminalRetries bounds the re-sends of a terminal frame refused for a
+// rate limit or a temporary error; past it the end is posted as a new
+// message in the thread.
 const MaxTerminalRetries = 5
+
+// EditTimeout bounds one call to Slack.
+const EditTimeout = 10 * time.Second
+
+// RetryRefused is when a card whose progress frame the budget refused is
+// repainted, so that it catches up even if its run goes quiet; it is also
+// the first backoff after a temporary error.
+const RetryRefused = 2 * time.Second
+
+// MaxBackoff bounds the backoff after repeated temporary errors.
+const MaxBackoff = time.Minute
+
+// backoff is the wait before the nth retry (n >= 1) after temporary errors:
+// RetryRefused, doubled each time, up to MaxBackoff.
+func backoff(n int) time.Duration {
+	return min(RetryRefused<<min(max(n-1, 0), 6), MaxBackoff)
+}
 
 // API is what cards need of a Slack client.
 type API interface {
@@ -36,21 +59,55 @@ type Cards struct {
 	// a virtual clock); otherwise each card has a painter of its own, so
 	// that a run never waits on Slack.
 	Sync bool
+	// PostTimeout bounds how long a post (a card, a Reply, the end of a run
+	// whose card Slack refused) is queued and retried: DefaultPostTimeout
+	// when 0.
+	PostTimeout time.Duration
+	// Log gets each permanent failure of a card, once, and each post given
+	// up that nobody else hears of (nil: discarded). Keys: channel, ts, inv,
+	// code, err, action.
+	Log *slog.Logger
 
-	// Counters, for the load harness and the logs.
-	Edits, DroppedProgress, RefusedTerminal, TerminalRetries atomic.Int64
+	// Counters, for the load harness, the metrics and the logs.
+	Edits             atomic.Int64 // chat.update calls that landed
+	DroppedProgress   atomic.Int64 // progress frames not sent (budget) or not landed
+	RefusedTerminal   atomic.Int64 // terminal frames whose edit never landed
+	TerminalRetries   atomic.Int64 // re-sends of terminal frames
+	PermanentFailures atomic.Int64 // cards Slack refused for good (edits stopped)
+	Posts             atomic.Int64 // chat.postMessage calls that landed
+	PostsQueued       atomic.Int64 // posts that waited for a slot (their channel's rate, a Retry-After)
+	PostRetries       atomic.Int64 // posts re-sent after a temporary error or a rate limit
+	FailedPosts       atomic.Int64 // posts given up (permanent error, or PostTimeout passed)
+	FallbackPosts     atomic.Int64 // terminal frames shown as a new message in the thread
+}
+
+func (cs *Cards) log() *slog.Logger {
+	if cs.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return cs.Log
 }
 
 // Live is one card on Slack.
 type Live struct {
 	cards            *Cards
 	Channel, TS, key string
-	coal             *Coalescer
+	// Thread is the ts of the thread the card is in, "" when it is not in
+	// one (then the card's own thread is used): where the end of the run is
+	// posted when the card cannot show it.
+	Thread string
+	coal   *Coalescer
 
 	mu       sync.Mutex
 	card     *Card
 	closed   bool
+	endAt    time.Time     // when Close was called: the terminal frame's time
 	retrying bool          // a repaint is due after a refused progress frame
+	broken   *Error        // Slack refused the card for good: no more edits
+	limits   Limits        // what paints are measured against
+	shrunk   bool          // a frame was refused for its size once: limits halved
+	fails    int           // temporary failures of progress frames in a row
+	frame    uint64        // frames that may have landed: block ids go on from it
 	done     chan struct{} // closed when the terminal frame landed or gave up
 	kick     chan struct{} // wakes the painter
 	stop     chan struct{} // ends it
@@ -62,11 +119,8 @@ type Live struct {
 	final  bool
 }
 
-// EditTimeout bounds one call to Slack.
-const EditTimeout = 10 * time.Second
-
-func (cs *Cards) newLive(channel, ts string, c *Card) *Live {
-	l := &Live{cards: cs, Channel: channel, TS: ts, key: channel + "/" + ts, card: c,
+func (cs *Cards) newLive(channel, thread, ts string, c *Card, lim Limits, frame uint64) *Live {
+	l := &Live{cards: cs, Channel: channel, Thread: thread, TS: ts, key: channel + "/" + ts, card: c, limits: lim, frame: frame,
 		done: make(chan struct{}), kick: make(chan struct{}, 1), stop: make(chan struct{})}
 	l.coal = NewCoalescer(cs.Clock, cs.MinInterval, l.send)
 	if !cs.Sync {
@@ -74,6 +128,9 @@ func (cs *Cards) newLive(channel, ts string, c *Card) *Live {
 	}
 	return l
 }
+
+// blockID is the block id of a card's nth frame: each frame has a new one.
+func blockID(n uint64) string { return fmt.Sprintf("card-%d", n) }
 
 // painter paints the card's newest state whenever kicked.
 func (l *Live) painter() {
@@ -88,26 +145,26 @@ func (l *Live) painter() {
 			l.mu.Unlock()
 			return
 		}
-		p := Paint(l.card, l.cards.Clock.Now())
+		if l.broken != nil {
+			l.mu.Unlock()
+			continue
+		}
+		p := PaintWithin(l.card, l.cards.Clock.Now(), l.limits)
 		l.mu.Unlock()
 		l.coal.Update(Frame{Key: p.Key(), Payload: p})
 	}
 }
 
-// RetryRefused is when a card whose progress frame the budget refused is
-// repainted, so that it catches up even if its run goes quiet.
-const RetryRefused = 2 * time.Second
-
-// later repaints the card after RetryRefused, once.
-func (l *Live) later() {
+// later repaints the card after d, once.
+func (l *Live) later(d time.Duration) {
 	l.mu.Lock()
-	if l.retrying || l.closed {
+	if l.retrying || l.closed || l.broken != nil {
 		l.mu.Unlock()
 		return
 	}
 	l.retrying = true
 	l.mu.Unlock()
-	l.cards.Clock.AfterFunc(RetryRefused, func() {
+	l.cards.Clock.AfterFunc(d, func() {
 		l.mu.Lock()
 		l.retrying = false
 		l.mu.Unlock()
@@ -115,28 +172,43 @@ func (l *Live) later() {
 	})
 }
 
-// Open posts a card's first frame at once (before any work on the run) in a
-// thread, and returns it live.
+// Open posts a card's first frame (before any work on the run) in a thread
+// (threadTS; "" for none), and returns it live. The post is drawn from the
+// budget's post lane (about one a second per channel), queued, and retried
+// with backoff after a temporary error or a rate limit, for at most
+// PostTimeout or until ctx ends. When it cannot land the error is an *Error:
+// Permanent (channel_not_found, not_in_channel, invalid_auth...: the same
+// post will never land), or the class and code of the last refusal, wrapping
+// ErrPostTimeout, once PostTimeout passed; ctx's end gives a Temporary
+// error with code "canceled" or "timeout". Open blocks until then.
 func (cs *Cards) Open(ctx context.Context, channel, threadTS string, c *Card) (*Live, error) {
-	p := Paint(c, cs.Clock.Now())
-	opts := []slack.MsgOption{slack.MsgOptionText(p.Text, false), slack.MsgOptionBlocks(p.Blocks...)}
-	if threadTS != "" {
-		opts = append(opts, slack.MsgOptionTS(threadTS))
-	}
-	_, ts, err := cs.API.PostMessageContext(ctx, channel, opts...)
+	var posted Painted
+	var lim Limits
+	ts, err := cs.postWait(ctx, channel, threadTS, func(l Limits) Painted {
+		lim = l
+		posted = PaintWithin(c, cs.Clock.Now(), l)
+		return posted.WithBlockID(blockID(1))
+	})
 	if err != nil {
 		return nil, err
 	}
-	l := cs.newLive(channel, ts, c)
-	l.coal.mark(Frame{Key: p.Key()}, cs.Clock.Now())
+	l := cs.newLive(channel, threadTS, ts, c, lim, 1)
+	l.coal.mark(Frame{Key: posted.Key()}, cs.Clock.Now())
 	cs.Budget.Touch(l.key)
 	return l, nil
 }
 
 // Attach takes up a card already on Slack (after a restart): it is edited
-// from now on, nothing is posted.
+// from now on, nothing is posted. The end of the run, if the card cannot
+// show it, goes in the card's own thread: AttachInThread names the thread.
 func (cs *Cards) Attach(channel, ts string, c *Card) *Live {
-	l := cs.newLive(channel, ts, c)
+	return cs.AttachInThread(channel, "", ts, c)
+}
+
+// AttachInThread is Attach for a card in the thread threadTS.
+func (cs *Cards) AttachInThread(channel, threadTS, ts string, c *Card) *Live {
+	// Block ids go on from the time, past any the last process gave.
+	l := cs.newLive(channel, threadTS, ts, c, DefaultLimits, uint64(max(cs.Clock.Now().UnixMilli(), 0)))
 	cs.Budget.Touch(l.key)
 	return l
 }
@@ -157,9 +229,13 @@ func (l *Live) update(f func(c *Card), active bool) {
 		return
 	}
 	f(l.card)
+	if l.broken != nil { // the state is kept for the end; nothing is sent
+		l.mu.Unlock()
+		return
+	}
 	var p Painted
 	if l.cards.Sync {
-		p = Paint(l.card, l.cards.Clock.Now())
+		p = PaintWithin(l.card, l.cards.Clock.Now(), l.limits)
 	}
 	l.mu.Unlock()
 	if active {
@@ -176,7 +252,8 @@ func (l *Live) update(f func(c *Card), active bool) {
 }
 
 // Close paints the terminal frame and sends it as soon as the budget funds
-// it; it returns at once. Done is closed when it has landed or given up.
+// it; it returns at once. Done is closed when it has landed, or when the end
+// was posted as a new message in the thread instead, or given up.
 func (l *Live) Close(f func(c *Card)) {
 	l.mu.Lock()
 	if l.closed {
@@ -186,7 +263,8 @@ func (l *Live) Close(f func(c *Card)) {
 	l.closed = true
 	f(l.card)
 	l.card.Ended = true
-	p := Paint(l.card, l.cards.Clock.Now())
+	l.endAt = l.cards.Clock.Now()
+	p := PaintWithin(l.card, l.endAt, l.limits)
 	l.mu.Unlock()
 	if !l.cards.Sync {
 		close(l.stop)
@@ -208,92 +286,207 @@ func (l *Live) Card() Card {
 	return *l.card
 }
 
+// Err is the permanent error that stopped the card's edits, or nil.
+func (l *Live) Err() *Error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.broken
+}
+
 // forgetSent tells the coalescer the frame it passed on did not land, so
 // that the same frame offered again is not skipped as identical.
 func (l *Live) forgetSent() { l.coal.unmark() }
 
-func (l *Live) edit(p Painted) error {
+// edit sends p as the card's next frame, with a new block id; a frame that
+// may have landed (it did, or the call failed on the way) moves the id on.
+func (l *Live) edit(p Painted) *Error {
+	l.mu.Lock()
+	n := l.frame + 1
+	l.mu.Unlock()
+	p = p.WithBlockID(blockID(n))
 	ctx, cancel := context.WithTimeout(context.Background(), EditTimeout)
 	defer cancel()
 	_, _, _, err := l.cards.API.UpdateMessageContext(ctx, l.Channel, l.TS,
 		slack.MsgOptionText(p.Text, false), slack.MsgOptionBlocks(p.Blocks...))
-	if err == nil {
+	e := Classify(err)
+	if e == nil || e.Class == Temporary {
+		l.mu.Lock()
+		l.frame = n
+		l.mu.Unlock()
+	}
+	if e == nil {
 		l.cards.Edits.Add(1)
 	}
-	return err
+	return e
 }
 
-// retryAfter says whether err is a rate limit, and for how long.
-func retryAfter(err error) (time.Duration, bool) {
-	var rl *slack.RateLimitedError
-	if errors.As(err, &rl) {
-		return max(rl.RetryAfter, time.Second), true
+// shrink halves the card's limits after a frame refused for its size; it
+// says false when that was done already (the error is permanent then).
+func (l *Live) shrink() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.shrunk {
+		return false
 	}
-	var sc slack.StatusCodeError
-	if errors.As(err, &sc) && sc.Code == 429 {
-		return time.Second, true
+	l.shrunk = true
+	l.limits = l.limits.Half()
+	return true
+}
+
+// breakCard stops the card for good after e: no more edits, its share of
+// the budget goes to the others at once, and it is logged and counted.
+func (l *Live) breakCard(e *Error, action string) {
+	l.mu.Lock()
+	if l.broken != nil {
+		l.mu.Unlock()
+		return
 	}
-	var se slack.SlackErrorResponse
-	if errors.As(err, &se) && se.Err == "ratelimited" {
-		return time.Second, true
-	}
-	return 0, false
+	l.broken = e
+	inv := l.card.Run
+	l.mu.Unlock()
+	cs := l.cards
+	cs.PermanentFailures.Add(1)
+	cs.Budget.Forget(l.key)
+	cs.log().Warn("slack: the card was refused for good", "channel", l.Channel, "ts", l.TS, "inv", inv,
+		"code", e.Code, "err", e.Err, "action", action)
 }
 
 // send is the coalescer's: a progress frame is sent if the budget allows
-// and dropped otherwise (or when rate-limited); a terminal frame is sent
-// when funded, re-sent after Retry-After up to MaxTerminalRetries.
+// and dropped otherwise; a terminal frame is sent when funded (sendEnd).
 func (l *Live) send(f Frame) {
-	cs := l.cards
-	p, _ := f.Payload.(Painted)
-	if !f.Terminal {
-		l.sendMu.Lock()
-		defer l.sendMu.Unlock()
-		if l.final {
-			return // the terminal frame is under way: nothing may follow it
-		}
-		if !cs.Budget.Progress(l.key, l.Channel) {
-			cs.DroppedProgress.Add(1)
-			l.forgetSent()
-			l.later()
-			return
-		}
-		if err := l.edit(p); err != nil {
-			if d, ok := retryAfter(err); ok {
-				cs.Budget.Throttled(d)
-			}
-			cs.DroppedProgress.Add(1)
-			l.forgetSent()
-			l.later()
-		}
+	if f.Terminal {
+		l.sendEnd(f)
 		return
 	}
+	cs := l.cards
+	p, _ := f.Payload.(Painted)
+	l.sendMu.Lock()
+	defer l.sendMu.Unlock()
+	if l.final || l.Err() != nil {
+		return // the terminal frame is under way, or the card is refused
+	}
+	if !cs.Budget.Progress(l.key, l.Channel) {
+		cs.DroppedProgress.Add(1)
+		l.forgetSent()
+		l.later(RetryRefused)
+		return
+	}
+	e := l.edit(p)
+	if e == nil {
+		l.mu.Lock()
+		l.fails = 0
+		l.mu.Unlock()
+		return
+	}
+	switch {
+	case e.Class == RateLimit:
+		cs.Budget.Throttled(e.RetryAfter)
+		cs.DroppedProgress.Add(1)
+		l.forgetSent()
+		l.later(max(e.RetryAfter, RetryRefused))
+	case e.Class == Temporary:
+		l.mu.Lock()
+		l.fails++
+		n := l.fails
+		l.mu.Unlock()
+		cs.DroppedProgress.Add(1)
+		l.forgetSent()
+		l.later(backoff(n))
+	case e.TooBig() && l.shrink():
+		cs.DroppedProgress.Add(1)
+		l.forgetSent()
+		l.later(RetryRefused) // painted within the halved limits
+	default:
+		cs.DroppedProgress.Add(1)
+		l.breakCard(e, "stopped editing the card")
+	}
+}
+
+// sendEnd sends the terminal frame when the budget funds it: re-sent after
+// Retry-After (the whole budget backs off) or a backoff, up to
+// MaxTerminalRetries; painted smaller once if refused for its size. When it
+// cannot land (a permanent error, the retries spent, or the card refused
+// already) the end is posted as a new message in the thread.
+func (l *Live) sendEnd(f Frame) {
+	cs := l.cards
+	p, _ := f.Payload.(Painted)
 	l.sendMu.Lock()
 	l.final = true
 	l.sendMu.Unlock()
-	var try func(n int)
-	try = func(n int) {
-		l.sendMu.Lock()
-		err := l.edit(p)
-		l.sendMu.Unlock()
-		if err == nil {
-			close(l.done)
-			return
-		}
-		d, limited := retryAfter(err)
-		if !limited || n >= MaxTerminalRetries {
-			cs.RefusedTerminal.Add(1)
-			close(l.done)
-			return
-		}
-		cs.Budget.Throttled(d)
-		cs.TerminalRetries.Add(1)
-		cs.Clock.AfterFunc(d, func() { try(n + 1) })
-	}
-	at := cs.Budget.Terminal(l.key, l.Channel)
-	if wait := at.Sub(cs.Clock.Now()); wait > 0 {
-		cs.Clock.AfterFunc(wait, func() { try(0) })
+	if e := l.Err(); e != nil {
+		cs.RefusedTerminal.Add(1)
+		l.fallback(e)
 		return
 	}
-	try(0)
+	var try func(n int)
+	at := func(d time.Duration, n int) { // funded, and no sooner than d from now
+		now := cs.Clock.Now()
+		when := cs.Budget.Terminal(l.key, l.Channel)
+		if w := now.Add(d); when.Before(w) {
+			when = w
+		}
+		if wait := when.Sub(now); wait > 0 {
+			cs.Clock.AfterFunc(wait, func() { try(n) })
+			return
+		}
+		try(n)
+	}
+	try = func(n int) {
+		l.sendMu.Lock()
+		e := l.edit(p)
+		l.sendMu.Unlock()
+		if e == nil {
+			close(l.done)
+			return
+		}
+		switch {
+		case e.Class == Permanent && e.TooBig() && l.shrink():
+			l.mu.Lock()
+			p = PaintWithin(l.card, l.endAt, l.limits)
+			l.mu.Unlock()
+			cs.TerminalRetries.Add(1)
+			at(0, n+1)
+		case e.Class == Permanent:
+			cs.RefusedTerminal.Add(1)
+			l.breakCard(e, "posting the end of the run in the thread")
+			l.fallback(e)
+		case n >= MaxTerminalRetries:
+			cs.RefusedTerminal.Add(1)
+			cs.log().Warn("slack: the card's last frame did not land", "channel", l.Channel, "ts", l.TS, "inv", l.Card().Run,
+				"code", e.Code, "err", e.Err, "action", "posting the end of the run in the thread")
+			l.fallback(e)
+		case e.Class == RateLimit:
+			cs.Budget.Throttled(e.RetryAfter)
+			cs.TerminalRetries.Add(1)
+			at(e.RetryAfter, n+1)
+		default:
+			cs.TerminalRetries.Add(1)
+			at(backoff(n+1), n+1)
+		}
+	}
+	at(0, 0)
+}
+
+// fallback posts how the run ended as a new message in the card's thread,
+// for a card that cannot show it (why: e), then closes Done.
+func (l *Live) fallback(e *Error) {
+	cs := l.cards
+	l.mu.Lock()
+	c := *l.card
+	endAt := l.endAt
+	l.mu.Unlock()
+	thread := l.Thread
+	if thread == "" {
+		thread = l.TS
+	}
+	p := endMessage(&c, endAt, e.Code)
+	cs.post(context.Background(), l.Channel, thread, func(Limits) Painted { return p }, func(_ string, perr *Error) {
+		if perr == nil {
+			cs.FallbackPosts.Add(1)
+		} else {
+			cs.log().Error("slack: the end of the run could not be posted", "channel", l.Channel, "ts", l.TS, "inv", c.Run,
+				"code", perr.Code, "err", perr.Err, "action", "gave up")
+		}
+		close(l.done)
+	})
 }
