@@ -121,7 +121,7 @@ func TestServedWithSlack(t *testing.T) {
 	os.WriteFile(filepath.Join(progs, "agent.rune"), []byte(`var s = 0
 for i in range(300) { emit("tick", i); for j in range(2000) { s += j } }
 return "shipped " + str(s)`), 0o644)
-	fake := fakeslack.New(nil)
+	fake := fakeslack.NewStrict(nil)
 	defer fake.Close()
 	t.Setenv("SLACK_BOT_TOKEN", "xoxb-test")
 	t.Setenv("SLACK_APP_TOKEN", "xapp-test")

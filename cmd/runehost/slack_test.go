@@ -15,7 +15,7 @@ import (
 )
 
 func TestServedSlackSetupFails(t *testing.T) {
-	fake := fakeslack.New(nil)
+	fake := fakeslack.NewStrict(nil)
 	defer fake.Close()
 	t.Setenv("SLACK_BOT_TOKEN", "xoxb-test")
 	t.Setenv("SLACK_APP_TOKEN", "xoxb-a-bot-token-again")

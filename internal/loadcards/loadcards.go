@@ -7,8 +7,11 @@ package loadcards
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand"
+	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,8 +27,11 @@ import (
 type Result struct {
 	Cards, RefusedTerminal, MaxPerMinute, Closed  int
 	PermanentFailures, FallbackPosts, PostRetries int
-	Finals                                        []string // each card's final blocks, in card order
-	Edits                                         []string // card:key of every accepted edit, in order
+	PostsQueued                                   int             // posts that waited for their channel's slot
+	MaxChannelPerMinute                           int             // the most calls one channel saw land in a minute
+	EndToFinal                                    []time.Duration // from each run's end to its terminal frame, sorted
+	Finals                                        []string        // each card's final blocks, in card order
+	Edits                                         []string        // card:key of every accepted edit, in order
 	Violations                                    []string
 }
 
@@ -38,8 +44,15 @@ func Run(n, limit int, seed int64) (*Result, error) { return RunWith(n, limit, 5
 // RunWith is Run with the budget set to budgetPerMinute.
 func RunWith(n, limit int, budgetPerMinute float64, seed int64) (*Result, error) {
 	clk := clock.NewFake(t0)
-	fake := fakeslack.New(clk)
-	fake.UpdatesPerMinute = limit
+	// The strict fake: Slack's tiers and per-channel posting rate, blocks
+	// validated with Slack's errors, updates checked by channel.
+	cfg := fakeslack.Strict()
+	if limit > 0 {
+		cfg.PerMinute["chat.update"] = limit
+	} else {
+		delete(cfg.PerMinute, "chat.update")
+	}
+	fake := fakeslack.NewWith(clk, cfg)
 	defer fake.Close()
 	api := slack.New("xoxb-load", slack.OptionAPIURL(fake.URL()))
 	cards := &status.Cards{API: api, Budget: status.NewBudget(clk, status.BudgetConfig{PerMinute: budgetPerMinute}), Clock: clk, Sync: true}
@@ -52,6 +65,8 @@ func RunWith(n, limit int, budgetPerMinute float64, seed int64) (*Result, error)
 		end    time.Duration
 		next   int
 		closed bool
+		ended  time.Duration // when its run ended (Close was called)
+		landed time.Duration // when its terminal frame landed
 	}
 	plans := make([]*plan, n)
 	for i := range plans {
@@ -95,11 +110,20 @@ func RunWith(n, limit int, budgetPerMinute float64, seed int64) (*Result, error)
 				p.live.Update(func(c *status.Card) { c.Apply(ev) })
 			}
 			if !p.closed && p.next == len(p.at) && p.end <= now {
-				p.closed = true
+				p.closed, p.ended = true, now
 				p.live.Close(func(c *status.Card) { c.Status, c.Answer = "completed", fmt.Sprintf("card %d finished", i+1) })
 			}
 			if !p.closed {
 				open++
+			}
+		}
+		for _, p := range plans {
+			if p.closed && p.landed == 0 {
+				select {
+				case <-p.live.Done():
+					p.landed = now
+				default:
+				}
 			}
 		}
 		if open == 0 {
@@ -112,6 +136,9 @@ func RunWith(n, limit int, budgetPerMinute float64, seed int64) (*Result, error)
 		for _, p := range plans {
 			select {
 			case <-p.live.Done():
+				if p.landed == 0 {
+					p.landed = clk.Now().Sub(t0)
+				}
 			default:
 				done = false
 			}
@@ -142,11 +169,24 @@ func RunWith(n, limit int, budgetPerMinute float64, seed int64) (*Result, error)
 		_ = final
 		res.Finals = append(res.Finals, m.Text+"\n"+m.Blocks)
 	}
+	for _, p := range plans {
+		if p.landed > 0 {
+			res.EndToFinal = append(res.EndToFinal, p.landed-p.ended)
+		}
+	}
+	slices.Sort(res.EndToFinal)
+	perMinute := map[string]int{} // channel and minute: calls that landed
 	for _, r := range fake.Requests() {
 		if r.Method == "chat.update" && r.Status == 200 {
 			res.Edits = append(res.Edits, r.Body)
 		}
+		if (r.Method == "chat.update" || r.Method == "chat.postMessage") && r.Status == 200 {
+			k := channelOf(r.Body) + "@" + r.At.Truncate(time.Minute).String()
+			perMinute[k]++
+			res.MaxChannelPerMinute = max(res.MaxChannelPerMinute, perMinute[k])
+		}
 	}
+	res.PostsQueued = int(cards.PostsQueued.Load())
 	if limit > 0 && res.MaxPerMinute > limit {
 		res.Violations = append(res.Violations, fmt.Sprintf("%d edits in a minute, over the limit of %d", res.MaxPerMinute, limit))
 	}
@@ -160,6 +200,27 @@ func RunWith(n, limit int, budgetPerMinute float64, seed int64) (*Result, error)
 }
 
 func ptr(c status.Card) *status.Card { return &c }
+
+// channelOf is the channel a form-encoded (or JSON) call names.
+func channelOf(body string) string {
+	if v, err := url.ParseQuery(body); err == nil && v.Get("channel") != "" {
+		return v.Get("channel")
+	}
+	var j struct {
+		Channel string `json:"channel"`
+	}
+	json.Unmarshal([]byte(body), &j)
+	return j.Channel
+}
+
+// Percentile is the p-th percentile (0 to 100) of sorted durations.
+func Percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted)-1) * p / 100)
+	return sorted[i]
+}
 
 // OpenGap is the time between two cards' posts in the simulation.
 const OpenGap = 200 * time.Millisecond

@@ -99,7 +99,7 @@ func New(cfg Config, e *host.Engine) *Dispatcher {
 		runs: map[string]*run{}, threads: map[string]*run{}, seen: map[string]time.Time{}}
 	// The card client never retries a 429: a retried frame is stale, and it
 	// would hold up the reply behind it.
-	d.cards = &status.Cards{API: d.api, Budget: status.NewBudget(clk, cfg.Budget), Clock: clk, MinInterval: cfg.MinInterval}
+	d.cards = &status.Cards{API: d.api, Budget: status.NewBudget(clk, cfg.Budget), Clock: clk, MinInterval: cfg.MinInterval, Log: cfg.Log}
 	prev := e.OnEvent
 	e.OnEvent = func(ev events.Event) {
 		if prev != nil {
@@ -250,7 +250,7 @@ func (d *Dispatcher) Recover(ctx context.Context) error {
 		for _, ev := range evs {
 			c.Apply(ev)
 		}
-		r := &run{inv: i.ID, channel: channel, thread: thread, live: d.cards.Attach(channel, cardTS, c)}
+		r := &run{inv: i.ID, channel: channel, thread: thread, live: d.cards.AttachInThread(channel, thread, cardTS, c)}
 		d.mu.Lock()
 		d.runs[i.ID] = r
 		d.threads[channel+"/"+thread] = r
@@ -481,8 +481,8 @@ func (d *Dispatcher) logError(msg string, kv ...any) { d.logAt(slog.LevelError, 
 // text as mrkdwn) and redacted; it is how a mention that starts no run is
 // answered.
 func (d *Dispatcher) say(ctx context.Context, channel, thread, text string) {
-	_, _, err := d.api.PostMessageContext(ctx, channel, slack.MsgOptionText(d.e.Clean(text, 0), true), slack.MsgOptionTS(thread))
-	if err != nil {
+	// Through the cards' queue: budgeted, paced per channel, retried.
+	if err := d.cards.Reply(ctx, channel, thread, d.e.Clean(text, 0)); err != nil {
 		d.warn("slack: a reply could not be posted: "+d.postFix(channel, err), "channel", channel, "err", err)
 	}
 }

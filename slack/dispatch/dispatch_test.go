@@ -43,7 +43,7 @@ emit("checklist", [{text: "look", state: "done"}, {text: "ask", state: "done"}, 
 return "shipped: " + ans.text`
 
 func setup(t *testing.T) (*fakeslack.Server, *Dispatcher, context.Context) {
-	fake := fakeslack.New(nil)
+	fake := fakeslack.NewStrict(nil)
 	t.Cleanup(fake.Close)
 	d, ctx, _ := start(t, fake, t.TempDir())
 	return fake, d, ctx
@@ -171,7 +171,7 @@ return "done"`), 0o644)
 // A run waiting in a thread survives the process: after a restart the
 // thread's reply still reaches it, and the same card is closed.
 func TestRestartKeepsWaitingRun(t *testing.T) {
-	fake := fakeslack.New(nil)
+	fake := fakeslack.NewStrict(nil)
 	defer fake.Close()
 	dir := t.TempDir()
 	_, _, stop := start(t, fake, dir)

@@ -242,7 +242,7 @@ func (d *Dispatcher) postFix(channel string, err error) string {
 		return fmt.Sprintf("the bot token lacks the scope %s: add it under OAuth & Permissions → Bot Token Scopes and reinstall the app", se.Needed)
 	case "is_archived", "channel_is_archived":
 		return "the channel is archived"
-	case "ratelimited":
+	case "ratelimited", "rate_limited":
 		return "Slack is rate limiting the app: mention it again in a minute"
 	case "invalid_auth", "not_authed", "token_revoked", "account_inactive":
 		return fixBotRefused

@@ -25,6 +25,8 @@ func main() {
 		fmt.Println("load-cards: violation:", v)
 	}
 	fmt.Printf("load-cards: %d edits, %d cards closed, seed %d\n", len(res.Edits), res.Closed, *seed)
+	fmt.Printf("load-cards: run end to terminal frame p50 %v, p99 %v; max %d calls a minute in one channel; %d posts queued, %d retried, %d permanent failures, %d fallback posts\n",
+		loadcards.Percentile(res.EndToFinal, 50), loadcards.Percentile(res.EndToFinal, 99), res.MaxChannelPerMinute, res.PostsQueued, res.PostRetries, res.PermanentFailures, res.FallbackPosts)
 	fmt.Printf("load-cards: %d cards, %d refused terminal frames, %d max edits/min\n", res.Cards, res.RefusedTerminal, res.MaxPerMinute)
 	if len(res.Violations) > 0 {
 		os.Exit(1)
