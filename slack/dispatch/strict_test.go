@@ -1,0 +1,109 @@
+// strict_test.go runs whole mentions against the strict fake Slack where a
+// real workspace breaks cards: the card deleted mid-run, the channel
+// archived, a checklist of 300 items.
+
+package dispatch
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runehost/runehost/slack/fakeslack"
+)
+
+// updatesTo counts the chat.update calls made on one message.
+func updatesTo(fake *fakeslack.Server, ts string) int {
+	n := 0
+	for _, r := range fake.Requests() {
+		if r.Method == "chat.update" && strings.Contains(r.Body, ts) {
+			n++
+		}
+	}
+	return n
+}
+
+// A card deleted while its run waits: its edits stop at the first refusal,
+// and the run's end is posted as a new message in the thread.
+func TestDeletedCardEndsInThread(t *testing.T) {
+	fake, d, _ := setup(t)
+	thread := fake.Mention("C1", "U1", "agent please ship")
+	waitFor(t, "the approval wait", 10*time.Second, func() bool {
+		c := card(fake)
+		return c != nil && strings.Contains(c.Text, "waiting for an event")
+	})
+	c := card(fake)
+	fake.Delete(c.Channel, c.TS)
+	fake.Reply("C1", thread, "U2", "yes")
+	waitFor(t, "the end, in the thread", 15*time.Second, func() bool {
+		for _, m := range fake.Messages() {
+			if m.TS != c.TS && m.ThreadTS == thread && strings.Contains(m.Text, "completed") {
+				return true
+			}
+		}
+		return false
+	})
+	d.Wait()
+	before := updatesTo(fake, c.TS)
+	time.Sleep(3 * time.Second) // past a retry's backoff: nothing more is sent
+	if after := updatesTo(fake, c.TS); after != before {
+		t.Fatalf("%d more edits of a deleted card", after-before)
+	}
+	if n := d.Cards().PermanentFailures.Load(); n == 0 {
+		t.Fatal("the deleted card was not counted a permanent failure")
+	}
+}
+
+// An archived channel: the card is given up at once, not edited forever.
+func TestArchivedChannelStopsEdits(t *testing.T) {
+	fake, d, _ := setup(t)
+	thread := fake.Mention("C1", "U1", "agent please ship")
+	waitFor(t, "the approval wait", 10*time.Second, func() bool {
+		c := card(fake)
+		return c != nil && strings.Contains(c.Text, "waiting for an event")
+	})
+	c := card(fake)
+	fake.Archive("C1")
+	fake.Reply("C1", thread, "U2", "yes")
+	waitFor(t, "a permanent failure", 15*time.Second, func() bool { return d.Cards().PermanentFailures.Load() > 0 })
+	d.Wait()
+	before := updatesTo(fake, c.TS)
+	time.Sleep(3 * time.Second)
+	if after := updatesTo(fake, c.TS); after != before {
+		t.Fatalf("%d more edits in an archived channel", after-before)
+	}
+}
+
+// A checklist of 200 items paints within Slack's limits: never refused for
+// size, and the run's end lands. (An emit's data is capped at
+// events.OutputCap, 8,000 characters of JSON, so a prog's checklist reaches
+// the card with at most a few hundred short items; status's own tests
+// paint 300 long ones.)
+func TestLongChecklistFits(t *testing.T) {
+	fake := fakeslack.NewStrict(nil)
+	t.Cleanup(fake.Close)
+	dir := t.TempDir()
+	d, _, _ := start(t, fake, dir)
+	var items []string
+	for i := 0; i < 200; i++ {
+		items = append(items, fmt.Sprintf(`{text: "s%d<&>", state: "%s"}`, i, map[bool]string{true: "done", false: "open"}[i < 150]))
+	}
+	os.WriteFile(filepath.Join(dir, "progs", "long.rune"), []byte("emit(\"checklist\", ["+strings.Join(items, ", ")+"])\nreturn \"done\""), 0o644)
+	fake.Mention("C1", "U1", "long")
+	waitFor(t, "the card's end", 15*time.Second, func() bool {
+		c := card(fake)
+		return c != nil && strings.Contains(c.Text, "completed")
+	})
+	d.Wait()
+	for r, n := range fake.Refusals() {
+		if r.Error == "msg_blocks_too_long" || r.Error == "invalid_blocks" || r.Error == "msg_too_long" {
+			t.Errorf("refused %d times for size: %+v", n, r)
+		}
+	}
+	if !strings.Contains(card(fake).Blocks, "earlier items done") {
+		t.Errorf("the checklist was not folded: %.300s", card(fake).Blocks)
+	}
+}
