@@ -30,6 +30,7 @@ type Result struct {
 	PostsQueued                                   int             // posts that waited for their channel's slot
 	MaxChannelPerMinute                           int             // the most calls one channel saw land in a minute
 	EndToFinal                                    []time.Duration // from each run's end to its terminal frame, sorted
+	PostDelays                                    []time.Duration // from each card's post asked to landed, sorted
 	Finals                                        []string        // each card's final blocks, in card order
 	Edits                                         []string        // card:key of every accepted edit, in order
 	Violations                                    []string
@@ -69,6 +70,7 @@ func RunWith(n, limit int, budgetPerMinute float64, seed int64) (*Result, error)
 		landed time.Duration // when its terminal frame landed
 	}
 	plans := make([]*plan, n)
+	var postDelays []time.Duration
 	for i := range plans {
 		// Cards are posted OpenGap apart: a channel (one in 7) gets a post
 		// every 7 gaps, past chat.postMessage's rate, so Open never waits.
@@ -93,11 +95,13 @@ func RunWith(n, limit int, budgetPerMinute float64, seed int64) (*Result, error)
 					open++
 					continue
 				}
+				asked := clk.Now()
 				live, err := openCard(clk, cards, fmt.Sprintf("C%d", i%7), p.card)
 				if err != nil {
 					return nil, err
 				}
 				p.live = live
+				postDelays = append(postDelays, clk.Now().Sub(asked))
 			}
 			for p.next < len(p.at) && p.at[p.next] <= now {
 				j := p.next
@@ -187,6 +191,8 @@ func RunWith(n, limit int, budgetPerMinute float64, seed int64) (*Result, error)
 		}
 	}
 	res.PostsQueued = int(cards.PostsQueued.Load())
+	slices.Sort(postDelays)
+	res.PostDelays = postDelays
 	if limit > 0 && res.MaxPerMinute > limit {
 		res.Violations = append(res.Violations, fmt.Sprintf("%d edits in a minute, over the limit of %d", res.MaxPerMinute, limit))
 	}
@@ -222,8 +228,9 @@ func Percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[i]
 }
 
-// OpenGap is the time between two cards' posts in the simulation.
-const OpenGap = 200 * time.Millisecond
+// OpenGap is the time between two cards' posts in the simulation; 0 opens
+// them all at once, a burst that queues on the channels' posting rate.
+var OpenGap = 200 * time.Millisecond
 
 // openCard posts a card. A post that had to wait for its slot (or be
 // retried) waits on the virtual clock, which is advanced here until it lands

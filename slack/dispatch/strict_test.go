@@ -107,3 +107,40 @@ func TestLongChecklistFits(t *testing.T) {
 		t.Errorf("the checklist was not folded: %.300s", card(fake).Blocks)
 	}
 }
+
+// An envelope the fake thinks un-acked (its deadline too short for any
+// ack) is delivered again with retry_attempt: the mention still makes one
+// run and one card.
+func TestRedeliveredMentionRunsOnce(t *testing.T) {
+	cfg := fakeslack.Strict()
+	cfg.AckDeadline = time.Millisecond
+	cfg.Retries = []time.Duration{0, 50 * time.Millisecond}
+	fake := fakeslack.NewWith(nil, cfg)
+	t.Cleanup(fake.Close)
+	d, _, _ := start(t, fake, t.TempDir())
+	fake.Mention("C1", "U1", "agent please ship")
+	waitFor(t, "the redeliveries", 10*time.Second, func() bool {
+		n := 0
+		for _, dl := range fake.Deliveries() {
+			if dl.Attempt > 0 {
+				n++
+			}
+		}
+		return n >= 2
+	})
+	waitFor(t, "the card", 10*time.Second, func() bool { return card(fake) != nil })
+	time.Sleep(200 * time.Millisecond)
+	cards := 0
+	for _, m := range fake.Messages() {
+		if strings.Contains(m.Text, "agent") && m.ThreadTS != "" {
+			cards++
+		}
+	}
+	if cards != 1 {
+		t.Fatalf("%d cards for one mention delivered %d times", cards, len(fake.Deliveries()))
+	}
+	invs, err := d.e.List()
+	if err != nil || len(invs) != 1 {
+		t.Fatalf("%d runs for one mention: %v", len(invs), err)
+	}
+}
