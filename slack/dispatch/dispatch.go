@@ -48,6 +48,9 @@ type Config struct {
 	MinInterval time.Duration // between two edits of a card
 	Heartbeat   time.Duration // repaint of live cards (elapsed time, quiet suffix); 0: 5 s
 	Budget      status.BudgetConfig
+	// Clock runs the cards' intervals and their budget; the real clock when
+	// nil (tests run the production intervals on a virtual one).
+	Clock clock.Clock
 	// Log gets the set-up's progress and what goes wrong, redacted
 	// (docs/slack.md lists the lines); nothing is logged when nil.
 	Log *slog.Logger
@@ -94,7 +97,10 @@ func New(cfg Config, e *host.Engine) *Dispatcher {
 	if cfg.Limit == 0 {
 		cfg.Limit = 10_000_000
 	}
-	clk := clock.Clock(clock.Real{})
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.Real{}
+	}
 	d := &Dispatcher{cfg: cfg, api: slack.New(cfg.BotToken, opts...), e: e, clk: clk,
 		runs: map[string]*run{}, threads: map[string]*run{}, seen: map[string]time.Time{}}
 	// The card client never retries a 429: a retried frame is stale, and it

@@ -18,8 +18,8 @@ import (
 	"github.com/runehost/runehost/acts/approval"
 	"github.com/runehost/runehost/guest/port"
 	"github.com/runehost/runehost/host"
+	"github.com/runehost/runehost/slack/clock"
 	"github.com/runehost/runehost/slack/fakeslack"
-	"github.com/runehost/runehost/slack/status"
 	"github.com/runehost/runehost/store"
 )
 
@@ -43,7 +43,7 @@ emit("checklist", [{text: "look", state: "done"}, {text: "ask", state: "done"}, 
 return "shipped: " + ans.text`
 
 func setup(t *testing.T) (*fakeslack.Server, *Dispatcher, context.Context) {
-	fake := fakeslack.NewStrict(nil)
+	fake := fakeslack.NewStrict(fastClock(t))
 	t.Cleanup(fake.Close)
 	d, ctx, _ := start(t, fake, t.TempDir())
 	return fake, d, ctx
@@ -73,8 +73,10 @@ func startOn(t *testing.T, fake *fakeslack.Server, dir, apiURL string, log *slog
 	progs := filepath.Join(dir, "progs")
 	os.MkdirAll(progs, 0o755)
 	os.WriteFile(filepath.Join(progs, "agent.rune"), []byte(agentProg), 0o644)
+	// The production intervals, on the fake's virtual clock, which runs 50
+	// times faster than the real one.
 	d := New(Config{BotToken: "xoxb-test", AppToken: "xapp-test", APIURL: apiURL, ProgDir: progs, BaseURL: "https://runs.example.com",
-		MinInterval: 20 * time.Millisecond, Heartbeat: time.Hour, Budget: status.BudgetConfig{ChannelGap: 10 * time.Millisecond}, Log: log}, e)
+		Heartbeat: time.Hour, Clock: fake.Clock, Log: log}, e)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); d.RunSocketMode(ctx) }()
@@ -94,6 +96,30 @@ func startOn(t *testing.T, fake *fakeslack.Server, dir, apiURL string, log *slog
 	}
 	t.Cleanup(stop)
 	return d, ctx, stop
+}
+
+// fastClock is a virtual clock that runs 50 times faster than the real one
+// until the test ends: cards, their budget and the fake Slack keep
+// Slack's production intervals, and a test waits a fiftieth of them.
+func fastClock(t *testing.T) *clock.Fake {
+	clk := clock.NewFake(time.Now())
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				clk.Advance(100 * time.Millisecond)
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+	return clk
 }
 
 func waitFor(t *testing.T, what string, d time.Duration, ok func() bool) {
@@ -171,7 +197,7 @@ return "done"`), 0o644)
 // A run waiting in a thread survives the process: after a restart the
 // thread's reply still reaches it, and the same card is closed.
 func TestRestartKeepsWaitingRun(t *testing.T) {
-	fake := fakeslack.NewStrict(nil)
+	fake := fakeslack.NewStrict(fastClock(t))
 	defer fake.Close()
 	dir := t.TempDir()
 	_, _, stop := start(t, fake, dir)

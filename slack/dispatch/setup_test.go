@@ -193,7 +193,7 @@ func refusing(t *testing.T, fake *fakeslack.Server, code string, all bool) strin
 
 // A card Slack refuses is not run; a plain reply in the thread says why.
 func TestSlackCardRefusedGetsAPlainReply(t *testing.T) {
-	fake := fakeslack.NewStrict(nil)
+	fake := fakeslack.NewStrict(fastClock(t))
 	defer fake.Close()
 	log := &syncBuf{}
 	d, _, _ := startOn(t, fake, t.TempDir(), refusing(t, fake, "invalid_blocks", false), slog.New(slog.NewTextHandler(log, nil)))
@@ -215,7 +215,7 @@ func TestSlackCardRefusedGetsAPlainReply(t *testing.T) {
 
 // A bot not in the channel: the log says to invite it.
 func TestSlackNotInChannelLogsTheInvite(t *testing.T) {
-	fake := fakeslack.NewStrict(nil)
+	fake := fakeslack.NewStrict(fastClock(t))
 	defer fake.Close()
 	log := &syncBuf{}
 	d, _, _ := startOn(t, fake, t.TempDir(), refusing(t, fake, "not_in_channel", true), slog.New(slog.NewTextHandler(log, nil)))

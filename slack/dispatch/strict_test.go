@@ -83,7 +83,7 @@ func TestArchivedChannelStopsEdits(t *testing.T) {
 // the card with at most a few hundred short items; status's own tests
 // paint 300 long ones.)
 func TestLongChecklistFits(t *testing.T) {
-	fake := fakeslack.NewStrict(nil)
+	fake := fakeslack.NewStrict(fastClock(t))
 	t.Cleanup(fake.Close)
 	dir := t.TempDir()
 	d, _, _ := start(t, fake, dir)
@@ -115,7 +115,7 @@ func TestRedeliveredMentionRunsOnce(t *testing.T) {
 	cfg := fakeslack.Strict()
 	cfg.AckDeadline = time.Millisecond
 	cfg.Retries = []time.Duration{0, 50 * time.Millisecond}
-	fake := fakeslack.NewWith(nil, cfg)
+	fake := fakeslack.NewWith(fastClock(t), cfg)
 	t.Cleanup(fake.Close)
 	d, _, _ := start(t, fake, t.TempDir())
 	fake.Mention("C1", "U1", "agent please ship")
