@@ -456,9 +456,13 @@ func (l *Live) sendEnd(f Frame) {
 				"code", e.Code, "err", e.Err, "action", "posting the end of the run in the thread")
 			l.fallback(e)
 		case e.Class == RateLimit:
-			cs.Budget.Throttled(e.RetryAfter)
+			// At least Retry-After, and longer each time: the HTTP-200
+			// rate_limited names no Retry-After, and a tier's window is a
+			// minute.
+			d := max(e.RetryAfter, backoff(n+1))
+			cs.Budget.Throttled(d)
 			cs.TerminalRetries.Add(1)
-			at(e.RetryAfter, n+1)
+			at(d, n+1)
 		default:
 			cs.TerminalRetries.Add(1)
 			at(backoff(n+1), n+1)
