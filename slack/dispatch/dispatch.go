@@ -48,6 +48,9 @@ type Config struct {
 	MinInterval time.Duration // between two edits of a card
 	Heartbeat   time.Duration // repaint of live cards (elapsed time, quiet suffix); 0: 5 s
 	Budget      status.BudgetConfig
+	// SocketOptions are given to the Socket Mode client (tests shorten its
+	// ping timeout, slack-go's 30 s, which runs on the real clock).
+	SocketOptions []socketmode.Option
 	// Clock runs the cards' intervals and their budget; the real clock when
 	// nil (tests run the production intervals on a virtual one).
 	Clock clock.Clock
@@ -626,7 +629,7 @@ func (d *Dispatcher) RunSocketMode(ctx context.Context) error {
 	go d.heartbeat(ctx)
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	client := socketmode.New(d.api)
+	client := socketmode.New(d.api, d.cfg.SocketOptions...)
 	fatal := make(chan error, 1)
 	go func() {
 		for {

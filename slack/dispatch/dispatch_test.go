@@ -58,6 +58,15 @@ func start(t *testing.T, fake *fakeslack.Server, dir string) (*Dispatcher, conte
 // startOn is start with the Web API at apiURL (fake, or something in front
 // of it) and a log.
 func startOn(t *testing.T, fake *fakeslack.Server, dir, apiURL string, log *slog.Logger) (*Dispatcher, context.Context, func()) {
+	return startOnWith(t, fake, dir, apiURL, log, nil)
+}
+
+// startWith is start with the dispatcher's configuration changed by set.
+func startWith(t *testing.T, fake *fakeslack.Server, dir string, set func(*Config)) (*Dispatcher, context.Context, func()) {
+	return startOnWith(t, fake, dir, fake.URL(), nil, set)
+}
+
+func startOnWith(t *testing.T, fake *fakeslack.Server, dir, apiURL string, log *slog.Logger, set func(*Config)) (*Dispatcher, context.Context, func()) {
 	s, err := store.Open(store.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
@@ -75,8 +84,12 @@ func startOn(t *testing.T, fake *fakeslack.Server, dir, apiURL string, log *slog
 	os.WriteFile(filepath.Join(progs, "agent.rune"), []byte(agentProg), 0o644)
 	// The production intervals, on the fake's virtual clock, which runs 50
 	// times faster than the real one.
-	d := New(Config{BotToken: "xoxb-test", AppToken: "xapp-test", APIURL: apiURL, ProgDir: progs, BaseURL: "https://runs.example.com",
-		Heartbeat: time.Hour, Clock: fake.Clock, Log: log}, e)
+	cfg := Config{BotToken: "xoxb-test", AppToken: "xapp-test", APIURL: apiURL, ProgDir: progs, BaseURL: "https://runs.example.com",
+		Heartbeat: time.Hour, Clock: fake.Clock, Log: log}
+	if set != nil {
+		set(&cfg)
+	}
+	d := New(cfg, e)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); d.RunSocketMode(ctx) }()

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slack-go/slack/socketmode"
+
 	"github.com/runehost/runehost/slack/fakeslack"
 )
 
@@ -142,5 +144,33 @@ func TestRedeliveredMentionRunsOnce(t *testing.T) {
 	invs, err := d.e.List()
 	if err != nil || len(invs) != 1 {
 		t.Fatalf("%d runs for one mention: %v", len(invs), err)
+	}
+}
+
+// slack-go drops a Socket Mode connection that goes unpinged for its ping
+// timeout (30 s; shortened here on the real clock, which its watchdog
+// runs on): the dispatcher reconnects, and a mention after the drop still
+// makes its card. With pings, one connection lasts.
+func TestUnpingedConnectionReconnects(t *testing.T) {
+	for _, every := range []time.Duration{50 * time.Millisecond, 0} {
+		t.Run(fmt.Sprintf("pings every %v", every), func(t *testing.T) {
+			cfg := fakeslack.Strict()
+			cfg.PingInterval = every
+			fake := fakeslack.NewWith(fastClock(t), cfg)
+			t.Cleanup(fake.Close)
+			dir := t.TempDir()
+			startWith(t, fake, dir, func(c *Config) {
+				c.SocketOptions = append(c.SocketOptions, socketmode.OptionPingInterval(300*time.Millisecond))
+			})
+			time.Sleep(1500 * time.Millisecond)
+			if every > 0 && fake.Connections() != 1 {
+				t.Fatalf("pinged, yet %d connections", fake.Connections())
+			}
+			if every == 0 {
+				waitFor(t, "a reconnection", 10*time.Second, func() bool { return fake.Connections() >= 2 && fake.Connected() >= 1 })
+			}
+			fake.Mention("C1", "U1", "agent please ship")
+			waitFor(t, "the card after the drop", 10*time.Second, func() bool { return card(fake) != nil })
+		})
 	}
 }
