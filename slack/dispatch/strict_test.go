@@ -79,19 +79,18 @@ func TestArchivedChannelStopsEdits(t *testing.T) {
 	}
 }
 
-// A checklist of 200 items paints within Slack's limits: never refused for
-// size, and the run's end lands. (An emit's data is capped at
-// events.OutputCap, 8,000 characters of JSON, so a prog's checklist reaches
-// the card with at most a few hundred short items; status's own tests
-// paint 300 long ones.)
+// A checklist of 300 items paints within Slack's limits: never refused for
+// size, and the run's end lands. Its emit's data is cut at
+// events.OutputCap (8,000 characters of JSON): the card shows the items
+// before the cut, folded, and says the rest was too long.
 func TestLongChecklistFits(t *testing.T) {
 	fake := fakeslack.NewStrict(fastClock(t))
 	t.Cleanup(fake.Close)
 	dir := t.TempDir()
 	d, _, _ := start(t, fake, dir)
 	var items []string
-	for i := 0; i < 200; i++ {
-		items = append(items, fmt.Sprintf(`{text: "s%d<&>", state: "%s"}`, i, map[bool]string{true: "done", false: "open"}[i < 150]))
+	for i := 0; i < 300; i++ {
+		items = append(items, fmt.Sprintf(`{text: "step %d of the long plan <&>", state: "%s"}`, i, map[bool]string{true: "done", false: "open"}[i < 150]))
 	}
 	os.WriteFile(filepath.Join(dir, "progs", "long.rune"), []byte("emit(\"checklist\", ["+strings.Join(items, ", ")+"])\nreturn \"done\""), 0o644)
 	fake.Mention("C1", "U1", "long")
@@ -105,7 +104,7 @@ func TestLongChecklistFits(t *testing.T) {
 			t.Errorf("refused %d times for size: %+v", n, r)
 		}
 	}
-	if !strings.Contains(card(fake).Blocks, "earlier items done") {
+	if b := card(fake).Blocks; !strings.Contains(b, "earlier items done") || !strings.Contains(b, "too long to show") {
 		t.Errorf("the checklist was not folded: %.300s", card(fake).Blocks)
 	}
 }

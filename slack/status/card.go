@@ -114,13 +114,37 @@ func (c *Card) Apply(ev events.Event) {
 			}
 		}
 	case ev.Emit != nil && ev.Emit.Name == "checklist":
-		var items []Item
-		if json.Unmarshal([]byte(ev.Emit.Data), &items) == nil {
+		if items, ok := checklist(ev.Emit.Data); ok {
 			c.Checklist = items
 		}
 	case ev.Answer != nil:
 		c.Answer = ev.Answer.Text
 	}
+}
+
+// checklist reads an emitted checklist. An emit's data is capped
+// (events.OutputCap), so a long one arrives cut mid-item: the items before
+// the cut are kept, and the rest counted as one more open item saying so.
+func checklist(data string) ([]Item, bool) {
+	var items []Item
+	if json.Unmarshal([]byte(data), &items) == nil {
+		return items, true
+	}
+	dec := json.NewDecoder(strings.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		return nil, false
+	}
+	for dec.More() {
+		var it Item
+		if dec.Decode(&it) != nil {
+			break
+		}
+		items = append(items, it)
+	}
+	if len(items) == 0 {
+		return nil, false
+	}
+	return append(items, Item{Text: "… the rest of the checklist (too long to show)", State: "open"}), true
 }
 
 func (c *Card) activity(line string) {

@@ -173,3 +173,16 @@ func TestAnswerCutOnce(t *testing.T) {
 		t.Fatal(Cut("a\nb\nc", 2, 100))
 	}
 }
+
+// A checklist cut by the event's cap keeps the items before the cut.
+func TestChecklistCutByTheCap(t *testing.T) {
+	c := &Card{}
+	c.Apply(events.Event{Kind: events.KindEmit, Emit: &events.Emit{Name: "checklist", Data: `[{"text":"a","state":"done"},{"text":"b","state":"open"},{"text":"c…[900 more chars]`}})
+	if len(c.Checklist) != 3 || c.Checklist[1].Text != "b" || !strings.Contains(c.Checklist[2].Text, "too long") {
+		t.Fatalf("%+v", c.Checklist)
+	}
+	c.Apply(events.Event{Kind: events.KindEmit, Emit: &events.Emit{Name: "checklist", Data: `not json`}})
+	if len(c.Checklist) != 3 {
+		t.Fatal("a checklist that is not one replaced the last")
+	}
+}
