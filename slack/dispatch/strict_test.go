@@ -28,16 +28,23 @@ func updatesTo(fake *fakeslack.Server, ts string) int {
 	return n
 }
 
-// A card deleted while its run waits: its edits stop at the first refusal,
-// and the run's end is posted as a new message in the thread.
-func TestDeletedCardEndsInThread(t *testing.T) {
-	fake, d, _ := setup(t)
+// waitingCard mentions agent and returns its thread and its card once the
+// run waits for the approval.
+func waitingCard(t *testing.T, fake *fakeslack.Server) (string, *fakeslack.Message) {
+	t.Helper()
 	thread := fake.Mention("C1", "U1", "agent please ship")
 	waitFor(t, "the approval wait", 10*time.Second, func() bool {
 		c := card(fake)
 		return c != nil && strings.Contains(c.Text, "waiting for an event")
 	})
-	c := card(fake)
+	return thread, card(fake)
+}
+
+// A card deleted while its run waits: its edits stop at the first refusal,
+// and the run's end is posted as a new message in the thread.
+func TestDeletedCardEndsInThread(t *testing.T) {
+	fake, d, _ := setup(t)
+	thread, c := waitingCard(t, fake)
 	fake.Delete(c.Channel, c.TS)
 	fake.Reply("C1", thread, "U2", "yes")
 	waitFor(t, "the end, in the thread", 15*time.Second, func() bool {
@@ -62,12 +69,7 @@ func TestDeletedCardEndsInThread(t *testing.T) {
 // An archived channel: the card is given up at once, not edited forever.
 func TestArchivedChannelStopsEdits(t *testing.T) {
 	fake, d, _ := setup(t)
-	thread := fake.Mention("C1", "U1", "agent please ship")
-	waitFor(t, "the approval wait", 10*time.Second, func() bool {
-		c := card(fake)
-		return c != nil && strings.Contains(c.Text, "waiting for an event")
-	})
-	c := card(fake)
+	thread, c := waitingCard(t, fake)
 	fake.Archive("C1")
 	fake.Reply("C1", thread, "U2", "yes")
 	waitFor(t, "a permanent failure", 15*time.Second, func() bool { return d.Cards().PermanentFailures.Load() > 0 })
