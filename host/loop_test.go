@@ -117,8 +117,14 @@ func TestLoopCancelStopsTheRunningTurn(t *testing.T) {
 	for rt.steps.Load() < 50 {
 		time.Sleep(time.Millisecond)
 	}
+	before := rt.steps.Load()
 	if err := e.Cancel("r1"); err != nil {
 		t.Fatal(err)
+	}
+	// The slice running when the cancel came, and the one that checkpoints
+	// the live machine: no more (the turn had a million to go).
+	if n := rt.steps.Load() - before; n > 3 {
+		t.Fatalf("%d slices ran between the cancel and its return", n)
 	}
 	st, _ := e.State("r1")
 	if st.Status != Cancelled {
