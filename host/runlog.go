@@ -107,6 +107,17 @@ func (e *Engine) Backlog(inv string) *events.Backlog {
 	return b
 }
 
+// LastSeq is the seq of an invocation's newest event (0: none), read from
+// its counter: where a live reader of its log stands now.
+func (e *Engine) LastSeq(inv string) (uint64, error) {
+	var c logCounter
+	err := e.Store.View(func(tx *store.Tx) error {
+		_, err := tx.Get(store.K("evn", inv), &c)
+		return err
+	})
+	return c.Next, err
+}
+
 // Events returns up to max events of an invocation from seq from (1 is the
 // first), in order; max 0 means all. Each is checked as it is read.
 func (e *Engine) Events(inv string, from uint64, max int) ([]events.Event, error) {

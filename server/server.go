@@ -338,9 +338,8 @@ func (s *Server) cursorNow(inv string) string {
 	}
 	c := Cursor{}
 	for _, id := range ids {
-		evs, err := s.svc.E.Events(id, 1, 0)
-		if err == nil && len(evs) > 0 {
-			c[id] = evs[len(evs)-1].Seq
+		if n, err := s.svc.E.LastSeq(id); err == nil && n > 0 {
+			c[id] = n
 		}
 	}
 	return c.String(inv, true)
@@ -404,29 +403,25 @@ func (s *Server) getGrants(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) postGrant(w http.ResponseWriter, r *http.Request) {
-	var req api.GrantRequest
-	if err := decode(w, r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	gs, err := s.svc.Grant(req)
-	if err == nil {
-		s.cfg.Log.Info("granted", "prog", prog(req.Prog), "statements", req.Statements)
-	}
-	answer(w, http.StatusOK, gs, err)
+	s.grants(w, r, "granted", func(req api.GrantRequest) (any, error) { return s.svc.Grant(req) })
 }
 
 func (s *Server) postRevoke(w http.ResponseWriter, r *http.Request) {
+	s.grants(w, r, "revoked", func(req api.GrantRequest) (any, error) { return s.svc.Revoke(req) })
+}
+
+// grants answers a change of grants, logged as done when it is.
+func (s *Server) grants(w http.ResponseWriter, r *http.Request, done string, change func(api.GrantRequest) (any, error)) {
 	var req api.GrantRequest
 	if err := decode(w, r, &req); err != nil {
 		writeError(w, err)
 		return
 	}
-	rv, err := s.svc.Revoke(req)
+	v, err := change(req)
 	if err == nil {
-		s.cfg.Log.Info("revoked", "prog", prog(req.Prog), "statements", rv.Revoked)
+		s.cfg.Log.Info(done, "prog", prog(req.Prog), "statements", req.Statements)
 	}
-	answer(w, http.StatusOK, rv, err)
+	answer(w, http.StatusOK, v, err)
 }
 
 func (s *Server) postLink(w http.ResponseWriter, r *http.Request) {

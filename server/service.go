@@ -18,7 +18,6 @@ import (
 	"github.com/runehost/runehost/events"
 	"github.com/runehost/runehost/guest/syntax"
 	"github.com/runehost/runehost/host"
-	"github.com/runehost/runehost/store"
 )
 
 // DefaultLimit is a run's step limit when its request gives none.
@@ -154,7 +153,7 @@ func (s *Service) List(statuses []string, after string, limit int) (*api.List, e
 	}
 	out := &api.List{Invocations: []api.Invocation{}}
 	for _, inv := range invs {
-		if after != "" && !idAfter(inv.ID, after) {
+		if after != "" && inv.ID <= after { // the list's own (bytewise) order
 			continue
 		}
 		st := shown[inv.ID]
@@ -170,10 +169,6 @@ func (s *Service) List(statuses []string, after string, limit int) (*api.List, e
 	}
 	return out, nil
 }
-
-// idAfter orders invocation ids as the store lists them: r2 before r10
-// would need numbers, but the index is bytewise, and so is the list.
-func idAfter(id, after string) bool { return id > after }
 
 func validStatus(name string) bool {
 	switch name {
@@ -364,10 +359,6 @@ func ParseOrdinal(s string) (uint64, error) {
 	}
 	return ord, nil
 }
-
-// storeErr says whether err is the store's damage, for callers that show
-// the rest.
-func storeErr(err error) bool { return errors.Is(err, store.ErrCorrupt) }
 
 // Drive runs inv's tree here until nothing in it is runnable, for a caller
 // without a Loop (the CLI when no server runs), and says where inv stands.

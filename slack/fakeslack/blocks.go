@@ -172,15 +172,7 @@ func (v *validator) block(ptr string, b map[string]any) {
 			v.textObject(ptr+"/text", text, "plain_text", maxHeaderText)
 		}
 	case "context":
-		els, ok := b["elements"].([]any)
-		switch {
-		case !ok:
-			v.errf(ptr, "missing required field: elements")
-		case len(els) == 0:
-			v.errf(ptr+"/elements", "must provide at least 1 item")
-		case len(els) > maxContextItems:
-			v.errf(ptr+"/elements", "no more than %d items allowed", maxContextItems)
-		}
+		els := v.elements(ptr, b, maxContextItems)
 		for i, e := range els {
 			p := fmt.Sprintf("%s/elements/%d", ptr, i)
 			if m, ok := e.(map[string]any); ok && m["type"] == "image" {
@@ -202,12 +194,7 @@ func (v *validator) block(ptr string, b map[string]any) {
 			v.errf(ptr+"/text", "must be less than %d characters", maxMarkdownText+1)
 		}
 	case "rich_text":
-		els, ok := b["elements"].([]any)
-		if !ok {
-			v.errf(ptr, "missing required field: elements")
-		} else if len(els) == 0 {
-			v.errf(ptr+"/elements", "must provide at least 1 item")
-		}
+		els := v.elements(ptr, b, 0)
 		for i, e := range els {
 			v.richElement(fmt.Sprintf("%s/elements/%d", ptr, i), e)
 		}
@@ -217,15 +204,7 @@ func (v *validator) block(ptr string, b map[string]any) {
 			return
 		}
 		if typ == "actions" {
-			els, ok := b["elements"].([]any)
-			switch {
-			case !ok:
-				v.errf(ptr, "missing required field: elements")
-			case len(els) == 0:
-				v.errf(ptr+"/elements", "must provide at least 1 item")
-			case len(els) > maxActions:
-				v.errf(ptr+"/elements", "no more than %d items allowed", maxActions)
-			}
+			v.elements(ptr, b, maxActions)
 		}
 	}
 }
@@ -285,12 +264,7 @@ func (v *validator) richElement(ptr string, x any) {
 	typ, _ := m["type"].(string)
 	switch typ {
 	case "rich_text_section", "rich_text_quote", "rich_text_preformatted":
-		els, ok := m["elements"].([]any)
-		if !ok {
-			v.errf(ptr, "missing required field: elements")
-		} else if len(els) == 0 {
-			v.errf(ptr+"/elements", "must provide at least 1 item")
-		}
+		els := v.elements(ptr, m, 0)
 		for i, e := range els {
 			v.inlineElement(fmt.Sprintf("%s/elements/%d", ptr, i), e)
 		}
@@ -303,12 +277,7 @@ func (v *validator) richElement(ptr string, x any) {
 				v.errf(ptr+"/indent", "must be an integer from 0 to %d", maxListIndent)
 			}
 		}
-		els, ok := m["elements"].([]any)
-		if !ok {
-			v.errf(ptr, "missing required field: elements")
-		} else if len(els) == 0 {
-			v.errf(ptr+"/elements", "must provide at least 1 item")
-		}
+		els := v.elements(ptr, m, 0)
 		for i, e := range els {
 			p := fmt.Sprintf("%s/elements/%d", ptr, i)
 			if em, ok := e.(map[string]any); !ok || em["type"] != "rich_text_section" {
@@ -349,4 +318,19 @@ func (v *validator) inlineElement(ptr string, x any) {
 	default:
 		v.errf(ptr, "missing required field: %s", field)
 	}
+}
+
+// elements is the elements list of the object m at ptr, reported missing,
+// empty or (max > 0) over max as Slack does.
+func (v *validator) elements(ptr string, m map[string]any, max int) []any {
+	els, ok := m["elements"].([]any)
+	switch {
+	case !ok:
+		v.errf(ptr, "missing required field: elements")
+	case len(els) == 0:
+		v.errf(ptr+"/elements", "must provide at least 1 item")
+	case max > 0 && len(els) > max:
+		v.errf(ptr+"/elements", "no more than %d items allowed", max)
+	}
+	return els
 }
