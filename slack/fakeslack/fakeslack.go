@@ -23,6 +23,7 @@ package fakeslack
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -562,22 +563,14 @@ func (s *Server) Requests() []Request {
 func (s *Server) Refused() map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := map[string]int{}
-	for k, v := range s.refused {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(s.refused)
 }
 
 // Refusals counts every answer that was not ok, by method, status and error.
 func (s *Server) Refusals() map[Refusal]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := map[Refusal]int{}
-	for k, v := range s.refusals {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(s.refusals)
 }
 
 // MaxUpdatesPerMinute is the most chat.update calls accepted in any minute.
