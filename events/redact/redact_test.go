@@ -91,7 +91,7 @@ func TestHostSecrets(t *testing.T) {
 func TestSecretName(t *testing.T) {
 	for name, want := range map[string]bool{
 		"AWS_SECRET_ACCESS_KEY": true, "apiKey": true, "GITHUB_TOKEN": true, "db.password": true, "client-secret": true,
-		"MONKEY_BARS": false, "PORT": false, "token_type": false, "github-token-mint-failed": false, "KEY_ID": true, "keyboard": false,
+		"MONKEY_BARS": false, "PORT": false, "token_type": false, "github-token-mint-failed": false, "KEY_ID": false, "id_token": true, "keyboard": false,
 	} {
 		if got := SecretName(name); got != want {
 			t.Errorf("%s: %v", name, got)

@@ -1,0 +1,445 @@
+// assign.go holds the assignment reader: around a secret word it reads
+// the whole name, an operator and a value, once, in every common syntax
+// (NAME=v, name := "v", var name string = "v", name: Type = "v", :name =>
+// 'v', 'name' => 'v', "name": "v", {\"name\":\"v\"}, name: v, NAME ?= v,
+// --name=v, Header-Name: v, ;Password=v; in a connection string,
+// ?access_token=v in a URL), and decides from the name and the value's
+// shape whether the value goes.
+
+package redact
+
+import "strings"
+
+// nameByte is a byte of a name: letters, digits, _ . - and $ (JS).
+func nameByte(c byte) bool { return alnum(c) || c == '_' || c == '.' || c == '-' || c == '$' }
+
+// An assign is what the reader found: the name, and where its value is.
+type assign struct {
+	name      string
+	lineStart bool // the name opens its line: NAME: v runs to its end
+	flag      bool // --name
+	quoted    bool // the name was in quotes of its own ("name":)
+	enclosing string
+	op        string
+	spaced    bool // spaces around the operator
+	valStart  int
+	valEnd    int
+	valQuoted bool
+	escaped   bool // the line began at a \n escape: the text is inside a JSON string
+}
+
+// assignment reads the name holding the secret word at s[start:end] and,
+// if an assignment follows it, cuts its value when the rule says so.
+func (sc *scanner) assignment(start, end int) {
+	s := sc.s
+	// The whole name: name bytes, and :: between parts (a::b::api_key).
+	ns, ne := start, end
+	for ns > 0 && (nameByte(s[ns-1]) || ns > 2 && s[ns-1] == ':' && s[ns-2] == ':' && nameByte(s[ns-3])) {
+		if ns > 1 && s[ns-2] == '\\' && strings.IndexByte("nrtbf", s[ns-1]) >= 0 {
+			break // \npassword in a JSON string: the n is its escape
+		}
+		if s[ns-1] == ':' {
+			ns -= 2
+		} else {
+			ns--
+		}
+	}
+	for ne < len(s) && (nameByte(s[ne]) || ne+2 < len(s) && s[ne] == ':' && s[ne+1] == ':' && nameByte(s[ne+2])) {
+		if s[ne] == ':' {
+			ne += 2
+		} else {
+			ne++
+		}
+	}
+	sc.done = ne
+	// Trailing dots and dashes end a sentence or a word, not a name.
+	for ne > ns && (s[ne-1] == '.' || s[ne-1] == '-') {
+		ne--
+	}
+	a := assign{}
+	// --flag: the dashes are not the name.
+	dash := ns
+	for ns < ne && s[ns] == '-' {
+		ns++
+	}
+	if ns > dash {
+		a.flag = dash == 0 || strings.IndexByte(" \t\n\"'", s[dash-1]) >= 0
+	}
+	if ns >= ne || start < ns || end > ne {
+		return // the word was only in the dashes or dots around a name
+	}
+	a.name = s[ns:ne]
+	str := nameStrength(a.name)
+	if str == notSecret {
+		return
+	}
+	if ns >= 3 && s[ns-1] == '/' && s[ns-2] == '/' && s[ns-3] == ':' {
+		return // scheme://user:…: userinfo reads it
+	}
+	if !sc.readAssign(&a, ns, ne) {
+		return
+	}
+	v := s[a.valStart:a.valEnd]
+	if !a.valQuoted && (a.valEnd < len(s) && (s[a.valEnd] == '(' || s[a.valEnd] == '[') || call(v)) {
+		return // a call or an index: os.getenv("KEY"), ENV["TOKEN"]
+	}
+	if placeholder(v) || !a.valQuoted && reference(v) {
+		return
+	}
+	if sc.special(&a, v) {
+		return
+	}
+	switch {
+	case str == weak && !secretShaped(v):
+		return
+	case a.valQuoted || a.lineStart || a.enclosing != "":
+	case a.op == " " || a.op == ":" && !a.quoted:
+		// --password VALUE and name: value in running text: prose unless
+		// the word could be a secret.
+		if !secretish(v) {
+			return
+		}
+	}
+	sc.cut(a.valStart, a.valEnd)
+	sc.done = max(sc.done, a.valEnd)
+}
+
+// readAssign reads what follows the name s[ns:ne]: its closing quote, a
+// type, the operator and the value. It reports whether there is one.
+func (sc *scanner) readAssign(a *assign, ns, ne int) bool {
+	s := sc.s
+	// What opens the name: a quote of its own ("name") or of a larger
+	// string ("Authorization: Bearer …", 'password=…').
+	lq := ""
+	if ns > 0 {
+		switch c := s[ns-1]; c {
+		case '"', '\'', '`':
+			lq = s[ns-1 : ns]
+			if ns > 1 && s[ns-2] == '\\' {
+				lq = s[ns-2 : ns]
+			}
+		}
+	}
+	a.lineStart, a.escaped = lineStart(s, ns-len(lq))
+	p := ne
+	if lq != "" {
+		if strings.HasPrefix(s[p:], lq) {
+			p += len(lq)
+			a.quoted = true
+			a.lineStart = false
+			if p < len(s) && s[p] == ']' { // config["password"] = …
+				p++
+			}
+		} else {
+			a.enclosing = lq
+		}
+	}
+	sp := skipSpace(s, p)
+	// Types between the name and the operator: var token string = …,
+	// let password: String = …, const KEY: &str = ….
+	if !a.quoted {
+		if t := typeEnd(s, sp); t > 0 {
+			sp = t
+		}
+	}
+	op := operator(s[sp:])
+	if op == "," && !a.quoted {
+		op = ""
+	}
+	if op == "" && a.flag && sp > p && sp < len(s) && s[sp] != '-' {
+		op = " "
+	}
+	if op == "" {
+		return false
+	}
+	a.op = op
+	v := sp + len(strings.TrimSpace(op))
+	if op == " " {
+		v = sp
+	}
+	vs := skipSpace(s, v)
+	a.spaced = sp > p || vs > v
+	if op == "," && (vs >= len(s) || s[vs] != '"' && s[vs] != '\'') {
+		return false // setenv("KEY", value): only a quoted value is one
+	}
+	if op == ":" && !a.spaced && strings.HasPrefix(s[vs:], "//") {
+		return false // a URL's scheme
+	}
+	return sc.readValue(a, vs)
+}
+
+// readValue reads the value at s[i].
+func (sc *scanner) readValue(a *assign, i int) bool {
+	s := sc.s
+	if i >= len(s) {
+		return false
+	}
+	// @"…" (Objective-C, C#), b'…', r"…", u"…", f"…" (Python).
+	if i+1 < len(s) && strings.IndexByte("@bruf", s[i]) >= 0 && (s[i+1] == '"' || s[i+1] == '\'') {
+		i++
+	}
+	if q := quoteAt(s, i); q != "" && q != a.enclosing {
+		end := closeQuote(s, i+len(q), q)
+		a.valStart, a.valEnd, a.valQuoted = i+len(q), end, true
+		return true
+	}
+	if (s[i] == '|' || s[i] == '>') && a.lineStart && a.op == ":" {
+		return sc.blockScalar(a, i)
+	}
+	end := i
+	switch {
+	case a.enclosing != "" && headerName(a.name):
+		// -H "Authorization: Bearer x": the value runs to the quote.
+		for end < len(s) && s[end] != '\n' && !strings.HasPrefix(s[end:], a.enclosing) {
+			end++
+		}
+	case a.lineStart && (a.op == ":" || a.spaced && a.op != " "):
+		// YAML's name: v, INI's name = v: to the end of the line, less a
+		// comment.
+		for end < len(s) && s[end] != '\n' && s[end] != '\r' && !(a.escaped && (s[end] == '"' || s[end] == '\\')) {
+			if (s[end] == '#' || s[end] == ';') && end > i && (s[end-1] == ' ' || s[end-1] == '\t') {
+				break
+			}
+			end++
+		}
+	case headerName(a.name) && a.op == ":":
+		for end < len(s) && s[end] != '\n' && s[end] != '\r' && s[end] != '"' && s[end] != '\'' {
+			end++
+		}
+	default:
+		// A bare value inside a JSON string ends at an escape: TOKEN=x\n.
+		for end < len(s) && !bareEnd(s[end]) && !(s[end] == '\\' && end+1 < len(s) && strings.IndexByte(`nrt"`, s[end+1]) >= 0) {
+			end++
+		}
+	}
+	for end > i && (s[end-1] == ' ' || s[end-1] == '\t' || s[end-1] == '\r') {
+		end--
+	}
+	if end == i {
+		return false
+	}
+	a.valStart, a.valEnd = i, end
+	return true
+}
+
+// special handles the values whose name says more: an Authorization
+// header keeps its scheme, a cookie goes whole. It reports whether it
+// did.
+func (sc *scanner) special(a *assign, v string) bool {
+	parts := components(a.name)
+	last := parts[len(parts)-1]
+	if last != "authorization" && !(last == "auth" && headerName(a.name)) {
+		return false
+	}
+	// Authorization: Bearer TOKEN, Basic …, token …, Digest …: the scheme stays.
+	sp := strings.IndexAny(v, " \t")
+	if sp < 0 {
+		sc.cut(a.valStart, a.valEnd)
+		return true
+	}
+	rest := strings.TrimLeft(v[sp:], " \t")
+	if placeholder(rest) || strings.HasPrefix(rest, "$") {
+		return true
+	}
+	sc.cut(a.valEnd-len(rest), a.valEnd)
+	return true
+}
+
+// blockScalar reads a YAML block scalar (password: |): the more-indented
+// lines after it are the value.
+func (sc *scanner) blockScalar(a *assign, i int) bool {
+	s := sc.s
+	eol := strings.IndexByte(s[i:], '\n')
+	if eol < 0 {
+		return false
+	}
+	indent := indentOf(s, lineBegin(s, i))
+	start := i + eol + 1
+	end := start
+	for end < len(s) {
+		nl := strings.IndexByte(s[end:], '\n')
+		line := s[end:]
+		if nl >= 0 {
+			line = s[end : end+nl]
+		}
+		if strings.TrimSpace(line) != "" && indentOf(line, 0) <= indent {
+			break
+		}
+		if nl < 0 {
+			end = len(s)
+			break
+		}
+		end += nl + 1
+	}
+	for end > start && (s[end-1] == '\n' || s[end-1] == '\r') {
+		end--
+	}
+	if end <= start {
+		return false
+	}
+	a.valStart, a.valEnd, a.valQuoted = start, end, true
+	return true
+}
+
+// operator returns the assignment operator at the start of t, or "".
+// ==, =~ and != compare; :// opens a URL.
+func operator(t string) string {
+	for _, op := range []string{"::=", ":=", "?=", "+=", "=>", "=", ":", ","} {
+		if strings.HasPrefix(t, op) {
+			if op == "=" && len(t) > 1 && (t[1] == '=' || t[1] == '~') {
+				return ""
+			}
+			if op == ":" && len(t) > 1 && t[1] == ':' {
+				return ""
+			}
+			return op
+		}
+	}
+	return ""
+}
+
+// typeEnd returns where the operator is after a declared type at s[i]
+// (string = …, : String = …, : &str = …), or 0 when there is none.
+func typeEnd(s string, i int) int {
+	j := i
+	colon := j < len(s) && s[j] == ':' && (j+1 >= len(s) || s[j+1] != '=' && s[j+1] != ':')
+	if colon {
+		j = skipSpace(s, j+1)
+	}
+	k := j
+	for k < len(s) && (nameByte(s[k]) || strings.IndexByte("[]*&<>?", s[k]) >= 0) {
+		k++
+	}
+	if k == j || k == i {
+		return 0
+	}
+	if !colon && (k == len(s) || s[k] != ' ' && s[k] != '\t') {
+		return 0 // var token string = …: a space before the type's operator
+	}
+	if !colon && !letterStart(s[j:k]) {
+		return 0
+	}
+	e := skipSpace(s, k)
+	if op := operator(s[e:]); op == "=" || op == ":=" {
+		return e
+	}
+	return 0
+}
+
+// call reports whether v opens with a call or an index of a name:
+// os.getenv("KEY"), os.environ["KEY"], getSecret().
+func call(v string) bool {
+	i := 0
+	for i < len(v) && (nameByte(v[i]) || v[i] == ':') {
+		i++
+	}
+	return i > 0 && i < len(v) && (v[i] == '(' || v[i] == '[') && !digit(v[0])
+}
+
+func letterStart(t string) bool {
+	return t != "" && (lower(t[0]) || upper(t[0]) || t[0] == '[' || t[0] == '*')
+}
+
+// headerName reports whether a name is an HTTP header's (X-Api-Key,
+// Authorization, Cookie, Set-Cookie).
+func headerName(name string) bool {
+	switch strings.ToLower(name) {
+	case "authorization", "proxy-authorization", "cookie", "set-cookie":
+		return true
+	}
+	if !strings.Contains(name, "-") || !upper(name[0]) {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !alnum(c) && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// quoteAt returns the quote that opens a string at s[i]: ", ', ` or \".
+func quoteAt(s string, i int) string {
+	switch s[i] {
+	case '"', '\'', '`':
+		return s[i : i+1]
+	case '\\':
+		if i+1 < len(s) && (s[i+1] == '"' || s[i+1] == '\'') {
+			return s[i : i+2]
+		}
+	}
+	return ""
+}
+
+// closeQuote returns where the string opened by q before s[i] ends: at its
+// closing quote, past backslash escapes, or at the end of the line.
+func closeQuote(s string, i int, q string) int {
+	for j := i; j < len(s); j++ {
+		c := s[j]
+		switch {
+		case c == '\n':
+			return j
+		case strings.HasPrefix(s[j:], q) && (len(q) == 1 || j == 0 || s[j-1] != '\\'):
+			return j
+		case c == '\\' && q != "`" && j+1 < len(s) && len(q) == 1:
+			j++
+		}
+	}
+	return len(s)
+}
+
+// bareEnd reports whether c ends a bare value: space, quotes and the
+// separators of lists, queries, connection strings and calls.
+func bareEnd(c byte) bool {
+	switch c {
+	case ' ', '\t', '\n', '\r', '"', '\'', '`', ',', ';', '&', '(', ')', '[', ']', '{', '}', '<', '>', '|':
+		return true
+	}
+	return false
+}
+
+// lineStart reports whether only indentation, a list dash, or export /
+// set / ENV lies between the line's start and s[i]; and whether that line
+// starts at a \n escape (a text inside a JSON string). It looks back a
+// bounded way, so that a long line costs no more per name.
+func lineStart(s string, i int) (start, escaped bool) {
+	j := i
+	for j > 0 && i-j < 256 && (s[j-1] == ' ' || s[j-1] == '\t') {
+		j--
+	}
+	for _, kw := range []string{"export", "set", "ENV", "declare -x", "setenv", "-"} {
+		if k := j - len(kw); k >= 0 && s[k:j] == kw && (k == 0 || s[k-1] == ' ' || s[k-1] == '\t' || s[k-1] == '\n' || k >= 2 && s[k-2:k] == `\n`) && j < i {
+			j = k
+			for j > 0 && i-j < 256 && (s[j-1] == ' ' || s[j-1] == '\t') {
+				j--
+			}
+			break
+		}
+	}
+	switch {
+	case j == 0 || s[j-1] == '\n':
+		return true, false
+	case j >= 2 && s[j-1] == 'n' && s[j-2] == '\\':
+		return true, true
+	}
+	return false, false
+}
+
+func lineBegin(s string, i int) int {
+	return strings.LastIndexByte(s[:i], '\n') + 1
+}
+
+func indentOf(s string, from int) int {
+	n := 0
+	for from+n < len(s) && (s[from+n] == ' ' || s[from+n] == '\t') {
+		n++
+	}
+	return n
+}
+
+func skipSpace(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	return i
+}

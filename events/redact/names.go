@@ -1,0 +1,159 @@
+// names.go holds the rule for names: which names mark their value as a
+// secret, from the name's components, and how strongly.
+
+package redact
+
+import "strings"
+
+// A strength says what a name tells of its value.
+type strength uint8
+
+const (
+	notSecret strength = iota
+	// weak: the name may hold a secret (key, token, auth): the value's
+	// shape decides. key=user:42 is a cache key, key=9f2Kx81Lq0Zp7w a secret.
+	weak
+	// strong: the value is a secret unless it is plainly not one (empty,
+	// a placeholder, a reference to where the secret is kept).
+	strong
+)
+
+// strongWords mark a value secret whatever else the name holds.
+var strongWords = map[string]bool{
+	"secret": true, "secrets": true, "password": true, "passwd": true, "pwd": true,
+	"passphrase": true, "passcode": true, "credential": true, "credentials": true, "creds": true,
+	"apikey": true, "privatekey": true, "accesskey": true, "secretkey": true, "clientsecret": true,
+	"accesstoken": true, "authtoken": true, "refreshtoken": true, "apitoken": true, "dsn": true,
+	"cookie": true, "authorization": true,
+}
+
+// weakWords mark a value that may be secret: alone, the value decides.
+var weakWords = map[string]bool{
+	"key": true, "keys": true, "token": true, "tokens": true, "auth": true, "sig": true,
+	"signature": true, "pass": true, "pat": true, "private": true,
+}
+
+// qualifiers make key a credential's key (api_key, ACCOUNT_KEY), not a
+// cache's or a table's.
+var qualifiers = map[string]bool{
+	"api": true, "access": true, "secret": true, "private": true, "client": true, "signing": true,
+	"encryption": true, "master": true, "account": true, "app": true, "auth": true, "license": true,
+	"service": true, "admin": true, "consumer": true, "webhook": true, "deploy": true, "ssh": true,
+	"shared": true, "storage": true, "subscription": true, "bot": true, "root": true, "sas": true,
+	"hmac": true, "jwt": true, "aes": true, "rsa": true, "gpg": true, "pgp": true, "crypto": true,
+	"session": true, "cipher": true, "decryption": true, "db": true, "database": true,
+	"smtp": true, "personal": true, "sendgrid": true, "stripe": true, "openai": true, "anthropic": true,
+	"aws": true, "gcp": true, "azure": true, "github": true, "gitlab": true, "slack": true, "user": true,
+}
+
+// otherWords make a name an error code or a reference to a secret, never
+// the secret: github-token-mint-failed: HTTP 422 is a diagnosis,
+// TOKEN_URL=https://… is where tokens come from, max_tokens: 4096 a limit.
+var otherWords = map[string]bool{
+	"failed": true, "fail": true, "failure": true, "error": true, "errors": true, "err": true,
+	"expired": true, "invalid": true, "missing": true, "denied": true, "revoked": true, "refused": true,
+	"rejected": true, "unauthorized": true, "forbidden": true, "mismatch": true, "required": true,
+	"notfound": true, "length": true, "len": true, "count": true, "type": true, "name": true,
+	"names": true, "file": true, "files": true, "path": true, "url": true, "uri": true, "ttl": true,
+	"expiry": true, "expires": true, "expiration": true, "ref": true, "reference": true, "arn": true,
+	"env": true, "var": true, "field": true, "param": true, "prompt": true, "label": true, "hint": true,
+	"policy": true, "format": true, "size": true, "bits": true, "algorithm": true, "alg": true,
+	"endpoint": true, "host": true, "dir": true, "location": true, "provider": true, "method": true,
+	"mode": true, "scheme": true, "version": true, "kind": true, "index": true, "prefix": true,
+	"limit": true, "max": true, "min": true, "budget": true, "used": true, "usage": true,
+	"rotation": true, "timeout": true, "lifetime": true, "enabled": true, "disabled": true,
+	"strength": true, "id": true, "ids": true, "hash": true, "fingerprint": true, "domain": true,
+	"secure": true,
+}
+
+// components splits a name at _, -, ., :, / and camelCase boundaries
+// (APIKey is api and key), lower-cased.
+func components(name string) []string {
+	var out []string
+	start := 0
+	flush := func(end int) {
+		if start < end {
+			out = append(out, strings.ToLower(name[start:end]))
+		}
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !alnum(c) {
+			flush(i)
+			start = i + 1
+			continue
+		}
+		if i > start && upper(c) {
+			p := name[i-1]
+			// aB starts a word; so does the B of ABc (APIKey: API, Key).
+			if lower(p) || digit(p) || (upper(p) && i+1 < len(name) && lower(name[i+1])) {
+				flush(i)
+				start = i
+			}
+		}
+	}
+	flush(len(name))
+	return out
+}
+
+// nameStrength is what a name says of its value.
+func nameStrength(name string) strength {
+	parts := components(name)
+	got := notSecret
+	for i, p := range parts {
+		if otherWords[p] && !(i == 0 && (p == "id" || p == "ids")) { // id_token is a token
+			return notSecret
+		}
+		switch {
+		case strongWords[p]:
+			got = strong
+		case i > 0 && strongWords[parts[i-1]+p]: // api_key, client-secret written apart
+			got = strong
+		case weakWords[p]:
+			got = max(got, weakStrength(parts, i))
+		}
+	}
+	return got
+}
+
+// weakStrength is the strength of weak word parts[i] among the others:
+// GITHUB_TOKEN and DB_PASS are credentials; a key needs a qualifier
+// (api_key, ACCOUNT_KEY; not cache_key, sort_key); plurals (max_tokens,
+// keys) stay weak.
+func weakStrength(parts []string, i int) strength {
+	p := parts[i]
+	if len(parts) == 1 || p == "tokens" || p == "keys" || p == "sig" || p == "signature" || p == "auth" || p == "private" {
+		return weak
+	}
+	if p == "key" || p == "pat" {
+		for j, q := range parts {
+			if j != i && qualifiers[q] {
+				return strong
+			}
+		}
+		return weak
+	}
+	return strong // token, pass with another word: GITHUB_TOKEN, SMTP_PASS
+}
+
+// SecretName reports whether a name may mark its value as a secret: a
+// strong name always does; a weak one (key, token) when the value looks
+// like one. Assignment decides for a value.
+func SecretName(name string) bool { return nameStrength(name) != notSecret }
+
+// Assignment reports whether value, assigned to name, is redacted: by the
+// same rule the redactor applies to NAME=VALUE in a text.
+func Assignment(name, value string) bool {
+	switch nameStrength(name) {
+	case strong:
+		return !placeholder(value)
+	case weak:
+		return !placeholder(value) && secretShaped(value)
+	}
+	return false
+}
+
+func alnum(c byte) bool { return lower(c) || upper(c) || digit(c) }
+func lower(c byte) bool { return 'a' <= c && c <= 'z' }
+func upper(c byte) bool { return 'A' <= c && c <= 'Z' }
+func digit(c byte) bool { return '0' <= c && c <= '9' }

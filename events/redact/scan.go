@@ -1,0 +1,203 @@
+// scan.go holds the one pass over a text: an Aho-Corasick automaton over
+// every trigger (secret words, vendor prefixes, "://", PEM and flag
+// markers), ASCII case folded, that calls a trigger's reader where it
+// matches; and the edit that replaces what the readers found.
+
+package redact
+
+import (
+	"slices"
+	"strings"
+)
+
+// A kind says which reader a trigger calls.
+type kind uint8
+
+const (
+	kWord   kind = iota // a component of a name that may mark a secret: assign.go
+	kVendor             // a vendor's token prefix: formats.go
+	kScheme             // "://": a URL's userinfo
+	kPEM                // "-----begin ": a private key block
+	kBearer             // "bearer": a bearer token after the word
+	kUser               // "-u", "--user", "--proxy-user": curl's credentials
+)
+
+type trigger struct {
+	text string // as matched, ASCII case folded
+	kind kind
+}
+
+// triggers lists what the automaton looks for. Words are matched anywhere
+// (a name is read around them); the readers check case and boundaries.
+var triggers = func() []trigger {
+	var ts []trigger
+	for _, w := range []string{"secret", "token", "pass", "pwd", "key", "auth", "cred", "sig", "dsn", "cookie", "private", "pat"} {
+		ts = append(ts, trigger{w, kWord})
+	}
+	for _, f := range vendorFormats {
+		ts = append(ts, trigger{strings.ToLower(f.prefix), kVendor})
+	}
+	return append(ts,
+		trigger{"://", kScheme},
+		trigger{"-----begin ", kPEM},
+		trigger{"bearer", kBearer},
+		trigger{"-u", kUser}, trigger{"--user", kUser}, trigger{"--proxy-user", kUser},
+	)
+}()
+
+// automaton is a dense DFA: delta[state*classes+class[b]].
+type automaton struct {
+	class   [256]uint8
+	classes int
+	delta   []uint16
+	out     [][]uint16 // per state: the triggers that end there
+}
+
+var machine = build(triggers)
+
+// build makes the automaton of the triggers (at most 65535 states).
+func build(ts []trigger) *automaton {
+	a := &automaton{classes: 1}
+	for _, t := range ts {
+		for i := 0; i < len(t.text); i++ {
+			c := t.text[i]
+			if a.class[c] == 0 {
+				a.class[c] = uint8(a.classes)
+				if 'a' <= c && c <= 'z' {
+					a.class[c-'a'+'A'] = uint8(a.classes)
+				}
+				a.classes++
+			}
+		}
+	}
+	// The trie, with goto as a sparse map first.
+	type node struct {
+		next map[uint8]int
+		fail int
+		out  []uint16
+	}
+	nodes := []node{{next: map[uint8]int{}}}
+	for id, t := range ts {
+		n := 0
+		for i := 0; i < len(t.text); i++ {
+			c := a.class[t.text[i]]
+			nx, ok := nodes[n].next[c]
+			if !ok {
+				nodes = append(nodes, node{next: map[uint8]int{}})
+				nx = len(nodes) - 1
+				nodes[n].next[c] = nx
+			}
+			n = nx
+		}
+		nodes[n].out = append(nodes[n].out, uint16(id))
+	}
+	a.delta = make([]uint16, len(nodes)*a.classes)
+	a.out = make([][]uint16, len(nodes))
+	// Breadth first, so that a node's fail state is complete before it.
+	queue := []int{}
+	for c := 1; c < a.classes; c++ {
+		if nx, ok := nodes[0].next[uint8(c)]; ok {
+			a.delta[c] = uint16(nx)
+			queue = append(queue, nx)
+		}
+	}
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		f := nodes[n].fail
+		a.out[n] = append(slices.Clone(nodes[n].out), a.out[f]...)
+		for c := 0; c < a.classes; c++ {
+			if nx, ok := nodes[n].next[uint8(c)]; ok && c != 0 {
+				nodes[nx].fail = int(a.delta[f*a.classes+c])
+				a.delta[n*a.classes+c] = uint16(nx)
+				queue = append(queue, nx)
+			} else {
+				a.delta[n*a.classes+c] = a.delta[f*a.classes+c]
+			}
+		}
+	}
+	return a
+}
+
+// A cut is a part of the text to replace with Mark.
+type cut struct{ start, end int }
+
+// scanner is one pass's state: the text and what its readers found.
+type scanner struct {
+	s    string
+	cuts []cut
+	// done is where the last name read ended: a name holding two
+	// triggers (secret_key) is read once.
+	done int
+}
+
+func (sc *scanner) cut(start, end int) {
+	if start < end {
+		sc.cuts = append(sc.cuts, cut{start, end})
+	}
+}
+
+// scan finds every secret in s and returns s with each replaced by Mark.
+func scan(s string) string {
+	a := machine
+	sc := scanner{s: s}
+	st := 0
+	for i := 0; i < len(s); i++ {
+		st = int(a.delta[st*a.classes+int(a.class[s[i]])])
+		if out := a.out[st]; out != nil {
+			for _, id := range out {
+				t := &triggers[id]
+				sc.found(t, i+1-len(t.text), i+1)
+			}
+		}
+	}
+	if len(sc.cuts) == 0 {
+		return s
+	}
+	return sc.apply()
+}
+
+// found calls the reader of trigger t, matched at s[start:end].
+func (sc *scanner) found(t *trigger, start, end int) {
+	switch t.kind {
+	case kWord:
+		if start >= sc.done {
+			sc.assignment(start, end)
+		}
+	case kVendor:
+		sc.vendor(start)
+	case kScheme:
+		sc.userinfo(start)
+	case kPEM:
+		sc.pem(start)
+	case kBearer:
+		sc.bearer(start, end)
+	case kUser:
+		sc.curlUser(start, end)
+	}
+}
+
+// apply replaces the cuts, merged where they overlap or touch.
+func (sc *scanner) apply() string {
+	cuts := sc.cuts
+	slices.SortFunc(cuts, func(a, b cut) int { return a.start - b.start })
+	var b strings.Builder
+	b.Grow(len(sc.s))
+	last := 0
+	for i := 0; i < len(cuts); {
+		start, end := cuts[i].start, cuts[i].end
+		for i++; i < len(cuts) && cuts[i].start <= end; i++ {
+			end = max(end, cuts[i].end)
+		}
+		if start < last { // inside an earlier cut
+			start = last
+		}
+		if start < end {
+			b.WriteString(sc.s[last:start])
+			b.WriteString(Mark)
+			last = end
+		}
+	}
+	b.WriteString(sc.s[last:])
+	return b.String()
+}

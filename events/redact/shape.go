@@ -1,0 +1,192 @@
+// shape.go holds what a value's own shape says: nothing set (a
+// placeholder), a reference to where the secret is kept, or a string that
+// looks like a credential (long enough, mixed, not a word, an id or a path).
+
+package redact
+
+import (
+	"math"
+	"strings"
+)
+
+// placeholder reports whether v (unquoted) stands for no secret: empty,
+// a literal, a mask, a template or a variable to be filled in.
+func placeholder(v string) bool {
+	v = strings.TrimSpace(v)
+	if v == "" || strings.Contains(v, Mark) {
+		return true
+	}
+	switch strings.ToLower(v) {
+	case "null", "nil", "none", "true", "false", "undefined", "yes", "no", "on", "off",
+		"changeme", "redacted", "[redacted]", "<redacted>", "(redacted)", "[filtered]", "filtered",
+		"hidden", "masked", "optional", "required", "string", "str", "bool", "int":
+		return true
+	}
+	if same(v) && strings.ContainsAny(v[:1], "*xX.•-_#") {
+		return true // ********, xxxxxxxx, ...
+	}
+	for _, p := range []string{"${", "$(", "{{", "%(", "<%", "#{", "$env:", "[["} {
+		if strings.HasPrefix(v, p) {
+			return true
+		}
+	}
+	switch {
+	case v[0] == '$' && ident(v[1:]): // $DB_PASSWORD
+		return true
+	case len(v) > 2 && v[0] == '%' && v[len(v)-1] == '%' && ident(v[1:len(v)-1]): // %PASSWORD%
+		return true
+	case v[0] == '<' && v[len(v)-1] == '>': // <token>, <your-api-key>
+		return true
+	}
+	return false
+}
+
+// same reports whether v is one character repeated.
+func same(v string) bool {
+	for i := 1; i < len(v); i++ {
+		if v[i] != v[0] {
+			return false
+		}
+	}
+	return true
+}
+
+// ident reports whether v is an identifier: [A-Za-z_][A-Za-z0-9_]*.
+func ident(v string) bool {
+	if v == "" || digit(v[0]) {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; !alnum(c) && c != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+// reference reports whether a bare value names where a secret is kept
+// rather than being one: cfg.APIKey, process.env.TOKEN, settings.SECRET.
+func reference(v string) bool {
+	parts := strings.Split(v, ".")
+	if len(parts) < 2 || strings.ContainsAny(v, "0123456789") {
+		return false // a token's parts mix digits in: eyJraWQiOiIx.abc
+	}
+	for _, p := range parts {
+		if !ident(strings.TrimPrefix(p, "$")) {
+			return false
+		}
+	}
+	return true
+}
+
+// secretShaped reports whether v looks like a credential by itself: a
+// vendor's prefix, or long enough, of mixed characters and not a word, a
+// name, a number, an id, a version, a path or an address.
+func secretShaped(v string) bool {
+	if vendorPrefixed(v) {
+		return true
+	}
+	if len(v) < 8 || len(v) > 8192 || uuid(v) {
+		return false
+	}
+	var lo, up, dg, other int
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case lower(c):
+			lo++
+		case upper(c):
+			up++
+		case digit(c):
+			dg++
+		case c == ':' || c == '@' || c == ' ' || c == '\t' || c == '\\' || c == ',' || c >= 0x80:
+			return false // user:42, a@b, prose, escapes: structured, not random
+		default:
+			other++
+		}
+	}
+	if v[0] == '/' || v[0] == '.' || v[0] == '~' || dg == 0 && other == 0 && len(v) < 20 {
+		return false // a path, or a word or camelCase name
+	}
+	if lo+up == 0 || wordy(v) {
+		return false // a number, a version, a date; created_at, prod-db-2
+	}
+	return entropy(v) >= 2.5
+}
+
+// wordy reports whether v is words and numbers joined by - _ . or /, each
+// part all lower case, all upper case or all digits: us-east-1, created_at.
+func wordy(v string) bool {
+	kind := 0 // 1 lower, 2 upper, 3 digit
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		k := 0
+		switch {
+		case lower(c):
+			k = 1
+		case upper(c):
+			k = 2
+		case digit(c):
+			k = 3
+		default:
+			kind = 0
+			continue
+		}
+		if kind != 0 && k != kind {
+			return false
+		}
+		kind = k
+	}
+	return true
+}
+
+// uuid reports whether v is 8-4-4-4-12 hex digits.
+func uuid(v string) bool {
+	if len(v) != 36 {
+		return false
+	}
+	for i := 0; i < 36; i++ {
+		c := v[i]
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if c != '-' {
+				return false
+			}
+		} else if !hexDigit(c) {
+			return false
+		}
+	}
+	return true
+}
+
+func hexDigit(c byte) bool { return digit(c) || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
+// entropy is the Shannon entropy of v's bytes, in bits per byte.
+func entropy(v string) float64 {
+	var n [256]int
+	for i := 0; i < len(v); i++ {
+		n[v[i]]++
+	}
+	h := 0.0
+	for _, k := range n {
+		if k > 0 {
+			p := float64(k) / float64(len(v))
+			h -= p * math.Log2(p)
+		}
+	}
+	return h
+}
+
+// secretish reports whether a bare word after a strong name in running
+// text could be the secret: long enough, and not only letters ("use the
+// --password flag", "password: see below" are prose).
+func secretish(v string) bool {
+	if len(v) < 6 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if !lower(v[i]) && !upper(v[i]) {
+			return true
+		}
+	}
+	return false
+}
