@@ -44,13 +44,14 @@ func FromEnv() Config {
 	return Config{ToolDir: dir, CacheDir: os.Getenv("RUNEHOST_CACHE_DIR"), Endpoints: model.FromEnv(), EnvSecrets: EnvSecrets(os.Environ())}
 }
 
-// EnvSecrets returns the values of environ (NAME=VALUE) whose name marks a
-// secret, by the redactor's rule for names.
+// EnvSecrets returns the values of environ (NAME=VALUE) the redactor would
+// take out of NAME=VALUE in a text: a strong name's (DB_PASSWORD) always, a
+// weak one's (KEY, TOKEN) when the value is shaped like a secret.
 func EnvSecrets(environ []string) []string {
 	var out []string
 	for _, kv := range environ {
 		k, v, ok := strings.Cut(kv, "=")
-		if ok && v != "" && redact.SecretName(k) {
+		if ok && v != "" && redact.Assignment(k, v) {
 			out = append(out, v)
 		}
 	}

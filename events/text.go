@@ -28,6 +28,14 @@ var ansi = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x
 // StripControl removes terminal escapes and control characters, keeping
 // newlines and tabs, and makes s valid UTF-8.
 func StripControl(s string) string {
+	if clean(s) {
+		return s // the common case: nothing to strip, nothing to copy
+	}
+	return stripControl(s)
+}
+
+// stripControl is StripControl without the fast path.
+func stripControl(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	s = ansi.ReplaceAllString(s, "")
 	return strings.Map(func(r rune) rune {
@@ -42,6 +50,26 @@ func StripControl(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// clean reports whether s is valid UTF-8 with no control character but
+// newlines and tabs, no escape and no line or paragraph separator.
+func clean(s string) bool {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 0x80:
+			ascii = false
+			// C1 controls are C2 80-9F; U+2028 and U+2029 are E2 80 A8-A9.
+			if c == 0xC2 && i+1 < len(s) && s[i+1] < 0xA0 || c == 0xE2 && i+2 < len(s) && s[i+1] == 0x80 && (s[i+2] == 0xA8 || s[i+2] == 0xA9) {
+				return false
+			}
+		case c < 0x20 && c != '\n' && c != '\t' || c == 0x7f:
+			return false
+		}
+	}
+	return ascii || utf8.ValidString(s)
 }
 
 // Cap cuts s to at most n characters, saying how many more there were:

@@ -392,16 +392,21 @@ func TestToolRun(t *testing.T) {
 func TestRedactFilter(t *testing.T) {
 	t.Setenv("RUNEHOST_MODEL_URL", "http://127.0.0.1:1/v1")
 	t.Setenv("RUNEHOST_MODEL_KEY", "host-sentinel-Qx81")
-	in := "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\nPORT=3000\nkey host-sentinel-Qx81 here\n-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\n-----END EC PRIVATE KEY-----\n"
+	// A block that opens mid-line is gathered too; a line longer than the
+	// reader's buffer is redacted whole.
+	long := strings.Repeat("x ", 32760) // the secret crosses the 64 KiB buffer
+	in := "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\nPORT=3000\nkey host-sentinel-Qx81 here\n-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\n-----END EC PRIVATE KEY-----\n" +
+		"log: -----BEGIN RSA PRIVATE KEY-----\nMIIEbody1\nbody2\n-----END RSA PRIVATE KEY-----\n" + long + "password=hunter2hunter2\n"
 	app := newApp()
 	var out, errb bytes.Buffer
 	app.Writer, app.ErrWriter, app.Reader = &out, &errb, strings.NewReader(in)
 	if err := app.Run([]string{"runehost", "redact"}); err != nil {
 		t.Fatal(err)
 	}
-	want := "AWS_SECRET_ACCESS_KEY=«redacted»\nPORT=3000\nkey «redacted» here\n-----BEGIN EC PRIVATE KEY-----«redacted»-----END EC PRIVATE KEY-----\n"
+	want := "AWS_SECRET_ACCESS_KEY=«redacted»\nPORT=3000\nkey «redacted» here\n-----BEGIN EC PRIVATE KEY-----«redacted»-----END EC PRIVATE KEY-----\n" +
+		"log: -----BEGIN RSA PRIVATE KEY-----«redacted»-----END RSA PRIVATE KEY-----\n" + long + "password=«redacted»\n"
 	if out.String() != want {
-		t.Fatalf("got %q", out.String())
+		t.Fatalf("got %.300q", out.String())
 	}
 }
 

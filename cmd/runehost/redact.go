@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"os"
 	"regexp"
@@ -33,24 +34,35 @@ func redactCommand() *cli.Command {
 			if c.App.Reader != nil && c.App.Reader != os.Stdin {
 				in = bufio.NewReaderSize(c.App.Reader, 64<<10)
 			}
-			out := bufio.NewWriter(c.App.Writer)
+			out := bufio.NewWriterSize(c.App.Writer, 64<<10)
 			defer out.Flush()
-			// A PEM block spans lines: it is gathered (up to 1 MiB) before it is
-			// redacted, so that no line of it leaks on its own. A block opens
-			// only at the start of a line.
+			// Lines are redacted in chunks of what has arrived (up to 64 KiB),
+			// and written as soon as no more input is waiting: a pipe stays
+			// live, a file goes at full speed. A PEM block spans lines: it is
+			// gathered (up to 1 MiB) before it is redacted, so that no line of
+			// it leaks on its own, wherever on its line it begins.
 			var pending []byte
 			open := false
 			for {
-				line, err := in.ReadBytes('\n')
-				if !open && pemBegin.Match(line) && !pemEnd.Match(line) {
-					open = true
+				line, err := in.ReadSlice('\n')
+				partial := err == bufio.ErrBufferFull // a long line: the rest follows
+				if partial {
+					err = nil
+				}
+				if !open && bytes.Contains(line, pemMark) {
+					if i := pemBegin.FindIndex(line); i != nil && !pemEnd.Match(line[i[1]:]) {
+						open = true
+					}
 				} else if open && pemEnd.Match(line) {
 					open = false
 				}
 				pending = append(pending, line...)
-				if !open || err != nil || len(pending) > 1<<20 {
-					out.WriteString(events.Clean(r, string(pending), 0))
-					pending, open = pending[:0], false
+				if err == nil && len(pending) <= 1<<20 && (open || partial || in.Buffered() > 0 && len(pending) < 64<<10) {
+					continue
+				}
+				out.WriteString(events.Clean(r, string(pending), 0))
+				pending, open = pending[:0], false
+				if in.Buffered() == 0 {
 					out.Flush()
 				}
 				if err == io.EOF {
@@ -65,6 +77,7 @@ func redactCommand() *cli.Command {
 }
 
 var (
-	pemBegin = regexp.MustCompile(`^\s*-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----`)
-	pemEnd   = regexp.MustCompile(`-----END [A-Z0-9 ]*PRIVATE KEY-----`)
+	pemMark  = []byte("-----BEGIN ")
+	pemBegin = regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----`)
+	pemEnd   = regexp.MustCompile(`-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----`)
 )

@@ -1,0 +1,20 @@
+// register_test.go: the host's environment secrets follow the redactor's
+// rule for assignments.
+
+package acts
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestEnvSecrets(t *testing.T) {
+	got := EnvSecrets([]string{
+		"GITHUB_TOKEN=ghp_16C7e42F292c6912E7710c838347Ae178B4a", "DB_PASSWORD=hunter2",
+		"MAX_TOKENS=4096", "SORT_KEY=created_at", "KEY=9f2Kx81Lq0Zp7wRt", "PATH=/usr/bin", "EMPTY_SECRET=",
+	})
+	want := []string{"ghp_16C7e42F292c6912E7710c838347Ae178B4a", "hunter2", "9f2Kx81Lq0Zp7wRt"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("EnvSecrets = %q, want %q", got, want)
+	}
+}
