@@ -86,6 +86,9 @@ func (sc *scanner) assignment(start, end int) {
 	if placeholder(v) || !a.valQuoted && reference(v) {
 		return
 	}
+	if strings.EqualFold(a.name, "pwd") && (v[0] == '/' || v[0] == '~' || len(v) > 2 && v[1] == ':' && v[2] == '\\') {
+		return // PWD=/home/ada: the working directory
+	}
 	if sc.special(&a, v) {
 		return
 	}
@@ -134,6 +137,11 @@ func (sc *scanner) readAssign(a *assign, ns, ne int) bool {
 			a.enclosing = lq
 		}
 	}
+	if !a.quoted && p < len(s) && s[p] == '[' { // char password[] = "…", key[0] = …
+		if k := strings.IndexByte(s[p:min(len(s), p+12)], ']'); k > 0 {
+			p += k + 1
+		}
+	}
 	sp := skipSpace(s, p)
 	// Types between the name and the operator: var token string = …,
 	// let password: String = …, const KEY: &str = ….
@@ -146,8 +154,8 @@ func (sc *scanner) readAssign(a *assign, ns, ne int) bool {
 	if op == "," && !a.quoted {
 		op = ""
 	}
-	if op == "" && a.flag && sp > p && sp < len(s) && s[sp] != '-' {
-		op = " "
+	if op == "" && sp > p && sp < len(s) && s[sp] != '-' && (a.flag || netrc(s, ns, a.name)) {
+		op = " " // --password VALUE; machine h login u password VALUE
 	}
 	if op == "" {
 		return false
@@ -284,7 +292,7 @@ func (sc *scanner) blockScalar(a *assign, i int) bool {
 // operator returns the assignment operator at the start of t, or "".
 // ==, =~ and != compare; :// opens a URL.
 func operator(t string) string {
-	for _, op := range []string{"::=", ":=", "?=", "+=", "=>", "=", ":", ","} {
+	for _, op := range []string{"::=", ":=", "?=", "+=", "=>", "<-", "=", ":", ","} {
 		if strings.HasPrefix(t, op) {
 			if op == "=" && len(t) > 1 && (t[1] == '=' || t[1] == '~') {
 				return ""
@@ -320,10 +328,27 @@ func typeEnd(s string, i int) int {
 		return 0
 	}
 	e := skipSpace(s, k)
+	if e == k {
+		return 0 // Cookie: sid=…: a type is spaced from its operator
+	}
 	if op := operator(s[e:]); op == "=" || op == ":=" {
 		return e
 	}
 	return 0
+}
+
+// netrc reports whether the name at s[ns] is a .netrc password: "machine
+// HOST login USER password SECRET", on one line.
+func netrc(s string, ns int, name string) bool {
+	if name != "password" && name != "passwd" {
+		return false
+	}
+	b := max(ns-256, 0)
+	if k := strings.LastIndexByte(s[b:ns], '\n'); k >= 0 {
+		b += k + 1
+	}
+	head := s[b:ns]
+	return strings.Contains(head, "login ") || strings.HasPrefix(head, "machine ") || strings.HasPrefix(head, "default ")
 }
 
 // call reports whether v opens with a call or an index of a name:

@@ -62,7 +62,7 @@ var otherWords = map[string]bool{
 	"mode": true, "scheme": true, "version": true, "kind": true, "index": true, "prefix": true,
 	"limit": true, "max": true, "min": true, "budget": true, "used": true, "usage": true,
 	"rotation": true, "timeout": true, "lifetime": true, "enabled": true, "disabled": true,
-	"strength": true, "id": true, "ids": true, "hash": true, "fingerprint": true, "domain": true,
+	"strength": true, "id": true, "ids": true, "hash": true, "fingerprint": true, "domain": true, "public": true, "publishable": true, "pub": true, "pubkey": true,
 	"secure": true,
 }
 
@@ -107,6 +107,8 @@ func nameStrength(name string) strength {
 		switch {
 		case strongWords[p]:
 			got = strong
+		case joinedStrong(p):
+			got = strong
 		case i > 0 && strongWords[parts[i-1]+p]: // api_key, client-secret written apart
 			got = strong
 		case weakWords[p]:
@@ -114,6 +116,20 @@ func nameStrength(name string) strength {
 		}
 	}
 	return got
+}
+
+// joinedSuffixes end a name written in one word (PGPASSWORD, dbpassword,
+// MYAPIKEY) that marks a secret.
+var joinedSuffixes = []string{"password", "passwd", "passphrase", "secret", "apikey", "accesstoken",
+	"authtoken", "apitoken", "secretkey", "privatekey", "accesskey"}
+
+func joinedStrong(p string) bool {
+	for _, w := range joinedSuffixes {
+		if len(p) > len(w) && strings.HasSuffix(p, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // weakStrength is the strength of weak word parts[i] among the others:

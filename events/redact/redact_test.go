@@ -70,6 +70,10 @@ var lookAlikes = []string{
 	"password: ${DB_PASSWORD}",
 	"the bypass=on switch",
 	"keyboard: us\nmonkey: 3",
+	"PWD=/home/ada\nOLDPWD=/home/ada/src",
+	`publicKey: "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE"`,
+	"password_hash: $2b$12$abcdefghijklmnopqrstuv",
+	"tokenizer: cl100k_base",
 }
 
 func TestLookAlikesUntouched(t *testing.T) {
@@ -117,6 +121,18 @@ func TestReviewedShapes(t *testing.T) {
 		{"curl -u 'bob:pass word' https://x", "pass word"},
 		{"mysql --password hunter2hunter2 db", "hunter2hunter2"},
 		{"run --api-key=sk9sk9sk9sk9", "sk9sk9sk9sk9"},
+		// Found while building the one-pass reader.
+		{"Cookie: sid=31d4d96e; csrftoken=zz9", "31d4d96e"},
+		{"machine api.example.com login ada password Hu7nter2x", "Hu7nter2x"},
+		{`char password[] = "Kd93jdKs02kd";`, "Kd93jdKs02kd"},
+		{"PGPASSWORD=Hu7nter2 psql -h db", "Hu7nter2"},
+		{"Server=db;Uid=sa;Pwd=hunter2;", "hunter2"},
+		{`password <- "Kd93jdKs02kd"`, "Kd93jdKs02kd"},
+		{"password: |\n  Kd93jdKs02kd\n  more\nnext: ok\n", "Kd93jdKs02kd"},
+		{`os.Setenv("API_KEY", "Kd93jdKs02kd")`, "Kd93jdKs02kd"},
+		{`{"log":"x\npassword: Kd93jdKs02kd\nuser: ada"}`, "Kd93jdKs02kd"},
+		{`{"cmd":"export TOKEN_X=Kd93jdKs02kd\nls"}`, "Kd93jdKs02kd"},
+		{"//registry.npmjs.org/:_authToken=abcd1234-ef56-7890-abcd-1234567890ab", "abcd1234-ef56"},
 	} {
 		if got := String(c.text); strings.Contains(got, c.secret) {
 			t.Errorf("%q survived: %q", c.secret, got)
