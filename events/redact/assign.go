@@ -35,8 +35,8 @@ func (sc *scanner) assignment(start, end int) {
 	// The whole name: name bytes, and :: between parts (a::b::api_key).
 	ns, ne := start, end
 	for ns > 0 && (nameByte(s[ns-1]) || ns > 2 && s[ns-1] == ':' && s[ns-2] == ':' && nameByte(s[ns-3])) {
-		if ns > 1 && s[ns-2] == '\\' && strings.IndexByte("nrtbf", s[ns-1]) >= 0 {
-			break // \npassword in a JSON string: the n is its escape
+		if escapeEnds(s, ns) {
+			break // \npassword, \u0026token in a JSON string: the n is its escape's
 		}
 		if s[ns-1] == ':' {
 			ns -= 2
@@ -114,14 +114,12 @@ func (sc *scanner) readAssign(a *assign, ns, ne int) bool {
 	// What opens the name: a quote of its own ("name") or of a larger
 	// string ("Authorization: Bearer …", 'password=…').
 	lq := ""
-	if ns > 0 {
-		switch c := s[ns-1]; c {
-		case '"', '\'', '`':
-			lq = s[ns-1 : ns]
-			if ns > 1 && s[ns-2] == '\\' {
-				lq = s[ns-2 : ns]
-			}
+	if ns > 0 && (s[ns-1] == '"' || s[ns-1] == '\'' || s[ns-1] == '`') {
+		k := ns - 1
+		for k > 0 && s[k-1] == '\\' { // \"name\" in a JSON string, \\\"name\\\" in one in one
+			k--
 		}
+		lq = s[k:ns]
 	}
 	a.lineStart, a.escaped = lineStart(s, ns-len(lq))
 	p := ne
@@ -151,8 +149,8 @@ func (sc *scanner) readAssign(a *assign, ns, ne int) bool {
 		}
 	}
 	op := operator(s[sp:])
-	if op == "," && !a.quoted {
-		op = ""
+	if op == "," && !(a.quoted && callArg(s, ns-len(lq))) {
+		op = "" // only f("NAME", "value") pairs a name with a value
 	}
 	if op == "" && sp > p && sp < len(s) && s[sp] != '-' && (a.flag || netrc(s, ns, a.name)) {
 		op = " " // --password VALUE; machine h login u password VALUE
@@ -167,7 +165,7 @@ func (sc *scanner) readAssign(a *assign, ns, ne int) bool {
 	}
 	vs := skipSpace(s, v)
 	a.spaced = sp > p || vs > v
-	if op == "," && (vs >= len(s) || s[vs] != '"' && s[vs] != '\'') {
+	if op == "," && (vs >= len(s) || quoteAt(s, vs) == "") {
 		return false // setenv("KEY", value): only a quoted value is one
 	}
 	if op == ":" && !a.spaced && strings.HasPrefix(s[vs:], "//") {
@@ -216,7 +214,7 @@ func (sc *scanner) readValue(a *assign, i int) bool {
 		}
 	default:
 		// A bare value inside a JSON string ends at an escape: TOKEN=x\n.
-		for end < len(s) && !bareEnd(s[end]) && !(s[end] == '\\' && end+1 < len(s) && strings.IndexByte(`nrt"`, s[end+1]) >= 0) {
+		for end < len(s) && !bareEnd(s[end]) && !(s[end] == '\\' && end+1 < len(s) && strings.IndexByte(`nrtu"\\`, s[end+1]) >= 0) {
 			end++
 		}
 	}
@@ -234,9 +232,7 @@ func (sc *scanner) readValue(a *assign, i int) bool {
 // header keeps its scheme, a cookie goes whole. It reports whether it
 // did.
 func (sc *scanner) special(a *assign, v string) bool {
-	parts := components(a.name)
-	last := parts[len(parts)-1]
-	if last != "authorization" && !(last == "auth" && headerName(a.name)) {
+	if !suffixFold(a.name, "authorization") && !(suffixFold(a.name, "-auth") && headerName(a.name)) {
 		return false
 	}
 	// Authorization: Bearer TOKEN, Basic …, token …, Digest …: the scheme stays.
@@ -251,6 +247,11 @@ func (sc *scanner) special(a *assign, v string) bool {
 	}
 	sc.cut(a.valEnd-len(rest), a.valEnd)
 	return true
+}
+
+// suffixFold reports whether name ends with suffix, in any ASCII case.
+func suffixFold(name, suffix string) bool {
+	return len(name) >= len(suffix) && strings.EqualFold(name[len(name)-len(suffix):], suffix)
 }
 
 // blockScalar reads a YAML block scalar (password: |): the more-indented
@@ -292,16 +293,40 @@ func (sc *scanner) blockScalar(a *assign, i int) bool {
 // operator returns the assignment operator at the start of t, or "".
 // ==, =~ and != compare; :// opens a URL.
 func operator(t string) string {
-	for _, op := range []string{"::=", ":=", "?=", "+=", "=>", "<-", "=", ":", ","} {
-		if strings.HasPrefix(t, op) {
-			if op == "=" && len(t) > 1 && (t[1] == '=' || t[1] == '~') {
-				return ""
-			}
-			if op == ":" && len(t) > 1 && t[1] == ':' {
-				return ""
-			}
-			return op
+	if t == "" {
+		return ""
+	}
+	switch t[0] {
+	case '=':
+		switch {
+		case strings.HasPrefix(t, "=>"):
+			return "=>"
+		case strings.HasPrefix(t, `=\u003e`): // => in JSON from Go's encoder
+			return `=\u003e`
+		case len(t) > 1 && (t[1] == '=' || t[1] == '~'):
+			return ""
 		}
+		return "="
+	case ':':
+		switch {
+		case strings.HasPrefix(t, "::="):
+			return "::="
+		case strings.HasPrefix(t, ":="):
+			return ":="
+		case len(t) > 1 && t[1] == ':':
+			return ""
+		}
+		return ":"
+	case '?', '+':
+		if len(t) > 1 && t[1] == '=' {
+			return t[:2]
+		}
+	case '<':
+		if strings.HasPrefix(t, "<-") {
+			return "<-"
+		}
+	case ',':
+		return ","
 	}
 	return ""
 }
@@ -383,17 +408,35 @@ func headerName(name string) bool {
 	return true
 }
 
-// quoteAt returns the quote that opens a string at s[i]: ", ', ` or \".
+// quoteAt returns the quote that opens a string at s[i]: ", ', `, or a
+// quote escaped once or more (\", \\\") inside a JSON string.
 func quoteAt(s string, i int) string {
-	switch s[i] {
-	case '"', '\'', '`':
-		return s[i : i+1]
-	case '\\':
-		if i+1 < len(s) && (s[i+1] == '"' || s[i+1] == '\'') {
-			return s[i : i+2]
-		}
+	k := i
+	for k < len(s) && s[k] == '\\' {
+		k++
+	}
+	if k < len(s) && (s[k] == '"' || s[k] == '\'' || s[k] == '`' && k == i) {
+		return s[i : k+1]
 	}
 	return ""
+}
+
+// callArg reports whether the quoted name opening at s[i] is a call's
+// first argument: os.Setenv("KEY", …), define('DB_PASSWORD', …).
+func callArg(s string, i int) bool {
+	for i > 0 && s[i-1] == ' ' {
+		i--
+	}
+	return i > 1 && s[i-1] == '(' && nameByte(s[i-2])
+}
+
+// escapeEnds reports whether a JSON escape (\n, \t, \r, \uXXXX) ends at
+// s[i]: a name or a token after it starts there.
+func escapeEnds(s string, i int) bool {
+	if i >= 2 && s[i-2] == '\\' && strings.IndexByte("nrtbf", s[i-1]) >= 0 {
+		return true
+	}
+	return i >= 6 && s[i-6] == '\\' && s[i-5] == 'u' && hexDigit(s[i-4]) && hexDigit(s[i-3]) && hexDigit(s[i-2]) && hexDigit(s[i-1])
 }
 
 // closeQuote returns where the string opened by q before s[i] ends: at its
@@ -404,7 +447,7 @@ func closeQuote(s string, i int, q string) int {
 		switch {
 		case c == '\n':
 			return j
-		case strings.HasPrefix(s[j:], q) && (len(q) == 1 || j == 0 || s[j-1] != '\\'):
+		case strings.HasPrefix(s[j:], q) && (len(q) == 1 || s[j-1] != '\\'):
 			return j
 		case c == '\\' && q != "`" && j+1 < len(s) && len(q) == 1:
 			j++
@@ -431,6 +474,9 @@ func lineStart(s string, i int) (start, escaped bool) {
 	j := i
 	for j > 0 && i-j < 256 && (s[j-1] == ' ' || s[j-1] == '\t') {
 		j--
+	}
+	if j > 0 && s[j-1] != '\n' && !lower(s[j-1]) && !upper(s[j-1]) && s[j-1] != '-' {
+		return false, false // "name": or x=name: not at a line's start, the common case
 	}
 	for _, kw := range []string{"export", "set", "ENV", "declare -x", "setenv", "-"} {
 		if k := j - len(kw); k >= 0 && s[k:j] == kw && (k == 0 || s[k-1] == ' ' || s[k-1] == '\t' || s[k-1] == '\n' || k >= 2 && s[k-2:k] == `\n`) && j < i {

@@ -1,6 +1,6 @@
 // formats.go holds the readers of shapes a secret has whatever its name:
 // vendors' token formats (anchored at a token boundary), PEM private key
-// blocks, bearer tokens, a URL's userinfo and curl's --user.
+// blocks, bearer tokens, a URL's userinfo, and curl's --user and --cookie.
 
 package redact
 
@@ -83,58 +83,61 @@ func (c charset) has(b byte) bool {
 	return false
 }
 
-// vendor reads a token whose prefix (one of vendorFormats, in any case so
-// far) starts at s[at].
-func (sc *scanner) vendor(at int) {
-	if end := vendorAt(sc.s, at); end > 0 {
-		if f := formatAt(sc.s, at); f != nil && strings.HasPrefix(f.prefix, "hooks.") {
+// vendor reads a token of format f (its prefix so far matched in any
+// case) at s[at].
+func (sc *scanner) vendor(at int, f *format) {
+	if end := formatEnd(sc.s, at, f); end > 0 {
+		if strings.HasPrefix(f.prefix, "hooks.") {
 			at += len(f.prefix) // the hook's host and path stay; its key goes
 		}
 		sc.cut(at, end)
 	}
 }
 
-// vendorAt returns the end of the vendor token at s[at], or 0.
+// vendorAt returns the end of the longest vendor token at s[at], or 0.
 func vendorAt(s string, at int) int {
-	glued := at > 0 && (alnum(s[at-1]) || s[at-1] == '_')
 	best := 0
-	for i := range vendorFormats {
-		f := &vendorFormats[i]
-		if glued && !f.loose || !strings.HasPrefix(s[at:], f.prefix) {
-			continue
+	if at < len(s) {
+		for _, i := range byFirst[s[at]] {
+			best = max(best, formatEnd(s, at, &vendorFormats[i]))
 		}
-		from := at + len(f.prefix)
-		end := from
-		hasDigit := false
-		for end < len(s) && f.body.has(s[end]) && (f.max == 0 || end-from < f.max) {
-			hasDigit = hasDigit || digit(s[end])
-			end++
-		}
-		n := end - from
-		if n < f.min || f.digit && !hasDigit {
-			continue
-		}
-		if f.max > 0 && end < len(s) && (alnum(s[end]) || s[end] == '_') {
-			continue // longer than the format: part of a word
-		}
-		if f.prefix == "eyJ" && !jwt(s[at:end]) {
-			continue
-		}
-		best = max(best, end)
 	}
 	return best
 }
 
-// formatAt is the longest format whose prefix is at s[at].
-func formatAt(s string, at int) *format {
-	var best *format
-	for i := range vendorFormats {
-		f := &vendorFormats[i]
-		if strings.HasPrefix(s[at:], f.prefix) && (best == nil || len(f.prefix) > len(best.prefix)) {
-			best = f
-		}
+// byFirst lists the formats by the first byte of their prefix.
+var byFirst = func() (t [256][]int) {
+	for i, f := range vendorFormats {
+		t[f.prefix[0]] = append(t[f.prefix[0]], i)
 	}
-	return best
+	return t
+}()
+
+// formatEnd returns the end of a token of format f at s[at], or 0.
+func formatEnd(s string, at int, f *format) int {
+	if !strings.HasPrefix(s[at:], f.prefix) {
+		return 0
+	}
+	if !f.loose && at > 0 && (alnum(s[at-1]) || s[at-1] == '_') && !escapeEnds(s, at) {
+		return 0 // glued to a word
+	}
+	from := at + len(f.prefix)
+	end := from
+	hasDigit := false
+	for end < len(s) && f.body.has(s[end]) && (f.max == 0 || end-from < f.max) {
+		hasDigit = hasDigit || digit(s[end])
+		end++
+	}
+	if end-from < f.min || f.digit && !hasDigit {
+		return 0
+	}
+	if f.max > 0 && end < len(s) && (alnum(s[end]) || s[end] == '_') {
+		return 0 // longer than the format: part of a word
+	}
+	if f.prefix == "eyJ" {
+		return max(jwtEnd(s, at, end), 0)
+	}
+	return end
 }
 
 // vendorPrefixed reports whether v is a vendor token, whole.
@@ -142,11 +145,15 @@ func vendorPrefixed(v string) bool {
 	return v != "" && vendorAt(v, 0) == len(v)
 }
 
-// jwt reports whether t is header.payload[.signature], both of the first
-// base64url JSON objects.
-func jwt(t string) bool {
-	parts := strings.Split(t, ".")
-	return len(parts) == 3 && len(parts[0]) >= 10 && strings.HasPrefix(parts[1], "eyJ") && len(parts[1]) >= 10
+// jwtEnd returns where the JSON Web Token in s[at:end] ends, or -1: it is
+// header.payload.signature, the first two base64url JSON objects; a
+// sentence's full stop after it is not a part.
+func jwtEnd(s string, at, end int) int {
+	parts := strings.SplitN(s[at:end], ".", 4)
+	if len(parts) < 3 || len(parts[0]) < 10 || len(parts[1]) < 10 || !strings.HasPrefix(parts[1], "eyJ") {
+		return -1
+	}
+	return at + len(parts[0]) + len(parts[1]) + len(parts[2]) + 2
 }
 
 // pem reads a private key block at s[at] ("-----BEGIN "): its body goes,
@@ -254,29 +261,54 @@ func (sc *scanner) userinfo(at int) {
 // 1000:1000).
 func (sc *scanner) curlUser(start, end int) {
 	s := sc.s
-	if start > 0 && s[start-1] != ' ' && s[start-1] != '\t' && s[start-1] != '\n' {
+	from, to, colon := flagWord(s, start, end)
+	if colon < 0 {
 		return
+	}
+	a, b := unquote(s, colon+1, to)
+	pass := s[a:b]
+	if pass == "" || placeholder(pass) || allDigits(strings.Trim(s[from:colon], `"'`)) && allDigits(pass) {
+		return
+	}
+	sc.cut(a, b)
+}
+
+// curlCookie reads curl's -b/--cookie 'NAME=VALUE; …' at s[start:end]:
+// the cookies go whole. A word with no = is a cookie file and stays.
+func (sc *scanner) curlCookie(start, end int) {
+	s := sc.s
+	from, to, _ := flagWord(s, start, end)
+	if from < 0 {
+		return
+	}
+	a, b := unquote(s, from, to)
+	if v := s[a:b]; strings.IndexByte(v, '=') > 0 && !placeholder(v) {
+		sc.cut(a, b)
+	}
+}
+
+// flagWord reads the shell word after a flag at s[start:end] (separated by
+// spaces or =, or attached to a short flag): where it is, and its first
+// colon, or -1s.
+func flagWord(s string, start, end int) (from, to, colon int) {
+	if start > 0 && s[start-1] != ' ' && s[start-1] != '\t' && s[start-1] != '\n' {
+		return -1, -1, -1
 	}
 	i := end
 	switch {
 	case i < len(s) && s[i] == '=':
 		i++
 	case i < len(s) && (s[i] == ' ' || s[i] == '\t'):
-		for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
-			i++
-		}
+		i = skipSpace(s, i)
 	case end-start == 2 && i < len(s) && (s[i] == '"' || s[i] == '\'' || alnum(s[i])): // -uuser:pass
 	default:
-		return
+		return -1, -1, -1
 	}
-	// The shell word: unquoted runs and quoted parts, up to unquoted space.
-	from, colon := i, -1
+	// Unquoted runs and quoted parts, up to an unquoted space.
+	from, colon = i, -1
 	var q byte
-	for ; i < len(s); i++ {
+	for ; i < len(s) && s[i] != '\n'; i++ {
 		c := s[i]
-		if c == '\n' {
-			break
-		}
 		if q != 0 {
 			if c == q {
 				q = 0
@@ -297,21 +329,18 @@ func (sc *scanner) curlUser(start, end int) {
 			}
 		}
 	}
-	if colon < 0 {
-		return
-	}
-	a, b := colon+1, i
+	return from, i, colon
+}
+
+// unquote narrows s[a:b] to what is inside its quotes.
+func unquote(s string, a, b int) (int, int) {
 	for a < b && (s[a] == '"' || s[a] == '\'') {
 		a++
 	}
 	for b > a && (s[b-1] == '"' || s[b-1] == '\'') {
 		b--
 	}
-	pass := s[a:b]
-	if pass == "" || placeholder(pass) || allDigits(strings.Trim(s[from:colon], `"'`)) && allDigits(pass) {
-		return
-	}
-	sc.cut(a, b)
+	return a, b
 }
 
 func allDigits(v string) bool {

@@ -69,17 +69,19 @@ var otherWords = map[string]bool{
 // components splits a name at _, -, ., :, / and camelCase boundaries
 // (APIKey is api and key), lower-cased.
 func components(name string) []string {
-	var out []string
+	return appendComponents(nil, strings.ToLower(name), name)
+}
+
+// appendComponents appends the components of name to parts, as slices of
+// lowered (name lower-cased, so that no part is allocated).
+func appendComponents(parts []string, lowered, name string) []string {
 	start := 0
-	flush := func(end int) {
-		if start < end {
-			out = append(out, strings.ToLower(name[start:end]))
-		}
-	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		if !alnum(c) {
-			flush(i)
+			if start < i {
+				parts = append(parts, lowered[start:i])
+			}
 			start = i + 1
 			continue
 		}
@@ -87,18 +89,28 @@ func components(name string) []string {
 			p := name[i-1]
 			// aB starts a word; so does the B of ABc (APIKey: API, Key).
 			if lower(p) || digit(p) || (upper(p) && i+1 < len(name) && lower(name[i+1])) {
-				flush(i)
+				parts = append(parts, lowered[start:i])
 				start = i
 			}
 		}
 	}
-	flush(len(name))
-	return out
+	if start < len(name) {
+		parts = append(parts, lowered[start:])
+	}
+	return parts
 }
 
 // nameStrength is what a name says of its value.
 func nameStrength(name string) strength {
-	parts := components(name)
+	var buf [16]string
+	lowered := name
+	if len(name) <= 64 {
+		var b [64]byte
+		lowered = lowerInto(b[:0], name)
+	} else {
+		lowered = strings.ToLower(name)
+	}
+	parts := appendComponents(buf[:0], lowered, name)
 	got := notSecret
 	for i, p := range parts {
 		if otherWords[p] && !(i == 0 && (p == "id" || p == "ids")) { // id_token is a token
@@ -167,6 +179,23 @@ func Assignment(name, value string) bool {
 		return !placeholder(value) && secretShaped(value)
 	}
 	return false
+}
+
+// lowerInto lowers ASCII name into b without allocating when it can.
+func lowerInto(b []byte, name string) string {
+	for i := 0; i < len(name); i++ {
+		if upper(name[i]) {
+			for j := 0; j < len(name); j++ {
+				c := name[j]
+				if upper(c) {
+					c += 'a' - 'A'
+				}
+				b = append(b, c)
+			}
+			return string(b)
+		}
+	}
+	return name
 }
 
 func alnum(c byte) bool { return lower(c) || upper(c) || digit(c) }

@@ -20,11 +20,13 @@ const (
 	kPEM                // "-----begin ": a private key block
 	kBearer             // "bearer": a bearer token after the word
 	kUser               // "-u", "--user", "--proxy-user": curl's credentials
+	kCookie             // "-b", "--cookie": curl's cookies
 )
 
 type trigger struct {
-	text string // as matched, ASCII case folded
-	kind kind
+	text   string // as matched, ASCII case folded
+	kind   kind
+	format int // kVendor: its index in vendorFormats
 }
 
 // triggers lists what the automaton looks for. Words are matched anywhere
@@ -32,30 +34,39 @@ type trigger struct {
 var triggers = func() []trigger {
 	var ts []trigger
 	for _, w := range []string{"secret", "token", "pass", "pwd", "key", "auth", "cred", "sig", "dsn", "cookie", "private", "pat"} {
-		ts = append(ts, trigger{w, kWord})
+		ts = append(ts, trigger{w, kWord, 0})
 	}
-	for _, f := range vendorFormats {
-		ts = append(ts, trigger{strings.ToLower(f.prefix), kVendor})
+	for i, f := range vendorFormats {
+		ts = append(ts, trigger{strings.ToLower(f.prefix), kVendor, i})
 	}
-	return append(ts,
-		trigger{"://", kScheme},
-		trigger{"-----begin ", kPEM},
-		trigger{"bearer", kBearer},
-		trigger{"-u", kUser}, trigger{"--user", kUser}, trigger{"--proxy-user", kUser},
-	)
+	for _, t := range []struct {
+		text string
+		kind kind
+	}{
+		{"://", kScheme}, {"-----begin ", kPEM}, {"bearer", kBearer},
+		{"-u", kUser}, {"--user", kUser}, {"--proxy-user", kUser}, {"-b", kCookie}, {"--cookie", kCookie},
+	} {
+		ts = append(ts, trigger{t.text, t.kind, 0})
+	}
+	return ts
 }()
 
-// automaton is a dense DFA: delta[state*classes+class[b]].
+// automaton is a dense DFA over byte classes. A state is the offset of its
+// row, state*classes, so that a step is one add and one load:
+// next = delta[state+class[b]], with the hit bit set when triggers end in
+// next (out[next/classes] lists them).
 type automaton struct {
 	class   [256]uint8
 	classes int
-	delta   []uint16
-	out     [][]uint16 // per state: the triggers that end there
+	delta   []uint16 // small enough to stay in the L1 cache
+	out     [][]uint16 // per state number: the triggers that end there
 }
+
+const hit = 1 << 15
 
 var machine = build(triggers)
 
-// build makes the automaton of the triggers (at most 65535 states).
+// build makes the automaton of the triggers (at most 32767 rows' worth).
 func build(ts []trigger) *automaton {
 	a := &automaton{classes: 1}
 	for _, t := range ts {
@@ -91,13 +102,13 @@ func build(ts []trigger) *automaton {
 		}
 		nodes[n].out = append(nodes[n].out, uint16(id))
 	}
-	a.delta = make([]uint16, len(nodes)*a.classes)
+	delta := make([]uint16, len(nodes)*a.classes)
 	a.out = make([][]uint16, len(nodes))
 	// Breadth first, so that a node's fail state is complete before it.
 	queue := []int{}
 	for c := 1; c < a.classes; c++ {
 		if nx, ok := nodes[0].next[uint8(c)]; ok {
-			a.delta[c] = uint16(nx)
+			delta[c] = uint16(nx)
 			queue = append(queue, nx)
 		}
 	}
@@ -108,12 +119,22 @@ func build(ts []trigger) *automaton {
 		a.out[n] = append(slices.Clone(nodes[n].out), a.out[f]...)
 		for c := 0; c < a.classes; c++ {
 			if nx, ok := nodes[n].next[uint8(c)]; ok && c != 0 {
-				nodes[nx].fail = int(a.delta[f*a.classes+c])
-				a.delta[n*a.classes+c] = uint16(nx)
+				nodes[nx].fail = int(delta[f*a.classes+c])
+				delta[n*a.classes+c] = uint16(nx)
 				queue = append(queue, nx)
 			} else {
-				a.delta[n*a.classes+c] = a.delta[f*a.classes+c]
+				delta[n*a.classes+c] = delta[f*a.classes+c]
 			}
+		}
+	}
+	if len(nodes)*a.classes >= hit {
+		panic("redact: too many triggers for the automaton")
+	}
+	a.delta = make([]uint16, len(delta))
+	for i, nx := range delta {
+		a.delta[i] = uint16(int(nx) * a.classes)
+		if a.out[nx] != nil {
+			a.delta[i] |= hit
 		}
 	}
 	return a
@@ -141,11 +162,13 @@ func (sc *scanner) cut(start, end int) {
 func scan(s string) string {
 	a := machine
 	sc := scanner{s: s}
-	st := 0
+	delta, class := a.delta, &a.class
+	st := uint16(0)
 	for i := 0; i < len(s); i++ {
-		st = int(a.delta[st*a.classes+int(a.class[s[i]])])
-		if out := a.out[st]; out != nil {
-			for _, id := range out {
+		st = delta[st+uint16(class[s[i]])]
+		if st&hit != 0 {
+			st &^= hit
+			for _, id := range a.out[int(st)/a.classes] {
 				t := &triggers[id]
 				sc.found(t, i+1-len(t.text), i+1)
 			}
@@ -165,7 +188,7 @@ func (sc *scanner) found(t *trigger, start, end int) {
 			sc.assignment(start, end)
 		}
 	case kVendor:
-		sc.vendor(start)
+		sc.vendor(start, &vendorFormats[t.format])
 	case kScheme:
 		sc.userinfo(start)
 	case kPEM:
@@ -174,6 +197,8 @@ func (sc *scanner) found(t *trigger, start, end int) {
 		sc.bearer(start, end)
 	case kUser:
 		sc.curlUser(start, end)
+	case kCookie:
+		sc.curlCookie(start, end)
 	}
 }
 

@@ -16,14 +16,19 @@ func placeholder(v string) bool {
 	if v == "" || strings.Contains(v, Mark) {
 		return true
 	}
-	switch strings.ToLower(v) {
-	case "null", "nil", "none", "true", "false", "undefined", "yes", "no", "on", "off",
-		"changeme", "redacted", "[redacted]", "<redacted>", "(redacted)", "[filtered]", "filtered",
-		"hidden", "masked", "optional", "required", "string", "str", "bool", "int":
-		return true
+	if len(v) <= len("[redacted]") {
+		var b [16]byte
+		if literals[lowerInto(b[:0], v)] {
+			return true
+		}
 	}
-	if same(v) && strings.ContainsAny(v[:1], "*xX.•-_#") {
+	if same(v) && strings.IndexByte("*xX.•-_#", v[0]) >= 0 {
 		return true // ********, xxxxxxxx, ...
+	}
+	switch v[0] {
+	case '$', '%', '{', '<', '#', '[':
+	default:
+		return false
 	}
 	for _, p := range []string{"${", "$(", "{{", "%(", "<%", "#{", "$env:", "[["} {
 		if strings.HasPrefix(v, p) {
@@ -40,6 +45,17 @@ func placeholder(v string) bool {
 	}
 	return false
 }
+
+// literals stand for no secret: nothing set, a flag, a mask, a type.
+var literals = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range []string{"null", "nil", "none", "true", "false", "undefined", "yes", "no", "on", "off",
+		"changeme", "redacted", "[redacted]", "<redacted>", "(redacted)", "[filtered]", "filtered",
+		"hidden", "masked", "optional", "required", "string", "str", "bool", "int"} {
+		m[w] = true
+	}
+	return m
+}()
 
 // same reports whether v is one character repeated.
 func same(v string) bool {
