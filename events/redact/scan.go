@@ -58,7 +58,7 @@ var triggers = func() []trigger {
 type automaton struct {
 	class   [256]uint8
 	classes int
-	delta   []uint16 // small enough to stay in the L1 cache
+	delta   []uint16   // small enough to stay in the L1 cache
 	out     [][]uint16 // per state number: the triggers that end there
 }
 
