@@ -56,17 +56,30 @@ func stripControl(s string) string {
 // newlines and tabs, no escape and no line or paragraph separator.
 func clean(s string) bool {
 	ascii := true
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 0x80:
-			ascii = false
-			// C1 controls are C2 80-9F; U+2028 and U+2029 are E2 80 A8-A9.
-			if c == 0xC2 && i+1 < len(s) && s[i+1] < 0xA0 || c == 0xE2 && i+2 < len(s) && s[i+1] == 0x80 && (s[i+2] == 0xA8 || s[i+2] == 0xA9) {
+	// Eight bytes at a time while they are printable ASCII; a word with a
+	// byte under 0x20 (a newline too) or from 0x7f up goes byte by byte.
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for i := 0; i < len(s); {
+		if i+8 <= len(s) {
+			w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+			if (w|(w-0x20*ones)|(w+0x01*ones))&highs == 0 {
+				i += 8
+				continue
+			}
+		}
+		for end := min(i+8, len(s)); i < end; i++ {
+			c := s[i]
+			switch {
+			case c >= 0x80:
+				ascii = false
+				// C1 controls are C2 80-9F; U+2028 and U+2029 are E2 80 A8-A9.
+				if c == 0xC2 && i+1 < len(s) && s[i+1] < 0xA0 || c == 0xE2 && i+2 < len(s) && s[i+1] == 0x80 && (s[i+2] == 0xA8 || s[i+2] == 0xA9) {
+					return false
+				}
+			case c < 0x20 && c != '\n' && c != '\t' || c == 0x7f:
 				return false
 			}
-		case c < 0x20 && c != '\n' && c != '\t' || c == 0x7f:
-			return false
 		}
 	}
 	return ascii || utf8.ValidString(s)

@@ -5,7 +5,6 @@
 package redact
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -30,6 +29,12 @@ type known struct {
 	forms [][]byte // ASCII lower-cased, longest first
 	short []string // exact, matched as whole words
 	least int      // the length of the shortest of either
+	// pairs has bit a<<8|b set when a form or a short secret begins with
+	// bytes a, b (ASCII lower-cased); first lists them by that pair (a
+	// short secret i as ^i). A text is scanned once, whatever the count of
+	// forms, and compared only where a pair begins.
+	pairs *[1 << 16 / 64]uint64
+	first map[uint16][]int
 }
 
 func compileKnown(secrets []string) known {
@@ -58,8 +63,33 @@ func compileKnown(secrets []string) known {
 	if len(k.short) > 0 && (k.least == 0 || len(k.short[len(k.short)-1]) < k.least) {
 		k.least = len(k.short[len(k.short)-1])
 	}
+	if k.least > 0 {
+		k.pairs, k.first = new([1 << 16 / 64]uint64), map[uint16][]int{}
+		add := func(a, b byte, id int) {
+			p := uint16(fold[a])<<8 | uint16(fold[b])
+			k.pairs[p/64] |= 1 << (p % 64)
+			k.first[p] = append(k.first[p], id)
+		}
+		for i, f := range k.forms {
+			add(f[0], f[1], i)
+		}
+		for i, w := range k.short {
+			add(w[0], w[1], ^i)
+		}
+	}
 	return k
 }
+
+// fold is ASCII lower-casing as a table.
+var fold = func() (t [256]byte) {
+	for i := range t {
+		t[i] = byte(i)
+		if 'A' <= i && i <= 'Z' {
+			t[i] = byte(i + 'a' - 'A')
+		}
+	}
+	return t
+}()
 
 // Forms returns the texts that stand for secret s in a longer text: s
 // itself, its hex, its URL query and path escapes and JSON string escape,
@@ -99,29 +129,24 @@ func (k *known) strip(s string) string {
 	if k.least == 0 || len(s) < k.least {
 		return s // nothing to match, or too short to hold any form
 	}
-	folded := []byte(foldASCII(s))
 	var spans [][2]int
-	for _, f := range k.forms {
-		for at := 0; ; {
-			i := bytes.Index(folded[at:], f)
-			if i < 0 {
-				break
-			}
-			spans = append(spans, [2]int{at + i, at + i + len(f)})
-			at += i + 1
+	for i := 0; i+1 < len(s); i++ {
+		p := uint16(fold[s[i]])<<8 | uint16(fold[s[i+1]])
+		if k.pairs[p/64]&(1<<(p%64)) == 0 {
+			continue
 		}
-	}
-	for _, w := range k.short {
-		for at := 0; ; {
-			i := strings.Index(s[at:], w)
-			if i < 0 {
-				break
+		for _, id := range k.first[p] {
+			if id >= 0 {
+				if f := k.forms[id]; foldedAt(s, i, f) {
+					spans = append(spans, [2]int{i, i + len(f)})
+				}
+				continue
 			}
-			start, end := at+i, at+i+len(w)
-			if (start == 0 || !wordByte(s[start-1])) && (end == len(s) || !wordByte(s[end])) {
-				spans = append(spans, [2]int{start, end})
+			w := k.short[^id]
+			end := i + len(w)
+			if strings.HasPrefix(s[i:], w) && (i == 0 || !wordByte(s[i-1])) && (end == len(s) || !wordByte(s[end])) {
+				spans = append(spans, [2]int{i, end})
 			}
-			at = start + 1
 		}
 	}
 	if len(spans) == 0 {
@@ -142,6 +167,19 @@ func (k *known) strip(s string) string {
 	}
 	out.WriteString(s[last:])
 	return out.String()
+}
+
+// foldedAt reports whether s, ASCII lower-cased, holds f at i.
+func foldedAt(s string, i int, f []byte) bool {
+	if len(s)-i < len(f) {
+		return false
+	}
+	for j, c := range f {
+		if fold[s[i+j]] != c {
+			return false
+		}
+	}
+	return true
 }
 
 // foldASCII lower-cases ASCII letters only, so that byte offsets stay.

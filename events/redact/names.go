@@ -113,22 +113,54 @@ func nameStrength(name string) strength {
 	parts := appendComponents(buf[:0], lowered, name)
 	got := notSecret
 	for i, p := range parts {
-		if otherWords[p] && !(i == 0 && (p == "id" || p == "ids")) { // id_token is a token
+		c := classOf[p]
+		if c&cOther != 0 && !(i == 0 && (p == "id" || p == "ids")) { // id_token is a token
 			return notSecret
 		}
 		switch {
-		case strongWords[p]:
+		case c&cStrong != 0, joinedStrong(p):
 			got = strong
-		case joinedStrong(p):
+		case i > 0 && pairs[[2]string{parts[i-1], p}]: // api_key, client-secret written apart
 			got = strong
-		case i > 0 && strongWords[parts[i-1]+p]: // api_key, client-secret written apart
-			got = strong
-		case weakWords[p]:
+		case c&cWeak != 0:
 			got = max(got, weakStrength(parts, i))
 		}
 	}
 	return got
 }
+
+// The classes of a component, in one map so that a name costs one lookup
+// per component.
+const (
+	cStrong = 1 << iota
+	cWeak
+	cQualifier
+	cOther
+)
+
+var classOf = func() map[string]uint8 {
+	m := map[string]uint8{}
+	for _, set := range []struct {
+		words map[string]bool
+		class uint8
+	}{{strongWords, cStrong}, {weakWords, cWeak}, {qualifiers, cQualifier}, {otherWords, cOther}} {
+		for w := range set.words {
+			m[w] |= set.class
+		}
+	}
+	return m
+}()
+
+// pairs are the strong words written in one (apikey) as two components.
+var pairs = func() map[[2]string]bool {
+	m := map[[2]string]bool{}
+	for w := range strongWords {
+		for i := 1; i < len(w); i++ {
+			m[[2]string{w[:i], w[i:]}] = true
+		}
+	}
+	return m
+}()
 
 // joinedSuffixes end a name written in one word (PGPASSWORD, dbpassword,
 // MYAPIKEY) that marks a secret.
@@ -155,7 +187,7 @@ func weakStrength(parts []string, i int) strength {
 	}
 	if p == "key" || p == "pat" {
 		for j, q := range parts {
-			if j != i && qualifiers[q] {
+			if j != i && classOf[q]&cQualifier != 0 {
 				return strong
 			}
 		}

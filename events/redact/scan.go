@@ -60,6 +60,10 @@ type automaton struct {
 	classes int
 	delta   []uint16   // small enough to stay in the L1 cache
 	out     [][]uint16 // per state number: the triggers that end there
+	// starts has bit a<<8|b set when a trigger can begin with bytes a, b
+	// (in either case): from the root, the scan skips to the next such
+	// pair without stepping the automaton.
+	starts [1 << 16 / 64]uint64
 }
 
 const hit = 1 << 15
@@ -127,6 +131,14 @@ func build(ts []trigger) *automaton {
 			}
 		}
 	}
+	for _, t := range ts {
+		for _, x := range cases(t.text[0]) {
+			for _, y := range cases(t.text[1]) {
+				k := int(x)<<8 | int(y)
+				a.starts[k/64] |= 1 << (k % 64)
+			}
+		}
+	}
 	if len(nodes)*a.classes >= hit {
 		panic("redact: too many triggers for the automaton")
 	}
@@ -138,6 +150,17 @@ func build(ts []trigger) *automaton {
 		}
 	}
 	return a
+}
+
+// cases is c and, for a letter, its other case.
+func cases(c byte) []byte {
+	switch {
+	case 'a' <= c && c <= 'z':
+		return []byte{c, c - 'a' + 'A'}
+	case 'A' <= c && c <= 'Z':
+		return []byte{c, c - 'A' + 'a'}
+	}
+	return []byte{c}
 }
 
 // A cut is a part of the text to replace with Mark.
@@ -162,15 +185,30 @@ func (sc *scanner) cut(start, end int) {
 func scan(s string) string {
 	a := machine
 	sc := scanner{s: s}
-	delta, class := a.delta, &a.class
-	st := uint16(0)
-	for i := 0; i < len(s); i++ {
-		st = delta[st+uint16(class[s[i]])]
-		if st&hit != 0 {
-			st &^= hit
-			for _, id := range a.out[int(st)/a.classes] {
-				t := &triggers[id]
-				sc.found(t, i+1-len(t.text), i+1)
+	delta, class, starts := a.delta, &a.class, &a.starts
+	for i := 0; i+1 < len(s); {
+		// At the root: to the next pair of bytes a trigger may begin with
+		// (every trigger is two bytes or more).
+		for i+1 < len(s) {
+			k := int(s[i])<<8 | int(s[i+1])
+			if starts[k/64]&(1<<(k%64)) != 0 {
+				break
+			}
+			i++
+		}
+		// Then step until the automaton is back at the root.
+		for st := uint16(0); i < len(s); {
+			st = delta[st+uint16(class[s[i]])]
+			i++
+			if st&hit != 0 {
+				st &^= hit
+				for _, id := range a.out[int(st)/a.classes] {
+					t := &triggers[id]
+					sc.found(t, i-len(t.text), i)
+				}
+			}
+			if st == 0 {
+				break
 			}
 		}
 	}
