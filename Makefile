@@ -14,12 +14,13 @@ FUZZ_TARGETS := \
 	./wasmvm/fuel:FuzzInject \
 	./events:FuzzCleanNeverLeaks \
 	./events/redact:FuzzHostSecretForms \
+	./events/redact:FuzzRedact \
 	./wasmvm:FuzzRunParity \
 	./wasmvm:FuzzStepParity \
 	./wasmvm:FuzzDataParity \
 	./guest/machine:FuzzFastPath
 
-.PHONY: all build guest guest-check browser-check test vet unit fuzz fuzz-short crash crash-short crash-red park tools load-cards race bench clean mount-race
+.PHONY: all build guest guest-check browser-check test vet unit fuzz fuzz-short crash crash-short crash-red park tools load-cards race bench bench-redact clean mount-race
 
 CRASH_KILLS ?= 300
 CRASH_SEED  ?= $(shell date +%s)
@@ -119,6 +120,17 @@ bench:
 	cd bench && $(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCHCOUNT)
 	$(GO) test ./host -run='^$$' -bench='ActRoundTrip|ActLatency|EngineActs|SliceReservation' -benchtime=2000x -count=$(BENCHCOUNT)
 	$(GO) test ./wasmvm/tool -run='^$$' -bench='ToolWork|ToolStart' -benchtime=10x -count=$(BENCHCOUNT)
+
+## bench-redact: the redactor on REDACT_MB (50) MB of generated log lines, 1% carrying a secret and none, on one core, beside the old rules (plain regexp) and one regexp of the vendor formats; then `runehost redact` end to end, with its peak RSS.
+REDACT_MB ?= 50
+bench-redact: build
+	REDACT_BENCH_MB=$(REDACT_MB) $(GO) test ./events/redact -run='^$$' -bench='Throughput/.*/redact/' -benchtime=3x -count=$(BENCHCOUNT) -cpu=1 -timeout=0
+	REDACT_BENCH_MB=$(REDACT_MB) $(GO) test ./events/redact -run='^$$' -bench='Throughput/.*/(baseline|oneregexp)/' -benchtime=1x -count=1 -cpu=1 -timeout=0
+	$(GO) test ./events/redact -run='^$$' -args -redact.corpus=$(CURDIR)/bin/redact-mixed.log -redact.corpus-mb=$(REDACT_MB)
+	$(GO) test ./events/redact -run='^$$' -args -redact.corpus=$(CURDIR)/bin/redact-clean.log -redact.corpus-mb=$(REDACT_MB) -redact.corpus-rate=0
+	@for f in mixed clean; do for i in 1 2 3 4 5; do \
+		GOMAXPROCS=1 /usr/bin/time -f "runehost redact $$f: %e s, %M KB peak RSS" bin/runehost redact < bin/redact-$$f.log > /dev/null || exit 1; \
+	done; done
 
 clean:
 	rm -rf bin

@@ -26,6 +26,8 @@ type assign struct {
 	valEnd    int
 	valQuoted bool
 	escaped   bool // the line began at a \n escape: the text is inside a JSON string
+	valAt     int  // where the value (its quote, its prefix) begins
+	capped    bool // the value was read up to maxValue, not to its end
 }
 
 // assignment reads the name holding the secret word at s[start:end] and,
@@ -103,6 +105,9 @@ func (sc *scanner) assignment(start, end int) {
 			return
 		}
 	}
+	if a.capped { // a long value to cut: read it to its end
+		sc.readValue(&a, a.valAt, len(s))
+	}
 	sc.cut(a.valStart, a.valEnd)
 	sc.done = max(sc.done, a.valEnd)
 }
@@ -171,11 +176,17 @@ func (sc *scanner) readAssign(a *assign, ns, ne int) bool {
 	if op == ":" && !a.spaced && strings.HasPrefix(s[vs:], "//") {
 		return false // a URL's scheme
 	}
-	return sc.readValue(a, vs)
+	a.valAt = vs
+	return sc.readValue(a, vs, min(len(s), vs+maxValue))
 }
 
+// maxValue bounds how far a value is read before it is decided: a value
+// not cut costs at most this, however many names a long line holds. One
+// that is cut is then read to its end.
+const maxValue = 1024
+
 // readValue reads the value at s[i].
-func (sc *scanner) readValue(a *assign, i int) bool {
+func (sc *scanner) readValue(a *assign, i, lim int) bool {
 	s := sc.s
 	if i >= len(s) {
 		return false
@@ -185,8 +196,9 @@ func (sc *scanner) readValue(a *assign, i int) bool {
 		i++
 	}
 	if q := quoteAt(s, i); q != "" && q != a.enclosing {
-		end := closeQuote(s, i+len(q), q)
+		end := closeQuote(s, i+len(q), q, lim)
 		a.valStart, a.valEnd, a.valQuoted = i+len(q), end, true
+		a.capped = end == lim && lim < len(s)
 		return true
 	}
 	if (s[i] == '|' || s[i] == '>') && a.lineStart && a.op == ":" {
@@ -196,28 +208,29 @@ func (sc *scanner) readValue(a *assign, i int) bool {
 	switch {
 	case a.enclosing != "" && headerName(a.name):
 		// -H "Authorization: Bearer x": the value runs to the quote.
-		for end < len(s) && s[end] != '\n' && !strings.HasPrefix(s[end:], a.enclosing) {
+		for end < lim && s[end] != '\n' && !strings.HasPrefix(s[end:], a.enclosing) {
 			end++
 		}
 	case a.lineStart && (a.op == ":" || a.spaced && a.op != " "):
 		// YAML's name: v, INI's name = v: to the end of the line, less a
 		// comment.
-		for end < len(s) && s[end] != '\n' && s[end] != '\r' && !(a.escaped && (s[end] == '"' || s[end] == '\\')) {
+		for end < lim && s[end] != '\n' && s[end] != '\r' && !(a.escaped && (s[end] == '"' || s[end] == '\\')) {
 			if (s[end] == '#' || s[end] == ';') && end > i && (s[end-1] == ' ' || s[end-1] == '\t') {
 				break
 			}
 			end++
 		}
 	case headerName(a.name) && a.op == ":":
-		for end < len(s) && s[end] != '\n' && s[end] != '\r' && s[end] != '"' && s[end] != '\'' {
+		for end < lim && s[end] != '\n' && s[end] != '\r' && s[end] != '"' && s[end] != '\'' {
 			end++
 		}
 	default:
 		// A bare value inside a JSON string ends at an escape: TOKEN=x\n.
-		for end < len(s) && !bareEnd(s[end]) && !(s[end] == '\\' && end+1 < len(s) && strings.IndexByte(`nrtu"\\`, s[end+1]) >= 0) {
+		for end < lim && !bareEnd(s[end]) && !(s[end] == '\\' && end+1 < len(s) && strings.IndexByte(`nrtu"\\`, s[end+1]) >= 0) {
 			end++
 		}
 	}
+	a.capped = end == lim && lim < len(s)
 	for end > i && (s[end-1] == ' ' || s[end-1] == '\t' || s[end-1] == '\r') {
 		end--
 	}
@@ -440,9 +453,10 @@ func escapeEnds(s string, i int) bool {
 }
 
 // closeQuote returns where the string opened by q before s[i] ends: at its
-// closing quote, past backslash escapes, or at the end of the line.
-func closeQuote(s string, i int, q string) int {
-	for j := i; j < len(s); j++ {
+// closing quote, past backslash escapes, or at the end of the line (or at
+// lim).
+func closeQuote(s string, i int, q string, lim int) int {
+	for j := i; j < lim; j++ {
 		c := s[j]
 		switch {
 		case c == '\n':
@@ -453,7 +467,7 @@ func closeQuote(s string, i int, q string) int {
 			j++
 		}
 	}
-	return len(s)
+	return lim
 }
 
 // bareEnd reports whether c ends a bare value: space, quotes and the

@@ -84,14 +84,26 @@ func (c charset) has(b byte) bool {
 }
 
 // vendor reads a token of format f (its prefix so far matched in any
-// case) at s[at].
-func (sc *scanner) vendor(at int, f *format) {
-	if end := formatEnd(sc.s, at, f); end > 0 {
-		if strings.HasPrefix(f.prefix, "hooks.") {
-			at += len(f.prefix) // the hook's host and path stay; its key goes
-		}
-		sc.cut(at, end)
+// case) at s[at]. A prefix inside the body of one that was not a token is
+// not one either (its body is a suffix of that one: shorter, and with no
+// more digits), and is not read again: xoxb-aaaaxoxb-aaaa… costs one read.
+func (sc *scanner) vendor(at int, id int) {
+	s, f := sc.s, &vendorFormats[id]
+	memo := f.max == 0 && f.prefix != "eyJ"
+	if memo && at < sc.notToken[id] {
+		return
 	}
+	end := formatEnd(s, at, f)
+	if end == 0 {
+		if memo && strings.HasPrefix(s[at:], f.prefix) && !glued(s, at, f) {
+			sc.notToken[id] = bodyEnd(s, at+len(f.prefix), f)
+		}
+		return
+	}
+	if strings.HasPrefix(f.prefix, "hooks.") {
+		at += len(f.prefix) // the hook's host and path stay; its key goes
+	}
+	sc.cut(at, end)
 }
 
 // vendorAt returns the end of the longest vendor token at s[at], or 0.
@@ -113,23 +125,54 @@ var byFirst = func() (t [256][]int) {
 	return t
 }()
 
+// glued reports whether a token of f at s[at] would continue a word.
+func glued(s string, at int, f *format) bool {
+	return !f.loose && at > 0 && (alnum(s[at-1]) || s[at-1] == '_') && !escapeEnds(s, at)
+}
+
+// bodyEnd is where a run of f's body characters from s[i] ends.
+func bodyEnd(s string, i int, f *format) int {
+	for i < len(s) && f.body.has(s[i]) {
+		i++
+	}
+	return i
+}
+
+// maxToken bounds how far a token's body is read before it is decided;
+// maxJWT a JSON Web Token's, which can be long.
+const (
+	maxToken = 1024
+	maxJWT   = 16 << 10
+)
+
 // formatEnd returns the end of a token of format f at s[at], or 0.
 func formatEnd(s string, at int, f *format) int {
 	if !strings.HasPrefix(s[at:], f.prefix) {
 		return 0
 	}
-	if !f.loose && at > 0 && (alnum(s[at-1]) || s[at-1] == '_') && !escapeEnds(s, at) {
+	if glued(s, at, f) {
 		return 0 // glued to a word
 	}
 	from := at + len(f.prefix)
 	end := from
 	hasDigit := false
-	for end < len(s) && f.body.has(s[end]) && (f.max == 0 || end-from < f.max) {
+	// A body is read up to maxToken before it is decided (a run of token
+	// characters full of prefixes costs no more than one token), and to
+	// its end only once it is one.
+	lim := min(len(s), from+maxToken)
+	if f.prefix == "eyJ" {
+		lim = min(len(s), from+maxJWT) // a JWT is decided by its three parts
+	}
+	for end < lim && f.body.has(s[end]) && (f.max == 0 || end-from < f.max) {
 		hasDigit = hasDigit || digit(s[end])
 		end++
 	}
 	if end-from < f.min || f.digit && !hasDigit {
 		return 0
+	}
+	for end == lim && end < len(s) && f.max == 0 && f.body.has(s[end]) {
+		end++
+		lim++
 	}
 	if f.max > 0 && end < len(s) && (alnum(s[end]) || s[end] == '_') {
 		return 0 // longer than the format: part of a word
@@ -219,6 +262,9 @@ func bearerByte(c byte) bool {
 	return alnum(c) || strings.IndexByte("-._~+/=", c) >= 0
 }
 
+// maxUserinfo bounds a URL's user:password@.
+const maxUserinfo = 1024
+
 // userinfo reads scheme://user:password@ at the "://" at s[at]: the
 // password goes (it may hold @: the userinfo runs to the last @ before the
 // host). A lone user that is itself a token (https://TOKEN@github.com)
@@ -230,7 +276,7 @@ func (sc *scanner) userinfo(at int) {
 	}
 	from := at + 3
 	end, colon := -1, -1
-	for i := from; i < len(s); i++ {
+	for i := from; i < len(s) && i-from < maxUserinfo; i++ {
 		c := s[i]
 		if c == '/' || c == '?' || c == '#' || c == ' ' || c == '\t' || c == '\n' || c == '"' || c == '\'' || c == '<' || c == '>' || c == '`' || c == '\\' {
 			break
@@ -242,8 +288,8 @@ func (sc *scanner) userinfo(at int) {
 			end = i
 		}
 	}
-	if end < 0 {
-		return
+	if end < 0 || strings.IndexByte(s[from:end], '=') >= 0 {
+		return // none, or parameters (jdbc:sqlserver://h:1433;user=sa;password=…@…)
 	}
 	switch {
 	case colon >= 0 && colon < end:
@@ -307,7 +353,7 @@ func flagWord(s string, start, end int) (from, to, colon int) {
 	// Unquoted runs and quoted parts, up to an unquoted space.
 	from, colon = i, -1
 	var q byte
-	for ; i < len(s) && s[i] != '\n'; i++ {
+	for lim := min(len(s), from+maxValue); i < lim && s[i] != '\n'; i++ {
 		c := s[i]
 		if q != 0 {
 			if c == q {

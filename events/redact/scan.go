@@ -173,11 +173,21 @@ type scanner struct {
 	// done is where the last name read ended: a name holding two
 	// triggers (secret_key) is read once.
 	done int
+	// reach is the end of the furthest cut: a token, a URL or a PEM
+	// block that begins inside a cut is moot (every reader cuts at or after
+	// its trigger), and is not read, so that a long secret full of
+	// prefixes costs one read. Names are read still: a cut that ended too
+	// soon (a URL's userinfo) may be extended by the assignment it holds.
+	reach int
+	// notToken[f] is the end of the last body of format f that was not a
+	// token (formats.go).
+	notToken [64]int
 }
 
 func (sc *scanner) cut(start, end int) {
 	if start < end {
 		sc.cuts = append(sc.cuts, cut{start, end})
+		sc.reach = max(sc.reach, end)
 	}
 }
 
@@ -220,13 +230,16 @@ func scan(s string) string {
 
 // found calls the reader of trigger t, matched at s[start:end].
 func (sc *scanner) found(t *trigger, start, end int) {
+	if start < sc.reach && t.kind != kWord {
+		return
+	}
 	switch t.kind {
 	case kWord:
 		if start >= sc.done {
 			sc.assignment(start, end)
 		}
 	case kVendor:
-		sc.vendor(start, &vendorFormats[t.format])
+		sc.vendor(start, t.format)
 	case kScheme:
 		sc.userinfo(start)
 	case kPEM:
