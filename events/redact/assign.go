@@ -105,11 +105,18 @@ func (sc *scanner) assignment(start, end int) {
 			return
 		}
 	}
-	if a.capped { // a long value to cut: read it to its end
-		sc.readValue(&a, a.valAt, len(s))
-	}
+	sc.full(&a)
 	sc.cut(a.valStart, a.valEnd)
 	sc.done = max(sc.done, a.valEnd)
+}
+
+// full reads a value that is to be cut to its end, if it was read only up
+// to maxValue.
+func (sc *scanner) full(a *assign) {
+	if a.capped {
+		sc.readValue(a, a.valAt, len(sc.s))
+		a.capped = false
+	}
 }
 
 // readAssign reads what follows the name s[ns:ne]: its closing quote, a
@@ -249,6 +256,8 @@ func (sc *scanner) special(a *assign, v string) bool {
 		return false
 	}
 	// Authorization: Bearer TOKEN, Basic …, token …, Digest …: the scheme stays.
+	sc.full(a)
+	v = sc.s[a.valStart:a.valEnd]
 	sp := strings.IndexAny(v, " \t")
 	if sp < 0 {
 		sc.cut(a.valStart, a.valEnd)

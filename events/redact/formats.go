@@ -307,9 +307,12 @@ func (sc *scanner) userinfo(at int) {
 // 1000:1000).
 func (sc *scanner) curlUser(start, end int) {
 	s := sc.s
-	from, to, colon := flagWord(s, start, end)
+	from, to, colon := flagWord(s, start, end, maxValue)
 	if colon < 0 {
 		return
+	}
+	if to == from+maxValue { // a long one to cut: read it to its end
+		from, to, colon = flagWord(s, start, end, len(s))
 	}
 	a, b := unquote(s, colon+1, to)
 	pass := s[a:b]
@@ -323,20 +326,25 @@ func (sc *scanner) curlUser(start, end int) {
 // the cookies go whole. A word with no = is a cookie file and stays.
 func (sc *scanner) curlCookie(start, end int) {
 	s := sc.s
-	from, to, _ := flagWord(s, start, end)
+	from, to, _ := flagWord(s, start, end, maxValue)
 	if from < 0 {
 		return
 	}
 	a, b := unquote(s, from, to)
-	if v := s[a:b]; strings.IndexByte(v, '=') > 0 && !placeholder(v) {
-		sc.cut(a, b)
+	if v := s[a:b]; strings.IndexByte(v, '=') <= 0 || placeholder(v) {
+		return
 	}
+	if to == from+maxValue { // a long one to cut: read it to its end
+		from, to, _ = flagWord(s, start, end, len(s))
+		a, b = unquote(s, from, to)
+	}
+	sc.cut(a, b)
 }
 
 // flagWord reads the shell word after a flag at s[start:end] (separated by
 // spaces or =, or attached to a short flag): where it is, and its first
 // colon, or -1s.
-func flagWord(s string, start, end int) (from, to, colon int) {
+func flagWord(s string, start, end, max int) (from, to, colon int) {
 	if start > 0 && s[start-1] != ' ' && s[start-1] != '\t' && s[start-1] != '\n' {
 		return -1, -1, -1
 	}
@@ -353,7 +361,7 @@ func flagWord(s string, start, end int) (from, to, colon int) {
 	// Unquoted runs and quoted parts, up to an unquoted space.
 	from, colon = i, -1
 	var q byte
-	for lim := min(len(s), from+maxValue); i < lim && s[i] != '\n'; i++ {
+	for lim := min(len(s), from+max); i < lim && s[i] != '\n'; i++ {
 		c := s[i]
 		if q != 0 {
 			if c == q {

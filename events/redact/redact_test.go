@@ -139,3 +139,28 @@ func TestReviewedShapes(t *testing.T) {
 		}
 	}
 }
+
+// Values and tokens longer than the bounded first read go whole.
+func TestLongValues(t *testing.T) {
+	long := func(n int) string {
+		const alpha = "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xYz"
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = alpha[(i*7+i/13)%len(alpha)]
+		}
+		return string(b)
+	}
+	v := long(5000)
+	jwt := "eyJhbGciOiJIUzI1NiJ9.eyJ" + long(9000) + "." + long(300)
+	for _, text := range []string{
+		`password="` + v + `"`, "password: " + v, "Authorization: Basic " + v, `-H "Authorization: Bearer ` + v + `"`,
+		"token=" + v, "xoxb-1234-" + v, "curl -u ada:" + v, "see " + jwt + ".", "https://ada:" + v[:900] + "@example.com/",
+	} {
+		got := String(text)
+		for i := 0; i+16 <= len(v); i += 97 {
+			if strings.Contains(got, v[i:i+16]) {
+				t.Fatalf("a piece at %d of a long value survived in %.80q…", i, got)
+			}
+		}
+	}
+}
