@@ -147,14 +147,10 @@ func (sc *scanner) readAssign(a *assign, ns, ne int) bool {
 			a.enclosing = lq
 		}
 	}
-	if !a.quoted && p < len(s) && s[p] == '[' { // char password[] = "…", key[0] = …
-		if k := strings.IndexByte(s[p:min(len(s), p+12)], ']'); k > 0 {
-			p += k + 1
-		}
-	}
 	sp := skipSpace(s, p)
 	// Types between the name and the operator: var token string = …,
-	// let password: String = …, const KEY: &str = ….
+	// let password: String = …, const KEY: &str = …; and C's
+	// char password[] = ….
 	if !a.quoted {
 		if t := typeEnd(s, sp); t > 0 {
 			sp = t

@@ -143,6 +143,27 @@ var classPositives = []struct {
 	{"postgres url userinfo", "postgres://app:pgPw-9921@db.internal:5432/app?sslmode=require", []string{"pgPw-9921"}, []string{"postgres://app:", "@db.internal:5432/app?sslmode=require"}},
 	{"redis url empty user", "redis://:redisPw-4410@cache.internal:6379/0", []string{"redisPw-4410"}, []string{"redis://", "@cache.internal:6379/0"}},
 	{"mongodb url escaped at", "mongodb://ada:mongo%40Pw-31@db1,db2/?replicaSet=rs0", []string{"mongo%40Pw-31"}, []string{"mongodb://ada:", "replicaSet=rs0"}},
+	// The first table, from before the one-pass reader.
+	{"env file", "# prod\nDATABASE_URL=postgres://app:s3cr3tPassw0rd@db.internal:5432/app\nAWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE\nAWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\nSLACK_BOT_TOKEN=xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx\nSTRIPE_SECRET=sk_live_4eC39HqLyjWDarjtT1zdp7dc\nPORT=3000\n",
+		[]string{"s3cr3tPassw0rd", "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"}, nil},
+	{"export lines", "export GITHUB_TOKEN=ghp_16C7e42F292c6912E7710c838347Ae178B4a\nexport OPENAI_API_KEY='sk-proj-abcdefghijklmnop1234567890ABCD'\n",
+		[]string{"ghp_16C7e42F292c6912E7710c838347Ae178B4a", "sk-proj-abcdefghijklmnop1234567890ABCD"}, nil},
+	{"curl", `curl -u admin:hunter2hunter -H "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig123" -H 'Cookie: session=abc123def456; csrftoken=zzz999' https://api.example.com/v1`,
+		[]string{"hunter2hunter", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig123", "abc123def456", "zzz999"}, nil},
+	{"basic auth header", "Authorization: Basic dXNlcjpwYXNzd29yZA==\nX-Other: fine", []string{"dXNlcjpwYXNzd29yZA=="}, nil},
+	{"token header", "authorization: token ghx_notreallyavendorformat123456", []string{"ghx_notreallyavendorformat123456"}, nil},
+	{"json", `{"user": "ada", "password": "correct horse battery", "api_key": "k-12345678", "clientSecret": "cs_abcdef123", "token": "t0k3n-value"}`,
+		[]string{"correct horse battery", "k-12345678", "cs_abcdef123", "t0k3n-value"}, nil},
+	{"yaml", "database:\n  user: app\n  password: Pa55w0rd!x\nstripe_webhook: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n", []string{"Pa55w0rd!x", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, nil},
+	{"stack trace", "Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\n    connect(\"mysql://root:toor1234@10.0.0.5/prod\")\nValueError: bad key AIzaSyA-1234567890abcdefghijklmnopqrstu for project", []string{"toor1234", "AIzaSyA-1234567890abcdefghijklmnopqrstu"}, nil},
+	{"connection strings", "mongodb+srv://svc:Sup3rS3cret@cluster0.mongodb.net/db redis://:redispass99@cache:6379 amqp://guest:guestpass@mq", []string{"Sup3rS3cret", "guestpass"}, nil},
+	{"pem", "key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7bq1\nabcdefghijkl\n-----END RSA PRIVATE KEY-----\ndone", []string{"MIIEpAIBAAKCAQEA7bq1", "abcdefghijkl"}, nil},
+	{"pem cut off", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA", []string{"b3BlbnNzaC1rZXktdjEAAAAA"}, nil},
+	{"anthropic", "using sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 now", []string{"sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"}, nil},
+	{"github pat and app token", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz https://x-access-token:ghs_16C7e42F292c6912E7710c838347Ae178B4a@github.com/o/r.git",
+		[]string{"github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "ghs_16C7e42F292c6912E7710c838347Ae178B4a"}, nil},
+	{"set-cookie", "HTTP/1.1 200 OK\nSet-Cookie: sid=31d4d96e407aad42; Path=/; Secure\n", []string{"31d4d96e407aad42"}, nil},
+	{"python kwargs, two", `client = Client(api_key="abcd1234efgh", timeout=30)`, []string{"abcd1234efgh"}, nil},
 }
 
 // classNegatives must come out exactly as they went in.

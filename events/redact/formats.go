@@ -306,37 +306,41 @@ func (sc *scanner) userinfo(at int) {
 // -u "u":"p", -u ":pass", --user=u:p). uid:gid pairs stay (docker -u
 // 1000:1000).
 func (sc *scanner) curlUser(start, end int) {
-	s := sc.s
-	from, to, colon := flagWord(s, start, end, maxValue)
-	if colon < 0 {
-		return
-	}
-	if to == from+maxValue { // a long one to cut: read it to its end
-		from, to, colon = flagWord(s, start, end, len(s))
-	}
-	a, b := unquote(s, colon+1, to)
-	pass := s[a:b]
-	if pass == "" || placeholder(pass) || allDigits(strings.Trim(s[from:colon], `"'`)) && allDigits(pass) {
-		return
-	}
-	sc.cut(a, b)
+	sc.flag(start, end, func(s string, from, to, colon int) (int, int, bool) {
+		if colon < 0 {
+			return 0, 0, false
+		}
+		a, b := unquote(s, colon+1, to)
+		pass := s[a:b]
+		return a, b, pass != "" && !placeholder(pass) && !(allDigits(strings.Trim(s[from:colon], `"'`)) && allDigits(pass))
+	})
 }
 
 // curlCookie reads curl's -b/--cookie 'NAME=VALUE; …' at s[start:end]:
 // the cookies go whole. A word with no = is a cookie file and stays.
 func (sc *scanner) curlCookie(start, end int) {
+	sc.flag(start, end, func(s string, from, to, _ int) (int, int, bool) {
+		a, b := unquote(s, from, to)
+		v := s[a:b]
+		return a, b, strings.IndexByte(v, '=') > 0 && !placeholder(v)
+	})
+}
+
+// flag reads the word after a flag at s[start:end] up to maxValue, asks
+// what of it to cut, and cuts that, read to the word's end if it is longer.
+func (sc *scanner) flag(start, end int, what func(s string, from, to, colon int) (a, b int, cut bool)) {
 	s := sc.s
-	from, to, _ := flagWord(s, start, end, maxValue)
+	from, to, colon := flagWord(s, start, end, maxValue)
 	if from < 0 {
 		return
 	}
-	a, b := unquote(s, from, to)
-	if v := s[a:b]; strings.IndexByte(v, '=') <= 0 || placeholder(v) {
+	a, b, ok := what(s, from, to, colon)
+	if !ok {
 		return
 	}
 	if to == from+maxValue { // a long one to cut: read it to its end
-		from, to, _ = flagWord(s, start, end, len(s))
-		a, b = unquote(s, from, to)
+		from, to, colon = flagWord(s, start, end, len(s))
+		a, b, _ = what(s, from, to, colon)
 	}
 	sc.cut(a, b)
 }

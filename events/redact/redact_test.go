@@ -9,50 +9,6 @@ import (
 	"testing"
 )
 
-// leaks pairs a realistic text with the secrets in it.
-var leaks = []struct {
-	name    string
-	text    string
-	secrets []string
-}{
-	{"env file", "# prod\nDATABASE_URL=postgres://app:s3cr3tPassw0rd@db.internal:5432/app\nAWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE\nAWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\nSLACK_BOT_TOKEN=xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx\nSTRIPE_SECRET=sk_live_4eC39HqLyjWDarjtT1zdp7dc\nPORT=3000\n",
-		[]string{"s3cr3tPassw0rd", "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"}},
-	{"export lines", "export GITHUB_TOKEN=ghp_16C7e42F292c6912E7710c838347Ae178B4a\nexport OPENAI_API_KEY='sk-proj-abcdefghijklmnop1234567890ABCD'\n",
-		[]string{"ghp_16C7e42F292c6912E7710c838347Ae178B4a", "sk-proj-abcdefghijklmnop1234567890ABCD"}},
-	{"curl", `curl -u admin:hunter2hunter -H "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig123" -H 'Cookie: session=abc123def456; csrftoken=zzz999' https://api.example.com/v1`,
-		[]string{"hunter2hunter", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig123", "abc123def456", "zzz999"}},
-	{"basic auth header", "Authorization: Basic dXNlcjpwYXNzd29yZA==\nX-Other: fine", []string{"dXNlcjpwYXNzd29yZA=="}},
-	{"token header", "authorization: token ghx_notreallyavendorformat123456", []string{"ghx_notreallyavendorformat123456"}},
-	{"json", `{"user": "ada", "password": "correct horse battery", "api_key": "k-12345678", "clientSecret": "cs_abcdef123", "token": "t0k3n-value"}`,
-		[]string{"correct horse battery", "k-12345678", "cs_abcdef123", "t0k3n-value"}},
-	{"yaml", "database:\n  user: app\n  password: Pa55w0rd!x\nstripe_webhook: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n", []string{"Pa55w0rd!x", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}},
-	{"stack trace", "Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\n    connect(\"mysql://root:toor1234@10.0.0.5/prod\")\nValueError: bad key AIzaSyA-1234567890abcdefghijklmnopqrstu for project", []string{"toor1234", "AIzaSyA-1234567890abcdefghijklmnopqrstu"}},
-	{"connection strings", "mongodb+srv://svc:Sup3rS3cret@cluster0.mongodb.net/db redis://:redispass99@cache:6379 amqp://guest:guestpass@mq", []string{"Sup3rS3cret", "guestpass"}},
-	{"pem", "key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7bq1\nabcdefghijkl\n-----END RSA PRIVATE KEY-----\ndone", []string{"MIIEpAIBAAKCAQEA7bq1", "abcdefghijkl"}},
-	{"pem cut off", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA", []string{"b3BlbnNzaC1rZXktdjEAAAAA"}},
-	{"anthropic", "using sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 now", []string{"sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"}},
-	{"github pat and app token", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz https://x-access-token:ghs_16C7e42F292c6912E7710c838347Ae178B4a@github.com/o/r.git",
-		[]string{"github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "ghs_16C7e42F292c6912E7710c838347Ae178B4a"}},
-	{"set-cookie", "HTTP/1.1 200 OK\nSet-Cookie: sid=31d4d96e407aad42; Path=/; Secure\n", []string{"31d4d96e407aad42"}},
-	{"python kwargs", `client = Client(api_key="abcd1234efgh", timeout=30)`, []string{"abcd1234efgh"}},
-}
-
-func TestLeaksRedacted(t *testing.T) {
-	for _, c := range leaks {
-		t.Run(c.name, func(t *testing.T) {
-			got := String(c.text)
-			for _, s := range c.secrets {
-				if strings.Contains(got, s) {
-					t.Errorf("%q survived:\n%s", s, got)
-				}
-			}
-			if !strings.Contains(got, Mark) {
-				t.Errorf("nothing marked:\n%s", got)
-			}
-		})
-	}
-}
-
 // lookAlikes must come out exactly as they went in.
 var lookAlikes = []string{
 	"The token expired, so ask for a new token and retry.",
