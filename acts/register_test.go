@@ -12,8 +12,10 @@ func TestEnvSecrets(t *testing.T) {
 	got := EnvSecrets([]string{
 		"GITHUB_TOKEN=ghp_16C7e42F292c6912E7710c838347Ae178B4a", "DB_PASSWORD=hunter2",
 		"MAX_TOKENS=4096", "SORT_KEY=created_at", "KEY=9f2Kx81Lq0Zp7wRt", "PATH=/usr/bin", "EMPTY_SECRET=",
+		"PWD=/work/main", "OLDPWD=/tmp", // the working directory is no secret
+		"GOOGLE_APPLICATION_CREDENTIALS=/home/ada/.config/gcloud/key.json", "AWS_SECRET_ACCESS_KEY=/K7MDENG/bPxRfiCYEXAMPLEKEY",
 	})
-	want := []string{"ghp_16C7e42F292c6912E7710c838347Ae178B4a", "hunter2", "9f2Kx81Lq0Zp7wRt"}
+	want := []string{"ghp_16C7e42F292c6912E7710c838347Ae178B4a", "hunter2", "9f2Kx81Lq0Zp7wRt", "/K7MDENG/bPxRfiCYEXAMPLEKEY"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("EnvSecrets = %q, want %q", got, want)
 	}

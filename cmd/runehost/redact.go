@@ -20,11 +20,14 @@ func redactCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "redact",
 		Usage: "strip secrets from stdin to stdout, as run events are",
-		Description: "Applies the redactor every run event goes through: credential formats,\n" +
+		Description: "Applies the redactor every run event goes through: vendors' token formats,\n" +
 			"headers, URLs and command lines with credentials, PEM private keys, values\n" +
-			"of assignments whose name marks a secret, and the host's own secrets (the\n" +
-			"model keys in its configuration). Control characters are stripped too.\n" +
-			"Line by line, so it can sit in a pipe: tail -f app.log | runehost redact",
+			"of assignments whose name marks a secret (in the syntaxes of shells, config\n" +
+			"files and the common languages), and the host's own secrets (the model keys\n" +
+			"in its configuration), raw or encoded. Control characters are stripped too.\n" +
+			"What has arrived is written at once, so it can sit in a pipe:\n" +
+			"  tail -f app.log | runehost redact\n" +
+			"docs/events.md lists what is covered and what is not.",
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 0 {
 				return exitf(exitUsage, "redact: reads stdin; takes no arguments")

@@ -85,18 +85,13 @@ func (sc *scanner) assignment(start, end int) {
 	if !a.valQuoted && (a.valEnd < len(s) && (s[a.valEnd] == '(' || s[a.valEnd] == '[') || call(v)) {
 		return // a call or an index: os.getenv("KEY"), ENV["TOKEN"]
 	}
-	if placeholder(v) || !a.valQuoted && reference(v) {
+	if !a.valQuoted && reference(v) || !secretValue(a.name, str, v) {
 		return
-	}
-	if strings.EqualFold(a.name, "pwd") && (v[0] == '/' || v[0] == '~' || len(v) > 2 && v[1] == ':' && v[2] == '\\') {
-		return // PWD=/home/ada: the working directory
 	}
 	if sc.special(&a, v) {
 		return
 	}
 	switch {
-	case str == weak && !secretShaped(v):
-		return
 	case a.valQuoted || a.lineStart || a.enclosing != "":
 	case a.op == " " || a.op == ":" && !a.quoted:
 		// --password VALUE and name: value in running text: prose unless

@@ -204,13 +204,24 @@ func SecretName(name string) bool { return nameStrength(name) != notSecret }
 // Assignment reports whether value, assigned to name, is redacted: by the
 // same rule the redactor applies to NAME=VALUE in a text.
 func Assignment(name, value string) bool {
-	switch nameStrength(name) {
-	case strong:
-		return !placeholder(value)
-	case weak:
-		return !placeholder(value) && secretShaped(value)
+	return secretValue(name, nameStrength(name), value)
+}
+
+// secretValue is the rule for value v of a name of strength str: a strong
+// name's value unless it is a placeholder, a weak one's if it is shaped
+// like a secret. PWD=/home/ada is the working directory.
+func secretValue(name string, str strength, v string) bool {
+	switch {
+	case str == notSecret || placeholder(v):
+		return false
+	case strings.EqualFold(name, "pwd") && (v[0] == '/' || v[0] == '~' || len(v) > 2 && v[1] == ':' && v[2] == '\\'):
+		return false
+	case filePath(v): // GOOGLE_APPLICATION_CREDENTIALS=/home/ada/key.json: where it is kept
+		return false
+	case str == weak:
+		return secretShaped(v)
 	}
-	return false
+	return true
 }
 
 // lowerInto lowers ASCII name into b without allocating when it can.
@@ -228,6 +239,29 @@ func lowerInto(b []byte, name string) string {
 		}
 	}
 	return name
+}
+
+// filePath reports whether v is plainly a file's path: under a system or
+// home directory, or naming a file by its extension. A secret may hold
+// slashes (AWS's do), so a slash alone does not make a path.
+func filePath(v string) bool {
+	if strings.ContainsAny(v, " \t") {
+		return false
+	}
+	for _, root := range []string{"/home/", "/etc/", "/var/", "/tmp/", "/run/", "/usr/", "/opt/", "/root/", "/Users/", "/srv/", "/mnt/", "~/", "./", "../"} {
+		if strings.HasPrefix(v, root) {
+			return true
+		}
+	}
+	if v[0] != '/' {
+		return false
+	}
+	dot := strings.LastIndexByte(v, '.')
+	switch strings.ToLower(v[dot+1:]) {
+	case "json", "pem", "key", "txt", "yaml", "yml", "toml", "env", "p12", "pfx", "crt", "cfg", "conf", "ini":
+		return dot > strings.LastIndexByte(v, '/')
+	}
+	return false
 }
 
 func alnum(c byte) bool { return lower(c) || upper(c) || digit(c) }

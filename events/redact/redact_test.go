@@ -27,6 +27,7 @@ var lookAlikes = []string{
 	"the bypass=on switch",
 	"keyboard: us\nmonkey: 3",
 	"PWD=/home/ada\nOLDPWD=/home/ada/src",
+	"GOOGLE_APPLICATION_CREDENTIALS=/home/ada/.config/gcloud/key.json\nssl_key: /etc/ssl/private/app.key",
 	`publicKey: "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE"`,
 	"password_hash: $2b$12$abcdefghijklmnopqrstuv",
 	"tokenizer: cl100k_base",
