@@ -206,9 +206,7 @@ func (sc *scanner) readValue(a *assign, i, lim int) bool {
 	switch {
 	case a.enclosing != "" && headerName(a.name):
 		// -H "Authorization: Bearer x": the value runs to the quote.
-		for end < lim && s[end] != '\n' && !strings.HasPrefix(s[end:], a.enclosing) {
-			end++
-		}
+		end = min(sc.stop(a.enclosing, i, func(j int) bool { return s[j] == '\n' || strings.HasPrefix(s[j:], a.enclosing) }), lim)
 	case a.lineStart && (a.op == ":" || a.spaced && a.op != " "):
 		// YAML's name: v, INI's name = v: to the end of the line, less a
 		// comment.
@@ -219,9 +217,7 @@ func (sc *scanner) readValue(a *assign, i, lim int) bool {
 			end++
 		}
 	case headerName(a.name) && a.op == ":":
-		for end < lim && s[end] != '\n' && s[end] != '\r' && s[end] != '"' && s[end] != '\'' {
-			end++
-		}
+		end = min(sc.stop("header", i, func(j int) bool { return strings.IndexByte("\n\r\"'", s[j]) >= 0 }), lim)
 	default:
 		// A bare value inside a JSON string ends at an escape: TOKEN=x\n.
 		for end < lim && !bareEnd(s[end]) && !(s[end] == '\\' && end+1 < len(s) && strings.IndexByte(`nrtu"\\`, s[end+1]) >= 0) {
@@ -237,6 +233,22 @@ func (sc *scanner) readValue(a *assign, i, lim int) bool {
 	}
 	a.valStart, a.valEnd = i, end
 	return true
+}
+
+// stop returns the first j from i where at(j) holds, or the text's end.
+// The last such run is kept by its kind: a scan from inside it stops where
+// it stopped, so that a line of many header names is read once, not once
+// per name.
+func (sc *scanner) stop(kind string, i int, at func(j int) bool) int {
+	if r := &sc.run; r.kind == kind && r.from <= i && i <= r.end {
+		return r.end
+	}
+	j := i
+	for j < len(sc.s) && !at(j) {
+		j++
+	}
+	sc.run = run{kind, i, j}
+	return j
 }
 
 // special handles the values whose name says more: an Authorization
@@ -406,9 +418,10 @@ func letterStart(t string) bool {
 // headerName reports whether a name is an HTTP header's (X-Api-Key,
 // Authorization, Cookie, Set-Cookie).
 func headerName(name string) bool {
-	switch strings.ToLower(name) {
-	case "authorization", "proxy-authorization", "cookie", "set-cookie":
-		return true
+	for _, h := range []string{"authorization", "proxy-authorization", "cookie", "set-cookie"} {
+		if strings.EqualFold(name, h) {
+			return true
+		}
 	}
 	if !strings.Contains(name, "-") || !upper(name[0]) {
 		return false

@@ -182,6 +182,13 @@ type scanner struct {
 	// notToken[f] is the end of the last body of format f that was not a
 	// token (formats.go).
 	notToken [64]int
+	run      run // the last run of a value read to its stop (assign.go)
+}
+
+// A run is a stretch of the text read up to a stop of its kind.
+type run struct {
+	kind      string
+	from, end int
 }
 
 func (sc *scanner) cut(start, end int) {

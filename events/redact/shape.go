@@ -13,8 +13,8 @@ import (
 // a literal, a mask, a template or a variable to be filled in.
 func placeholder(v string) bool {
 	v = strings.TrimSpace(v)
-	if v == "" || strings.Contains(v, Mark) {
-		return true
+	if v == "" || strings.HasPrefix(v, Mark) {
+		return true // nothing, or a host secret already taken out
 	}
 	if len(v) <= len("[redacted]") {
 		var b [16]byte
@@ -83,16 +83,21 @@ func ident(v string) bool {
 // reference reports whether a bare value names where a secret is kept
 // rather than being one: cfg.APIKey, process.env.TOKEN, settings.SECRET.
 func reference(v string) bool {
-	parts := strings.Split(v, ".")
-	if len(parts) < 2 || strings.ContainsAny(v, "0123456789") {
-		return false // a token's parts mix digits in: eyJraWQiOiIx.abc
-	}
-	for _, p := range parts {
-		if !ident(strings.TrimPrefix(p, "$")) {
+	dots := 0
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '.':
+			if i == 0 || v[i-1] == '.' || i+1 == len(v) || digit(v[i+1]) {
+				return false
+			}
+			dots++
+		case digit(c):
+			return false // a token's parts mix digits in: eyJraWQiOiIx.abc
+		case !alnum(c) && c != '_' && c != '$':
 			return false
 		}
 	}
-	return true
+	return dots > 0 && !digit(v[0])
 }
 
 // secretShaped reports whether v looks like a credential by itself: a
