@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -471,5 +472,40 @@ func TestToolEnvOfTheHostRefused(t *testing.T) {
 	t.Setenv("RUNEHOST_STORE", filepath.Join(t.TempDir(), "store"))
 	if code, _, errs := invoke(t, "grant", "tool.env:RUNEHOST_MODEL_KEY"); code != exitUsage || !strings.Contains(errs, "never given to a tool") {
 		t.Fatalf("%d %s", code, errs)
+	}
+}
+
+// lineReader hands over one line per Read, as a pipe from tail -f does.
+type lineReader struct{ lines []string }
+
+func (r *lineReader) Read(p []byte) (int, error) {
+	if len(r.lines) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.lines[0])
+	if r.lines[0] = r.lines[0][n:]; r.lines[0] == "" {
+		r.lines = r.lines[1:]
+	}
+	return n, nil
+}
+
+// A block that spans lines arriving one by one is still redacted whole.
+func TestRedactFilterLineByLine(t *testing.T) {
+	in := &lineReader{lines: []string{"password: |\n", "  s3cretValue9x\n", "  more of it\n", "next: ok\n",
+		"key: -----BEGIN PRIVATE KEY-----\n", "MIIEvQIBADANBg\n", "-----END PRIVATE KEY-----\n", "done\n"}}
+	app := newApp()
+	var out, errb bytes.Buffer
+	app.Writer, app.ErrWriter, app.Reader = &out, &errb, in
+	if err := app.Run([]string{"runehost", "redact"}); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, s := range []string{"s3cretValue9x", "more of it", "MIIEvQIBADANBg"} {
+		if strings.Contains(got, s) {
+			t.Fatalf("%q survived: %q", s, got)
+		}
+	}
+	if !strings.Contains(got, "next: ok\n") || !strings.HasSuffix(got, "done\n") {
+		t.Fatalf("lines lost: %q", got)
 	}
 }

@@ -41,30 +41,25 @@ func redactCommand() *cli.Command {
 			defer out.Flush()
 			// Lines are redacted in chunks of what has arrived (up to 64 KiB),
 			// and written as soon as no more input is waiting: a pipe stays
-			// live, a file goes at full speed. A PEM block spans lines: it is
-			// gathered (up to 1 MiB) before it is redacted, so that no line of
-			// it leaks on its own, wherever on its line it begins.
+			// live, a file goes at full speed. A PEM block or a YAML block
+			// scalar spans lines: it is gathered (up to 1 MiB) before it is
+			// redacted, so that no line of it leaks on its own.
 			var pending []byte
-			open := false
+			g := gather{block: -1}
 			for {
 				line, err := in.ReadSlice('\n')
 				partial := err == bufio.ErrBufferFull // a long line: the rest follows
 				if partial {
 					err = nil
-				}
-				if !open && bytes.Contains(line, pemMark) {
-					if i := pemBegin.FindIndex(line); i != nil && !pemEnd.Match(line[i[1]:]) {
-						open = true
-					}
-				} else if open && pemEnd.Match(line) {
-					open = false
+				} else {
+					g.add(line)
 				}
 				pending = append(pending, line...)
-				if err == nil && len(pending) <= 1<<20 && (open || partial || in.Buffered() > 0 && len(pending) < 64<<10) {
+				if err == nil && len(pending) <= 1<<20 && (g.open() || partial || in.Buffered() > 0 && len(pending) < 64<<10) {
 					continue
 				}
 				out.WriteString(events.Clean(r, string(pending), 0))
-				pending, open = pending[:0], false
+				pending, g = pending[:0], gather{block: -1}
 				if in.Buffered() == 0 {
 					out.Flush()
 				}
@@ -79,8 +74,38 @@ func redactCommand() *cli.Command {
 	}
 }
 
+// gather says whether the lines so far must wait for more: an open PEM
+// block, or an open YAML block scalar (password: |), is redacted whole.
+type gather struct {
+	pem   bool
+	block int // the indentation of an open block scalar's name, or -1
+}
+
+func (g *gather) add(line []byte) {
+	if g.block >= 0 && len(bytes.TrimSpace(line)) > 0 && indentation(line) <= g.block {
+		g.block = -1 // a line no more indented than the name: the value ended
+	}
+	if !g.pem && bytes.Contains(line, pemMark) {
+		if i := pemBegin.FindIndex(line); i != nil && !pemEnd.Match(line[i[1]:]) {
+			g.pem = true
+		}
+	} else if g.pem && pemEnd.Match(line) {
+		g.pem = false
+	}
+	if g.block < 0 && blockStart.Match(line) {
+		g.block = indentation(line)
+	}
+}
+
+func (g *gather) open() bool { return g.pem || g.block >= 0 }
+
+func indentation(line []byte) int {
+	return len(line) - len(bytes.TrimLeft(line, " \t"))
+}
+
 var (
-	pemMark  = []byte("-----BEGIN ")
-	pemBegin = regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----`)
-	pemEnd   = regexp.MustCompile(`-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----`)
+	pemMark    = []byte("-----BEGIN ")
+	pemBegin   = regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----`)
+	pemEnd     = regexp.MustCompile(`-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----`)
+	blockStart = regexp.MustCompile(`^[ \t]*(?:- )?[^\s:#][^:#]*:[ \t]*[|>][-+0-9]*[ \t]*(?:#.*)?\r?\n?$`)
 )

@@ -27,6 +27,7 @@ type assign struct {
 	valQuoted bool
 	escaped   bool // the line began at a \n escape: the text is inside a JSON string
 	valAt     int  // where the value (its quote, its prefix) begins
+	nameAt    int  // where the name begins
 	capped    bool // the value was read up to maxValue, not to its end
 }
 
@@ -82,11 +83,14 @@ func (sc *scanner) assignment(start, end int) {
 		return
 	}
 	v := s[a.valStart:a.valEnd]
-	if !a.valQuoted && (a.valEnd < len(s) && (s[a.valEnd] == '(' || s[a.valEnd] == '[') || call(v)) {
+	if !a.valQuoted && (a.valEnd < len(s) && (s[a.valEnd] == '(' || s[a.valEnd] == '[') && callee(v) || call(v)) {
 		return // a call or an index: os.getenv("KEY"), ENV["TOKEN"]
 	}
-	if !a.valQuoted && reference(v) || !secretValue(a.name, str, v) {
-		return
+	if strings.HasPrefix(v, "-----BEGIN") {
+		return // PRIVATE_KEY=-----BEGIN …: the PEM reader takes the block
+	}
+	if !a.valQuoted && (a.spaced || a.op == ":=") && reference(v) || !secretValue(a.name, str, v) {
+		return // code reads a secret from where it is kept: apiKey := cfg.APIKey
 	}
 	if sc.special(&a, v) {
 		return
@@ -129,6 +133,7 @@ func (sc *scanner) readAssign(a *assign, ns, ne int) bool {
 		lq = s[k:ns]
 	}
 	a.lineStart, a.escaped = lineStart(s, ns-len(lq))
+	a.nameAt = ns
 	p := ne
 	if lq != "" {
 		if strings.HasPrefix(s[p:], lq) {
@@ -194,13 +199,13 @@ func (sc *scanner) readValue(a *assign, i, lim int) bool {
 		i++
 	}
 	if q := quoteAt(s, i); q != "" && q != a.enclosing {
-		end := closeQuote(s, i+len(q), q, lim)
+		end := closeQuote(s, i+len(q), q, max(lim, i+len(q)))
 		a.valStart, a.valEnd, a.valQuoted = i+len(q), end, true
 		a.capped = end == lim && lim < len(s)
 		return true
 	}
 	if (s[i] == '|' || s[i] == '>') && a.lineStart && a.op == ":" {
-		return sc.blockScalar(a, i)
+		return sc.blockScalar(a, i, lim)
 	}
 	end := i
 	switch {
@@ -220,7 +225,13 @@ func (sc *scanner) readValue(a *assign, i, lim int) bool {
 		end = min(sc.stop("header", i, func(j int) bool { return strings.IndexByte("\n\r\"'", s[j]) >= 0 }), lim)
 	default:
 		// A bare value inside a JSON string ends at an escape: TOKEN=x\n.
-		for end < lim && !bareEnd(s[end]) && !(s[end] == '\\' && end+1 < len(s) && strings.IndexByte(`nrtu"\\`, s[end+1]) >= 0) {
+		// NAME=v alone on its line (a .env, a shell) ends only at a space
+		// or a quote: DB_PASSWORD=p4ss,w0rd(9) is one value.
+		ends := bareEnd
+		if a.lineStart && a.op == "=" && !a.spaced {
+			ends = wordEnd
+		}
+		for end < lim && !ends(s[end]) && !(s[end] == '\\' && end+1 < len(s) && strings.IndexByte(`nrtu"\\`, s[end+1]) >= 0) {
 			end++
 		}
 	}
@@ -255,13 +266,28 @@ func (sc *scanner) stop(kind string, i int, at func(j int) bool) int {
 // header keeps its scheme, a cookie goes whole. It reports whether it
 // did.
 func (sc *scanner) special(a *assign, v string) bool {
-	if !suffixFold(a.name, "authorization") && !(suffixFold(a.name, "-auth") && headerName(a.name)) {
+	s := sc.s
+	auth := suffixFold(a.name, "authorization") || suffixFold(a.name, "-auth") && headerName(a.name)
+	if !auth && !(!a.valQuoted && (strings.EqualFold(v, "bearer") || strings.EqualFold(v, "basic"))) {
 		return false
 	}
-	// Authorization: Bearer TOKEN, Basic …, token …, Digest …: the scheme stays.
+	// Authorization: Bearer TOKEN, Basic …, token …, Digest …: the scheme
+	// stays; so it does in access_token=Bearer TOKEN.
 	sc.full(a)
-	v = sc.s[a.valStart:a.valEnd]
+	v = s[a.valStart:a.valEnd]
 	sp := strings.IndexAny(v, " \t")
+	if sp < 0 && scheme(v) {
+		// authorization=Bearer TOKEN: the value read stopped at the space.
+		i := skipSpace(s, a.valEnd)
+		j := i
+		for j < len(s) && j-i < maxValue && bearerByte(s[j]) {
+			j++
+		}
+		if j > i && !placeholder(s[i:j]) {
+			sc.cut(i, j)
+		}
+		return true
+	}
 	if sp < 0 {
 		sc.cut(a.valStart, a.valEnd)
 		return true
@@ -274,38 +300,65 @@ func (sc *scanner) special(a *assign, v string) bool {
 	return true
 }
 
+// scheme reports whether v is an HTTP authentication scheme.
+func scheme(v string) bool {
+	for _, w := range []string{"bearer", "basic", "token", "digest", "negotiate", "ntlm", "apikey", "hmac", "aws4-hmac-sha256"} {
+		if strings.EqualFold(v, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // suffixFold reports whether name ends with suffix, in any ASCII case.
 func suffixFold(name, suffix string) bool {
 	return len(name) >= len(suffix) && strings.EqualFold(name[len(name)-len(suffix):], suffix)
 }
 
-// blockScalar reads a YAML block scalar (password: |): the more-indented
-// lines after it are the value.
-func (sc *scanner) blockScalar(a *assign, i int) bool {
+// blockScalar reads a YAML block scalar at s[i] (password: |, key: >-):
+// the lines after it indented more than its name are the value. Inside a
+// JSON string (a.escaped) its lines end at \n escapes and the value at the
+// string's end. It reads up to lim.
+func (sc *scanner) blockScalar(a *assign, i, lim int) bool {
 	s := sc.s
-	eol := strings.IndexByte(s[i:], '\n')
+	nl := "\n"
+	if a.escaped {
+		nl = `\n`
+	}
+	// The indicator's line: |, |-, >+, |2, a comment.
+	eol := strings.Index(s[i:min(len(s), i+64)], nl)
 	if eol < 0 {
 		return false
 	}
-	indent := indentOf(s, lineBegin(s, i))
-	start := i + eol + 1
-	end := start
-	for end < len(s) {
-		nl := strings.IndexByte(s[end:], '\n')
-		line := s[end:]
-		if nl >= 0 {
-			line = s[end : end+nl]
-		}
-		if strings.TrimSpace(line) != "" && indentOf(line, 0) <= indent {
-			break
-		}
-		if nl < 0 {
-			end = len(s)
-			break
-		}
-		end += nl + 1
+	indent := 0
+	for k := a.nameAt; k > 0 && indent < 256 && (s[k-1] == ' ' || s[k-1] == '\t'); k-- {
+		indent++
 	}
-	for end > start && (s[end-1] == '\n' || s[end-1] == '\r') {
+	start := i + eol + len(nl)
+	end := start
+	for end < lim {
+		line := end
+		for end < lim && (s[end] == ' ' || s[end] == '\t') {
+			end++
+		}
+		if end-line <= indent && end < lim && !strings.HasPrefix(s[end:], nl) && s[end] != '\r' {
+			end = line // a line indented no more than the name: the value ended
+			break
+		}
+		for end < lim && !strings.HasPrefix(s[end:], nl) && !(a.escaped && s[end] == '"' && s[end-1] != '\\') {
+			end++
+		}
+		if end >= lim || !strings.HasPrefix(s[end:], nl) {
+			break // the text's end, or the JSON string's
+		}
+		end += len(nl)
+	}
+	a.capped = end >= lim && lim < len(s)
+	end = min(end, lim)
+	for end > start && strings.HasSuffix(s[start:end], nl) {
+		end -= len(nl)
+	}
+	for end > start && s[end-1] == '\r' {
 		end--
 	}
 	if end <= start {
@@ -408,7 +461,21 @@ func call(v string) bool {
 	for i < len(v) && (nameByte(v[i]) || v[i] == ':') {
 		i++
 	}
-	return i > 0 && i < len(v) && (v[i] == '(' || v[i] == '[') && !digit(v[0])
+	return i < len(v) && (v[i] == '(' || v[i] == '[') && callee(v[:i])
+}
+
+// callee reports whether v can name what is called or indexed: a name
+// with no digits (Tr0ub4dor(3)x is a password).
+func callee(v string) bool {
+	if v == "" {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if digit(v[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 func letterStart(t string) bool {
@@ -438,7 +505,7 @@ func headerName(name string) bool {
 // quote escaped once or more (\", \\\") inside a JSON string.
 func quoteAt(s string, i int) string {
 	k := i
-	for k < len(s) && s[k] == '\\' {
+	for k < len(s) && s[k] == '\\' && k-i < 8 { // JSON in JSON in JSON: deeper is not a quote
 		k++
 	}
 	if k < len(s) && (s[k] == '"' || s[k] == '\'' || s[k] == '`' && k == i) {
@@ -493,6 +560,15 @@ func bareEnd(c byte) bool {
 	return false
 }
 
+// wordEnd reports whether c ends a shell word: space or a quote.
+func wordEnd(c byte) bool {
+	switch c {
+	case ' ', '\t', '\n', '\r', '"', '\'', '`':
+		return true
+	}
+	return false
+}
+
 // lineStart reports whether only indentation, a list dash, or export /
 // set / ENV lies between the line's start and s[i]; and whether that line
 // starts at a \n escape (a text inside a JSON string). It looks back a
@@ -521,18 +597,6 @@ func lineStart(s string, i int) (start, escaped bool) {
 		return true, true
 	}
 	return false, false
-}
-
-func lineBegin(s string, i int) int {
-	return strings.LastIndexByte(s[:i], '\n') + 1
-}
-
-func indentOf(s string, from int) int {
-	n := 0
-	for from+n < len(s) && (s[from+n] == ' ' || s[from+n] == '\t') {
-		n++
-	}
-	return n
 }
 
 func skipSpace(s string, i int) int {

@@ -83,20 +83,24 @@ func (c charset) has(b byte) bool {
 	return false
 }
 
-// vendor reads a token of format f (its prefix so far matched in any
-// case) at s[at]. A prefix inside the body of one that was not a token is
-// not one either (its body is a suffix of that one: shorter, and with no
-// more digits), and is not read again: xoxb-aaaaxoxb-aaaa… costs one read.
+// vendor reads a token of format id (its prefix so far matched in any
+// case) at s[at].
 func (sc *scanner) vendor(at int, id int) {
 	s, f := sc.s, &vendorFormats[id]
-	memo := f.max == 0 && f.prefix != "eyJ"
-	if memo && at < sc.notToken[id] {
-		return
+	if f.prefix == "eyJ" {
+		// A JWT's header ends at a dot, not far: a prefix with none near
+		// is read no further (eyJ-eyJ-eyJ-… costs a dot search, once);
+		// one inside the header of one that was no JWT is none either (a
+		// shorter header, the same other parts).
+		d := sc.dotAfter(at)
+		if d < 0 || d-at > maxJWTHeader || at < sc.notJWT {
+			return
+		}
 	}
-	end := formatEnd(s, at, f)
+	end := formatEnd(s, at, f, sc)
 	if end == 0 {
-		if memo && strings.HasPrefix(s[at:], f.prefix) && !glued(s, at, f) {
-			sc.notToken[id] = bodyEnd(s, at+len(f.prefix), f)
+		if f.prefix == "eyJ" {
+			sc.notJWT = sc.dotAfter(at)
 		}
 		return
 	}
@@ -111,7 +115,7 @@ func vendorAt(s string, at int) int {
 	best := 0
 	if at < len(s) {
 		for _, i := range byFirst[s[at]] {
-			best = max(best, formatEnd(s, at, &vendorFormats[i]))
+			best = max(best, formatEnd(s, at, &vendorFormats[i], nil))
 		}
 	}
 	return best
@@ -130,23 +134,26 @@ func glued(s string, at int, f *format) bool {
 	return !f.loose && at > 0 && (alnum(s[at-1]) || s[at-1] == '_') && !escapeEnds(s, at)
 }
 
-// bodyEnd is where a run of f's body characters from s[i] ends.
-func bodyEnd(s string, i int, f *format) int {
-	for i < len(s) && f.body.has(s[i]) {
-		i++
+// dotAfter returns the first '.' at or after s[i], or -1; the last answer
+// is kept, so that a run of prefixes searches once.
+func (sc *scanner) dotAfter(i int) int {
+	if d := &sc.dot; d.valid && d.from <= i && (d.at < 0 || i <= d.at) {
+		return d.at
 	}
-	return i
+	at := strings.IndexByte(sc.s[i:], '.')
+	if at >= 0 {
+		at += i
+	}
+	sc.dot = dotRun{true, i, at}
+	return at
 }
 
-// maxToken bounds how far a token's body is read before it is decided;
-// maxJWT a JSON Web Token's, which can be long.
-const (
-	maxToken = 1024
-	maxJWT   = 16 << 10
-)
+// maxJWTHeader bounds a JSON Web Token's first part (x5c chains make it
+// kilobytes, not more).
+const maxJWTHeader = 8 << 10
 
 // formatEnd returns the end of a token of format f at s[at], or 0.
-func formatEnd(s string, at int, f *format) int {
+func formatEnd(s string, at int, f *format, sc *scanner) int {
 	if !strings.HasPrefix(s[at:], f.prefix) {
 		return 0
 	}
@@ -154,25 +161,12 @@ func formatEnd(s string, at int, f *format) int {
 		return 0 // glued to a word
 	}
 	from := at + len(f.prefix)
-	end := from
-	hasDigit := false
-	// A body is read up to maxToken before it is decided (a run of token
-	// characters full of prefixes costs no more than one token), and to
-	// its end only once it is one.
-	lim := min(len(s), from+maxToken)
-	if f.prefix == "eyJ" {
-		lim = min(len(s), from+maxJWT) // a JWT is decided by its three parts
+	end := sc.bodyEnd(s, from, f.body)
+	if f.max > 0 {
+		end = min(end, from+f.max)
 	}
-	for end < lim && f.body.has(s[end]) && (f.max == 0 || end-from < f.max) {
-		hasDigit = hasDigit || digit(s[end])
-		end++
-	}
-	if end-from < f.min || f.digit && !hasDigit {
+	if end-from < f.min || f.digit && !sc.digitIn(s, from, end) {
 		return 0
-	}
-	for end == lim && end < len(s) && f.max == 0 && f.body.has(s[end]) {
-		end++
-		lim++
 	}
 	if f.max > 0 && end < len(s) && (alnum(s[end]) || s[end] == '_') {
 		return 0 // longer than the format: part of a word
@@ -181,6 +175,41 @@ func formatEnd(s string, at int, f *format) int {
 		return max(jwtEnd(s, at, end), 0)
 	}
 	return end
+}
+
+// bodyEnd is where the run of characters of body from s[i] ends. With a
+// scanner the last run of each body is kept: a prefix inside a run ends
+// where it ends, so that a long run full of prefixes is read once.
+func (sc *scanner) bodyEnd(s string, i int, body charset) int {
+	if sc != nil {
+		if r := &sc.bodies[body]; r.valid && r.from <= i && i <= r.end {
+			return r.end
+		}
+	}
+	j := i
+	for j < len(s) && body.has(s[j]) {
+		j++
+	}
+	if sc != nil {
+		sc.bodies[body] = span{true, i, j}
+	}
+	return j
+}
+
+// digitIn reports whether s[from:end] holds a digit; a scanner keeps the
+// last digit found.
+func (sc *scanner) digitIn(s string, from, end int) bool {
+	if sc != nil && sc.digit.valid && sc.digit.from <= from && from <= sc.digit.end {
+		return sc.digit.end < end
+	}
+	d := from
+	for d < len(s) && !digit(s[d]) {
+		d++
+	}
+	if sc != nil {
+		sc.digit = span{true, from, d}
+	}
+	return d < end
 }
 
 // vendorPrefixed reports whether v is a vendor token, whole.
@@ -230,6 +259,7 @@ func (sc *scanner) pem(at int) {
 	} else {
 		end += from
 	}
+	sc.pemEnd = end
 	sc.cut(from, end)
 }
 
@@ -252,8 +282,8 @@ func (sc *scanner) bearer(start, end int) {
 	for j < len(s) && bearerByte(s[j]) {
 		j++
 	}
-	if j-i >= 8 && secretish(s[i:j]) {
-		sc.cut(i, j)
+	if j-i >= 8 && strings.ContainsAny(s[i:j], "0123456789") {
+		sc.cut(i, j) // a token has digits; "Bearer token-based auth" is prose
 	}
 }
 
@@ -261,9 +291,6 @@ func (sc *scanner) bearer(start, end int) {
 func bearerByte(c byte) bool {
 	return alnum(c) || strings.IndexByte("-._~+/=", c) >= 0
 }
-
-// maxUserinfo bounds a URL's user:password@.
-const maxUserinfo = 1024
 
 // userinfo reads scheme://user:password@ at the "://" at s[at]: the
 // password goes (it may hold @: the userinfo runs to the last @ before the
@@ -276,7 +303,7 @@ func (sc *scanner) userinfo(at int) {
 	}
 	from := at + 3
 	end, colon := -1, -1
-	for i := from; i < len(s) && i-from < maxUserinfo; i++ {
+	for i := from; i < len(s); i++ {
 		c := s[i]
 		if c == '/' || c == '?' || c == '#' || c == ' ' || c == '\t' || c == '\n' || c == '"' || c == '\'' || c == '<' || c == '>' || c == '`' || c == '\\' {
 			break
@@ -306,19 +333,75 @@ func (sc *scanner) userinfo(at int) {
 // -u "u":"p", -u ":pass", --user=u:p). uid:gid pairs stay (docker -u
 // 1000:1000).
 func (sc *scanner) curlUser(start, end int) {
+	if !sc.exactFlag(start, end) {
+		return
+	}
 	sc.flag(start, end, func(s string, from, to, colon int) (int, int, bool) {
 		if colon < 0 {
 			return 0, 0, false
 		}
+		tool := userTool(s, start)
+		if tool == userOf {
+			return 0, 0, false
+		}
 		a, b := unquote(s, colon+1, to)
-		pass := s[a:b]
-		return a, b, pass != "" && !placeholder(pass) && !(allDigits(strings.Trim(s[from:colon], `"'`)) && allDigits(pass))
+		pass, user := s[a:b], strings.Trim(s[from:colon], `"'`)
+		if pass == user && tool != credentialsOf || allDigits(user) && allDigits(pass) {
+			return 0, 0, false // www-data:www-data, 1000:1000: a user and its group
+		}
+		return a, b, pass != "" && !placeholder(pass)
 	})
+}
+
+// exactFlag reports whether the flag at s[start:end] is in its own case:
+// -u and -b, not make's -B or sort's -U.
+func (sc *scanner) exactFlag(start, end int) bool {
+	for i := start; i < end; i++ {
+		if upper(sc.s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// What a -u names, by the command it is given to.
+const (
+	unknownOf     = iota
+	userOf        // a user to run as: docker run -u www-data:www-data, sudo -u ada
+	credentialsOf // a user and a password: curl -u ada:pw
+)
+
+// userTool says what the -u at s[at] names, from the command words before
+// it on its line.
+func userTool(s string, at int) int {
+	b := max(at-256, 0)
+	if k := strings.LastIndexAny(s[b:at], "\n;|&"); k >= 0 {
+		b += k + 1
+	}
+	for line := s[b:at]; line != ""; {
+		line = strings.TrimLeft(line, " \t")
+		w := line
+		if i := strings.IndexAny(line, " \t"); i >= 0 {
+			w, line = line[:i], line[i:]
+		} else {
+			line = ""
+		}
+		switch w {
+		case "docker", "podman", "nerdctl", "kubectl", "sudo", "su", "runuser", "chown", "chroot", "ctr", "buildah":
+			return userOf
+		case "curl", "wget", "http", "httpie":
+			return credentialsOf
+		}
+	}
+	return unknownOf
 }
 
 // curlCookie reads curl's -b/--cookie 'NAME=VALUE; …' at s[start:end]:
 // the cookies go whole. A word with no = is a cookie file and stays.
 func (sc *scanner) curlCookie(start, end int) {
+	if !sc.exactFlag(start, end) {
+		return
+	}
 	sc.flag(start, end, func(s string, from, to, _ int) (int, int, bool) {
 		a, b := unquote(s, from, to)
 		v := s[a:b]

@@ -66,14 +66,9 @@ var otherWords = map[string]bool{
 	"secure": true,
 }
 
-// components splits a name at _, -, ., :, / and camelCase boundaries
-// (APIKey is api and key), lower-cased.
-func components(name string) []string {
-	return appendComponents(nil, strings.ToLower(name), name)
-}
-
-// appendComponents appends the components of name to parts, as slices of
-// lowered (name lower-cased, so that no part is allocated).
+// appendComponents appends the components of name to parts: name split at
+// _, -, ., :, / and camelCase boundaries (APIKey is api and key), as slices
+// of lowered (name lower-cased), so that no part is allocated.
 func appendComponents(parts []string, lowered, name string) []string {
 	start := 0
 	for i := 0; i < len(name); i++ {
@@ -196,11 +191,6 @@ func weakStrength(parts []string, i int) strength {
 	return strong // token, pass with another word: GITHUB_TOKEN, SMTP_PASS
 }
 
-// SecretName reports whether a name may mark its value as a secret: a
-// strong name always does; a weak one (key, token) when the value looks
-// like one. Assignment decides for a value.
-func SecretName(name string) bool { return nameStrength(name) != notSecret }
-
 // Assignment reports whether value, assigned to name, is redacted: by the
 // same rule the redactor applies to NAME=VALUE in a text.
 func Assignment(name, value string) bool {
@@ -214,12 +204,24 @@ func secretValue(name string, str strength, v string) bool {
 	switch {
 	case str == notSecret || placeholder(v):
 		return false
-	case strings.EqualFold(name, "pwd") && (v[0] == '/' || v[0] == '~' || len(v) > 2 && v[1] == ':' && v[2] == '\\'):
-		return false
+	case name == "PWD" && (v[0] == '/' || v[0] == '~' || len(v) > 2 && v[1] == ':' && v[2] == '\\'):
+		return false // the working directory; ODBC's Pwd=/Zx81… is a password
 	case filePath(v): // GOOGLE_APPLICATION_CREDENTIALS=/home/ada/key.json: where it is kept
 		return false
 	case str == weak:
-		return secretShaped(v)
+		return secretShaped(v) && !(digest(v) && keyName(name))
+	}
+	return true
+}
+
+// keyName reports whether a weak name is a key's (cache_key, key), not a
+// token's or a signature's.
+func keyName(name string) bool {
+	var buf [16]string
+	for _, p := range appendComponents(buf[:0], strings.ToLower(name), name) {
+		if classOf[p]&cWeak != 0 && p != "key" && p != "keys" {
+			return false
+		}
 	}
 	return true
 }

@@ -49,13 +49,15 @@ func TestHostSecrets(t *testing.T) {
 	}
 }
 
-func TestSecretName(t *testing.T) {
-	for name, want := range map[string]bool{
-		"AWS_SECRET_ACCESS_KEY": true, "apiKey": true, "GITHUB_TOKEN": true, "db.password": true, "client-secret": true,
-		"MONKEY_BARS": false, "PORT": false, "token_type": false, "github-token-mint-failed": false, "KEY_ID": false, "id_token": true, "keyboard": false,
+func TestNameStrength(t *testing.T) {
+	for name, want := range map[string]strength{
+		"AWS_SECRET_ACCESS_KEY": strong, "apiKey": strong, "GITHUB_TOKEN": strong, "db.password": strong, "client-secret": strong,
+		"PGPASSWORD": strong, "SharedAccessKey": strong, "key": weak, "cache_key": weak, "max_tokens": notSecret, "tokens": weak,
+		"MONKEY_BARS": notSecret, "PORT": notSecret, "token_type": notSecret, "github-token-mint-failed": notSecret,
+		"KEY_ID": notSecret, "id_token": strong, "keyboard": notSecret, "public_key": notSecret, "secret_name": notSecret,
 	} {
-		if got := SecretName(name); got != want {
-			t.Errorf("%s: %v", name, got)
+		if got := nameStrength(name); got != want {
+			t.Errorf("%s: %v, want %v", name, got, want)
 		}
 	}
 }
@@ -118,6 +120,39 @@ func TestLongValues(t *testing.T) {
 			if strings.Contains(got, v[i:i+16]) {
 				t.Fatalf("a piece at %d of a long value survived in %.80q…", i, got)
 			}
+		}
+	}
+}
+
+// Found by a review of the one-pass reader: each must hold.
+func TestReviewFindings(t *testing.T) {
+	for _, c := range []struct{ text, secret string }{
+		{"PRIVATE_KEY=-----BEGIN RSA PRIVATE KEY-----\nMIIEbodyLine1\n-----END RSA PRIVATE KEY-----", "MIIEbodyLine1"},
+		{"PRIVATE_KEY=\"-----BEGIN RSA PRIVATE KEY-----\nMIIEbodyLine1\n-----END RSA PRIVATE KEY-----\"", "MIIEbodyLine1"},
+		{"password: -----BEGIN PRIVATE KEY-----\nMIIEbodyLine1\n-----END PRIVATE KEY-----", "MIIEbodyLine1"},
+		{"authorization=Bearer 9f2Kx81Lq0Zp7wRtAbc", "9f2Kx81Lq0Zp7wRtAbc"},
+		{"access_token=Bearer 9f2Kx81Lq0Zp7wRtAbc", "9f2Kx81Lq0Zp7wRtAbc"},
+		{`{"msg":"config:\npassword: |\n  hunter2x9Q\n"}`, "hunter2x9Q"},
+		{"xoxb-" + strings.Repeat("a", 1100) + " xoxb-1234567890-abcdefABCDEF", "xoxb-1234567890-abcdefABCDEF"},
+		{"DB_PASSWORD=Tr0ub4dor(3)x", "Tr0ub4dor"},
+		{"Server=db;Pwd=/Zx81kLm2Qp9;", "Zx81kLm2Qp9"},
+		{"password=Correct.Horse.Battery.Staple", "Horse.Battery"},
+		{"DB_PASSWORD=p4ss,w0rd9", "w0rd9"},
+		{"https://ada:" + strings.Repeat("Zx81kLm2", 200) + "@example.com/", "Zx81kLm2Zx81kLm2"},
+		{"curl -u root:root https://x", ":root "},
+	} {
+		if got := String(c.text); strings.Contains(got, c.secret) {
+			t.Errorf("%q survived: %.120q", c.secret, got)
+		}
+	}
+	for _, s := range []string{
+		"docker run -u www-data:www-data nginx", "sudo -u ada ls", "make -B V=1 all", "git checkout -B topic=x",
+		"Cache restored from key: node-cache-Linux-x64-npm-8c8a3c7b9d2e", "key=0121aa87d877606c777fcd986061d95e63baf6fc",
+		"cache key: 0121aa87d877606c777fcd986061d95e63baf6fc", "Use Bearer token-based auth", "password: ••••••••",
+		"password=" + strings.Repeat(`\`, 1100) + `"x`, `"token": ` + strings.Repeat(`\`, 1100),
+	} {
+		if got := String(s); got != s {
+			t.Errorf("changed: %.80q -> %.80q", s, got)
 		}
 	}
 }

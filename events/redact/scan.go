@@ -173,16 +173,38 @@ type scanner struct {
 	// done is where the last name read ended: a name holding two
 	// triggers (secret_key) is read once.
 	done int
-	// reach is the end of the furthest cut: a token, a URL or a PEM
-	// block that begins inside a cut is moot (every reader cuts at or after
-	// its trigger), and is not read, so that a long secret full of
-	// prefixes costs one read. Names are read still: a cut that ended too
-	// soon (a URL's userinfo) may be extended by the assignment it holds.
+	// reach is the end of the furthest cut: a token, a URL or a curl
+	// flag that begins inside a cut is not read, so that a long secret
+	// full of prefixes costs one read (each of those readers cuts all of
+	// what it finds, from its trigger on). Names, PEM blocks and bearer
+	// tokens are read still: a cut that ended too soon (the first word of
+	// PRIVATE_KEY=-----BEGIN …, a URL's userinfo) is extended by them.
 	reach int
-	// notToken[f] is the end of the last body of format f that was not a
-	// token (formats.go).
-	notToken [64]int
-	run      run // the last run of a value read to its stop (assign.go)
+	// pemEnd is where the last PEM block read ends: one inside it is
+	// part of it.
+	pemEnd int
+	// What the readers of formats.go keep, so that a long run of token
+	// characters full of prefixes is read once (each is a stretch from
+	// from to end where a property holds, or ends): the body runs, by
+	// charset; the next digit; the next dot; the end of the header of the
+	// last prefix that was no JWT.
+	bodies [jwtSet + 1]span
+	digit  span
+	dot    dotRun
+	notJWT int
+	run    run // the last run of a value read to its stop (assign.go)
+}
+
+// A span is a stretch of the text, from from to end.
+type span struct {
+	valid     bool
+	from, end int
+}
+
+// A dotRun is where the first dot at or after from is (-1: none).
+type dotRun struct {
+	valid    bool
+	from, at int
 }
 
 // A run is a stretch of the text read up to a stop of its kind.
@@ -237,8 +259,15 @@ func scan(s string) string {
 
 // found calls the reader of trigger t, matched at s[start:end].
 func (sc *scanner) found(t *trigger, start, end int) {
-	if start < sc.reach && t.kind != kWord {
-		return
+	switch t.kind {
+	case kVendor, kScheme, kUser, kCookie:
+		if start < sc.reach {
+			return
+		}
+	case kPEM:
+		if start < sc.pemEnd {
+			return
+		}
 	}
 	switch t.kind {
 	case kWord:

@@ -33,6 +33,8 @@ func BenchmarkHostile(b *testing.B) {
 		{"schemes", strings.Repeat("a://", 16000)},
 		{"curl-quotes", strings.Repeat(` -u "`, 12000)},
 		{"one-name", strings.Repeat("key", 20000)},
+		{"jwt-prefixes", strings.Repeat("eyJ-", 16000)},
+		{"block-scalars-in-json", strings.Repeat(`\nkey: |`, 8000)},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(int64(len(c.text)))

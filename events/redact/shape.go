@@ -7,6 +7,7 @@ package redact
 import (
 	"math"
 	"strings"
+	"unicode/utf8"
 )
 
 // placeholder reports whether v (unquoted) stands for no secret: empty,
@@ -22,8 +23,8 @@ func placeholder(v string) bool {
 			return true
 		}
 	}
-	if same(v) && strings.IndexByte("*xX.•-_#", v[0]) >= 0 {
-		return true // ********, xxxxxxxx, ...
+	if r, n := utf8.DecodeRuneInString(v); strings.ContainsRune("*xX.•●-_#", r) && strings.Count(v, string(r)) == len(v)/n {
+		return true // ********, ••••••••, xxxxxxxx, ...
 	}
 	switch v[0] {
 	case '$', '%', '{', '<', '#', '[':
@@ -56,16 +57,6 @@ var literals = func() map[string]bool {
 	}
 	return m
 }()
-
-// same reports whether v is one character repeated.
-func same(v string) bool {
-	for i := 1; i < len(v); i++ {
-		if v[i] != v[0] {
-			return false
-		}
-	}
-	return true
-}
 
 // ident reports whether v is an identifier: [A-Za-z_][A-Za-z0-9_]*.
 func ident(v string) bool {
@@ -129,10 +120,60 @@ func secretShaped(v string) bool {
 	if v[0] == '/' || v[0] == '.' || v[0] == '~' || dg == 0 && other == 0 && len(v) < 20 {
 		return false // a path, or a word or camelCase name
 	}
-	if lo+up == 0 || wordy(v) {
-		return false // a number, a version, a date; created_at, prod-db-2
+	if lo+up == 0 || wordy(v) || words(v) {
+		return false // a number, a version, a date; created_at, prod-db-2; node-cache-Linux-x64-…
 	}
 	return entropy(v) >= 2.5
+}
+
+// digest reports whether v is a SHA-1 or SHA-256 digest in hex: a commit,
+// a content address. After key= it is a cache's key; after sig= an HMAC.
+func digest(v string) bool {
+	return (len(v) == 40 || len(v) == 64) && hexOnly(v)
+}
+
+func hexOnly(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if !hexDigit(v[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// words reports whether v is mostly words joined by - _ . or /: three
+// parts or more, and two fifths of v in parts of three letters or more, each all
+// lower case, all upper case or capitalized (node-cache-Linux-x64-npm-8c8a3c).
+func words(v string) bool {
+	parts, wordish := 0, 0
+	for rest := v; rest != ""; {
+		part := rest
+		if i := strings.IndexAny(rest, "-_./"); i >= 0 {
+			part, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = ""
+		}
+		parts++
+		if len(part) >= 3 && word(part) {
+			wordish += len(part)
+		}
+	}
+	return parts >= 3 && 5*wordish >= 2*len(v)
+}
+
+// word reports whether p is letters only: all lower case, all upper case,
+// or capitalized.
+func word(p string) bool {
+	up := 0
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case upper(c):
+			up++
+		case !lower(c):
+			return false
+		}
+	}
+	return up == 0 || up == len(p) || up == 1 && upper(p[0])
 }
 
 // wordy reports whether v is words and numbers joined by - _ . or /, each
