@@ -92,12 +92,25 @@ func (g *gather) add(line []byte) {
 	} else if g.pem && pemEnd.Match(line) {
 		g.pem = false
 	}
-	if g.block < 0 && blockStart.Match(line) {
+	if g.block < 0 && blockIndicator(line) && blockStart.Match(line) {
 		g.block = indentation(line)
 	}
 }
 
 func (g *gather) open() bool { return g.pem || g.block >= 0 }
+
+// blockIndicator reports whether a line could open a block scalar (it
+// ends in | or > and its modifiers): the cheap test before the pattern.
+func blockIndicator(line []byte) bool {
+	i := len(line) - 1
+	for i >= 0 && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r' || line[i] == '\n') {
+		i--
+	}
+	for i >= 0 && (line[i] == '-' || line[i] == '+' || '0' <= line[i] && line[i] <= '9') {
+		i--
+	}
+	return i > 0 && (line[i] == '|' || line[i] == '>')
+}
 
 func indentation(line []byte) int {
 	return len(line) - len(bytes.TrimLeft(line, " \t"))
@@ -107,5 +120,5 @@ var (
 	pemMark    = []byte("-----BEGIN ")
 	pemBegin   = regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----`)
 	pemEnd     = regexp.MustCompile(`-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----`)
-	blockStart = regexp.MustCompile(`^[ \t]*(?:- )?[^\s:#][^:#]*:[ \t]*[|>][-+0-9]*[ \t]*(?:#.*)?\r?\n?$`)
+	blockStart = regexp.MustCompile(`^[ \t]*(?:- )?[^\s:#][^:#]*:[ \t]*[|>][-+0-9]*[ \t]*\r?\n?$`)
 )
