@@ -1,19 +1,23 @@
 // args.go lets flags follow a command's arguments, as in
-// `runehost run prog.rune --input '{}'`, which urfave/cli/v2 does not parse.
+// `runehost run prog.rune --input '{}'`, which urfave/cli/v2 does not parse,
+// and refuses a flag the command does not have, wherever it is.
 
 package main
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 )
 
 // interspersed moves a command's flags that follow its arguments to before
-// them. Everything after "--" stays as it is.
-func interspersed(app *cli.App, args []string) []string {
+// them. Everything after "--" stays as it is. A flag the command does not
+// define is an error naming it (urfave/cli would take one after an
+// argument for an argument: `ps r1 --stat failed` would list everything).
+func interspersed(app *cli.App, args []string) ([]string, error) {
 	if len(args) < 2 {
-		return args
+		return args, nil
 	}
 	var cmd *cli.Command
 	i := 1
@@ -23,11 +27,11 @@ func interspersed(app *cli.App, args []string) []string {
 			break
 		}
 		if !strings.HasPrefix(args[i], "-") {
-			return args
+			return args, nil
 		}
 	}
-	if cmd == nil {
-		return args
+	if cmd == nil || len(cmd.Subcommands) > 0 && (i+1 >= len(args) || cmd.Command(args[i+1]) == nil) {
+		return args, nil // a group's own help, or a subcommand it does not have: urfave says so
 	}
 	for i+1 < len(args) && cmd.Command(args[i+1]) != nil { // tool run
 		cmd, i = cmd.Command(args[i+1]), i+1
@@ -51,9 +55,12 @@ func interspersed(app *cli.App, args []string) []string {
 		name := strings.TrimLeft(a, "-")
 		name, _, hasValue := strings.Cut(name, "=")
 		value, known := takesValue[name]
-		if !strings.HasPrefix(a, "-") || a == "-" || !known {
+		if !strings.HasPrefix(a, "-") || a == "-" || number(a) {
 			positional = append(positional, a)
 			continue
+		}
+		if !known {
+			return nil, exitf(exitUsage, "%s: unknown flag %s (see runehost help %s)", cmd.FullName(), a, cmd.FullName())
 		}
 		flags = append(flags, a)
 		if value && !hasValue && j+1 < len(rest) {
@@ -64,5 +71,11 @@ func interspersed(app *cli.App, args []string) []string {
 	if len(positional) > 0 && positional[0] != "--" {
 		positional = append([]string{"--"}, positional...)
 	}
-	return append(append(head, flags...), positional...)
+	return append(append(head, flags...), positional...), nil
+}
+
+// number reports whether a is a number (-5, -0.5): an argument, not a flag.
+func number(a string) bool {
+	_, err := strconv.ParseFloat(a, 64)
+	return err == nil
 }

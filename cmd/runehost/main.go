@@ -45,16 +45,24 @@ func exitf(code int, format string, args ...any) error {
 
 func newApp() *cli.App {
 	return &cli.App{
-		Name:  "runehost",
-		Usage: "run Rune agent programs safely",
+		Name:    "runehost",
+		Usage:   "run Rune agent programs safely",
+		Version: version,
 		Description: "runehost compiles and runs progs written in Rune. A prog's machine state\n" +
 			"is plain data: it runs in bounded slices of steps and can be checkpointed\n" +
 			"at any slice, act or await. See docs/language.md.",
-		Commands:        []*cli.Command{checkCommand(), runCommand(), resumeCommand(), sendCommand(), psCommand(), inspectCommand(), resolveCommand(), cancelCommand(), grantCommand(), revokeCommand(), grantsCommand(), eventsCommand(), linkCommand(), migrateCommand(), gcCommand(), toolCommand(), redactCommand(), slackCommand(), serveCommand(), storeCommand()},
-		HideHelpCommand: true,
-		ExitErrHandler:  func(*cli.Context, error) {}, // main reports errors
+		Commands:       []*cli.Command{checkCommand(), runCommand(), resumeCommand(), sendCommand(), psCommand(), inspectCommand(), resolveCommand(), cancelCommand(), grantCommand(), revokeCommand(), grantsCommand(), eventsCommand(), linkCommand(), migrateCommand(), gcCommand(), toolCommand(), redactCommand(), slackCommand(), serveCommand(), storeCommand()},
+		ExitErrHandler: func(*cli.Context, error) {}, // main reports errors
+		// urfave/cli's CommandNotFound returns no error: it is kept for
+		// realMain to report.
+		CommandNotFound: func(c *cli.Context, name string) {
+			c.App.Metadata[notFound] = exitf(exitUsage, "unknown command %q (see runehost help)", name)
+		},
+		Metadata: map[string]any{},
 	}
 }
+
+const notFound = "notFound"
 
 // memoryLimit is the Go heap's soft limit unless GOMEMLIMIT says otherwise:
 // a command reading 100,000 invocations makes garbage faster than the
@@ -76,7 +84,13 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 func realMainContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	app := newApp()
 	app.Writer, app.ErrWriter = stdout, stderr
-	err := app.RunContext(ctx, interspersed(app, args))
+	args, err := interspersed(app, args)
+	if err == nil {
+		err = app.RunContext(ctx, args)
+	}
+	if e, ok := app.Metadata[notFound].(error); ok && err == nil {
+		err = e
+	}
 	if err == nil {
 		return exitOK
 	}

@@ -1,0 +1,39 @@
+// conventions_test.go: the command line behaves as urfave/cli programs do:
+// unknown flags and commands are errors naming them (exit 2), help works
+// for the app and every command, flags go before or after arguments.
+
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCLIConventions(t *testing.T) {
+	prog := writeProg(t, "return 1\n")
+	for _, c := range []struct {
+		args []string
+		code int
+		out  string // in stdout
+		err  string // in stderr
+	}{
+		{[]string{"ps", "--stat", "failed"}, exitUsage, "", "ps: unknown flag --stat"},
+		{[]string{"check", "--json", prog}, exitUsage, "", "check: unknown flag --json"},
+		{[]string{"check", prog, "--bogus"}, exitUsage, "", "check: unknown flag --bogus"},
+		{[]string{"bogus"}, exitUsage, "", `unknown command "bogus"`},
+		{[]string{"help", "bogus"}, exitUsage, "", `unknown command "bogus"`},
+		{[]string{"help"}, exitOK, "COMMANDS:", ""},
+		{[]string{"help", "run"}, exitOK, "runehost run [command options] FILE", ""},
+		{[]string{"run", "--help"}, exitOK, "runehost run [command options] FILE", ""},
+		{[]string{"--version"}, exitOK, "runehost version " + version, ""},
+		// Flags before and after the argument.
+		{[]string{"run", "--no-store", prog}, exitOK, "1", ""},
+		{[]string{"run", prog, "--no-store"}, exitOK, "1", ""},
+		{[]string{"tool", "bogus"}, exitUsage, "", `unknown command "bogus"`},
+	} {
+		code, out, errs := invoke(t, c.args...)
+		if code != c.code || !strings.Contains(out, c.out) || !strings.Contains(errs, c.err) {
+			t.Errorf("runehost %s: exit %d (want %d)\nstdout %.300q\nstderr %.300q", strings.Join(c.args, " "), code, c.code, out, errs)
+		}
+	}
+}
