@@ -572,6 +572,9 @@ func (e *Engine) Deliver(inv, tag string, payload []byte) error {
 // for again, for a scheduler (a Loop).
 func (e *Engine) Ready(inv string) error {
 	defer e.holds.lock(inv)()
+	if err := e.notEnded(inv, "resume"); err != nil {
+		return err
+	}
 	if !e.kept(inv) {
 		if _, err := e.accounts.Recover(inv); err != nil {
 			return err
@@ -644,6 +647,9 @@ func (e *Engine) Tree(root string) ([]string, error) {
 func (e *Engine) Cancel(inv string) error {
 	defer e.holds.askStop(inv)()
 	defer e.holds.lock(inv)()
+	if err := e.notEnded(inv, "cancel"); err != nil {
+		return err
+	}
 	e.dropRun(inv)
 	if _, err := e.accounts.Recover(inv); err != nil && !errors.Is(err, store.ErrCorrupt) {
 		return err // an unreadable allowance stays as it is; the invocation is cancelled
@@ -652,6 +658,22 @@ func (e *Engine) Cancel(inv string) error {
 		return err
 	}
 	return e.concludeTree(inv)
+}
+
+// notEnded says, before what would change it, that inv does not exist or
+// has ended: "r7: no such invocation", "r7 has ended (failed): nothing to
+// cancel", not a missing allowance or a refused transition.
+func (e *Engine) notEnded(inv, what string) error {
+	i, err := e.invs.get(inv)
+	switch {
+	case err != nil:
+		return err
+	case i.Status == Cancelled && what == "cancel":
+		return fmt.Errorf("%s %w: it was cancelled already", inv, ErrEnded)
+	case i.Status.Terminal():
+		return fmt.Errorf("%s %w (%s): nothing to %s", inv, ErrEnded, i.Status, what)
+	}
+	return nil
 }
 
 // concludeTree concludes an invocation and every descendant that has ended.

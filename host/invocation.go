@@ -98,6 +98,7 @@ var (
 	ErrNoSuchInvocation = errors.New("no such invocation")
 	ErrNoSuchProg       = errors.New("no such prog")
 	ErrBadTransition    = errors.New("status transition not allowed")
+	ErrEnded            = errors.New("has ended")
 )
 
 // Invocations keeps invocations and progs in a store.

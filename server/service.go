@@ -63,7 +63,7 @@ func engineError(err error) error {
 		return &api.Error{Code: api.CodeCompile, Message: err.Error()}
 	case errors.Is(err, host.ErrNoSuchInvocation), errors.Is(err, host.ErrUnknownOp), errors.Is(err, host.ErrNoSuchProg):
 		return &api.Error{Code: api.CodeNotFound, Message: err.Error()}
-	case errors.Is(err, host.ErrBadTransition), errors.As(err, &le):
+	case errors.Is(err, host.ErrBadTransition), errors.Is(err, host.ErrEnded), errors.As(err, &le):
 		return &api.Error{Code: api.CodeConflict, Message: err.Error()}
 	case errors.Is(err, host.ErrBadStatement):
 		return &api.Error{Code: api.CodeBadRequest, Message: err.Error()}

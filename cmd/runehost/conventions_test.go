@@ -37,3 +37,32 @@ func TestCLIConventions(t *testing.T) {
 		}
 	}
 }
+
+// Commands on invocations that do not exist or have ended say so.
+func TestEndedAndMissing(t *testing.T) {
+	t.Setenv("RUNEHOST_STORE", t.TempDir())
+	fails := writeProg(t, "return 1 / 0\n")
+	waits := writeProg(t, `return await({"key": "go"})`+"\n")
+	if code, _, errs := invoke(t, "run", fails); code != exitFailed {
+		t.Fatalf("run: exit %d, %q", code, errs)
+	}
+	if code, _, errs := invoke(t, "run", waits); code != exitWaiting {
+		t.Fatalf("run: exit %d, %q", code, errs)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"resume", "r999"}, exitUsage, "r999: no such invocation"},
+		{[]string{"cancel", "r999"}, exitUsage, "r999: no such invocation"},
+		{[]string{"cancel", "r1"}, exitUsage, "r1 has ended (failed): nothing to cancel"},
+		{[]string{"resume", "r1"}, exitUsage, "r1 has ended (failed): nothing to resume"},
+		{[]string{"cancel", "r2"}, exitOK, ""},
+		{[]string{"cancel", "r2"}, exitUsage, "r2 has ended: it was cancelled already"},
+	} {
+		if code, _, errs := invoke(t, c.args...); code != c.code || !strings.Contains(errs, c.err) {
+			t.Errorf("runehost %s: exit %d (want %d), stderr %q", strings.Join(c.args, " "), code, c.code, errs)
+		}
+	}
+}

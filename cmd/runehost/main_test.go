@@ -202,7 +202,7 @@ func TestCancel(t *testing.T) {
 	if code, _, errs := invoke(t, "send", "r1", "go", "1"); code != exitUsage || !strings.Contains(errs, "cancelled") {
 		t.Fatalf("send to a cancelled invocation: exit %d, %s", code, errs)
 	}
-	if code, _, errs := invoke(t, "cancel", "r1"); code != exitUsage || !strings.Contains(errs, "not allowed") {
+	if code, _, errs := invoke(t, "cancel", "r1"); code != exitUsage || !strings.Contains(errs, "r1 has ended: it was cancelled already") {
 		t.Fatalf("cancel twice: exit %d, %s", code, errs)
 	}
 	if code, out, _ := invoke(t, "ps", "--status", "cancelled"); code != exitOK || !strings.Contains(out, "r1") {

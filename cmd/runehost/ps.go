@@ -3,11 +3,15 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/runehost/runehost/api"
 	"github.com/runehost/runehost/host"
 )
 
@@ -15,7 +19,7 @@ func psCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "ps",
 		Usage: "list invocations",
-		Description: "Lists invocations in id order with their status: a persisted one (running,\n" +
+		Description: "Lists invocations in id order (r2 before r10) with their status: a persisted one (running,\n" +
 			"waiting, joining, completed, failed, cancelled, conflict) or a projection:\n" +
 			"queued (admitted, no slice run yet) or unknown (waiting on an act whose\n" +
 			"outcome is unknown: settle it with runehost resolve), or damaged (a record\n" +
@@ -43,6 +47,9 @@ func psCommand() *cli.Command {
 			if err != nil {
 				return failed("ps", err, exitInternal)
 			}
+			// In the ids' numeric order (r2 before r10), children after
+			// their parent.
+			slices.SortStableFunc(list.Invocations, func(a, b api.Invocation) int { return naturalCompare(a.ID, b.ID) })
 			for _, inv := range list.Invocations {
 				st := inv.Status
 				if c.Bool("json") && inv.Damage != "" {
@@ -78,6 +85,38 @@ func psCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// naturalCompare orders strings with their runs of digits as numbers:
+// r2 < r10 < r10.1 < r10.2 < r11.
+func naturalCompare(a, b string) int {
+	for a != "" && b != "" {
+		da, db := digits(a), digits(b)
+		if da > 0 && db > 0 {
+			na, nb := strings.TrimLeft(a[:da], "0"), strings.TrimLeft(b[:db], "0")
+			if c := cmp.Compare(len(na), len(nb)); c != 0 {
+				return c
+			}
+			if c := strings.Compare(na, nb); c != 0 {
+				return c
+			}
+			a, b = a[da:], b[db:]
+			continue
+		}
+		if a[0] != b[0] {
+			return cmp.Compare(a[0], b[0])
+		}
+		a, b = a[1:], b[1:]
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+func digits(s string) int {
+	n := 0
+	for n < len(s) && '0' <= s[n] && s[n] <= '9' {
+		n++
+	}
+	return n
 }
 
 func parseStatus(name string) (host.Status, bool) {
