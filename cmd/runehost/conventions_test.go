@@ -5,6 +5,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -64,5 +66,20 @@ func TestEndedAndMissing(t *testing.T) {
 		if code, _, errs := invoke(t, c.args...); code != c.code || !strings.Contains(errs, c.err) {
 			t.Errorf("runehost %s: exit %d (want %d), stderr %q", strings.Join(c.args, " "), code, c.code, errs)
 		}
+	}
+}
+
+// A command that reads a store refuses a directory with none, and leaves
+// nothing behind.
+func TestNoStoreThere(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "mistyped")
+	for _, cmd := range [][]string{{"ps"}, {"inspect", "r1"}, {"events", "r1"}, {"grants"}, {"cancel", "r1"}} {
+		code, _, errs := invoke(t, append(cmd, "--store", dir)...)
+		if code != exitUsage || !strings.Contains(errs, "no store at "+dir) {
+			t.Errorf("%s: exit %d, %q", cmd[0], code, errs)
+		}
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Fatalf("%s was made", dir)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 	"time"
@@ -36,6 +37,9 @@ func storeFlag() cli.Flag {
 func openEngine(c *cli.Context, runs bool) (*host.Engine, func(), error) {
 	opts, err := storeOptions(c.String("store"))
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := storeExists(c); err != nil {
 		return nil, nil, err
 	}
 	runtime := func() (port.RuntimePort, func(), error) { return port.NewNative(), func() {}, nil }
@@ -101,6 +105,25 @@ func openEngine(c *cli.Context, runs bool) (*host.Engine, func(), error) {
 // RUNEHOST_CHECKPOINT_EVERY (a duration, 2s by default) and
 // RUNEHOST_CHECKPOINT_STEPS (10,000,000 by default; 1 stores one at
 // every slice).
+// makesStore are the commands that make a store where there is none: the
+// others, given a directory with no store (a mistyped --store), say so
+// rather than leave an empty store behind.
+var makesStore = map[string]bool{"run": true, "grant": true, "serve": true, "slack": true}
+
+func storeExists(c *cli.Context) error {
+	if makesStore[c.Command.Name] {
+		return nil
+	}
+	dir, err := storeDir(c)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return exitf(exitUsage, "%s: no store at %s: nothing has run there (runehost run makes one; --store or RUNEHOST_STORE names another)", c.Command.FullName(), dir)
+	}
+	return nil
+}
+
 func cadenceFromEnv() (host.Cadence, error) {
 	var c host.Cadence
 	if v := os.Getenv("RUNEHOST_CHECKPOINT_EVERY"); v != "" {

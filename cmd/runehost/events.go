@@ -100,6 +100,9 @@ func readEvents(c *cli.Context, inv string, from uint64) ([]events.Event, host.S
 	if err != nil {
 		return nil, 0, err
 	}
+	if err := storeExists(c); err != nil {
+		return nil, 0, err
+	}
 	s, err := store.Open(opts)
 	if err != nil {
 		var le *store.LockedError

@@ -40,6 +40,9 @@ func storeBackupCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			if err := storeExists(c); err != nil {
+				return err
+			}
 			s, err := store.Open(opts)
 			if err != nil {
 				return storeErr("store backup", err)
