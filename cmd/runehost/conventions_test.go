@@ -83,3 +83,34 @@ func TestNoStoreThere(t *testing.T) {
 		t.Fatalf("%s was made", dir)
 	}
 }
+
+// --input @FILE and --input - reach inputs an argument list cannot carry;
+// an input the machine would refuse is refused before anything is admitted.
+func TestInputFromFileAndStdin(t *testing.T) {
+	t.Setenv("RUNEHOST_STORE", filepath.Join(t.TempDir(), "store"))
+	prog := writeProg(t, "return len(input.data)\n")
+	big := filepath.Join(t.TempDir(), "big.json")
+	if err := os.WriteFile(big, []byte(`{"data": "`+strings.Repeat("x", 2<<20)+`"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := invoke(t, "run", prog, "--input", "@"+big); code != exitOK || out != "2097152\n" {
+		t.Fatalf("@file: exit %d, stdout %q, stderr %.200q", code, out, errs)
+	}
+	app := newApp()
+	var out, errb strings.Builder
+	app.Writer, app.ErrWriter, app.Reader = &out, &errb, strings.NewReader(`{"data": "abc"}`)
+	if err := app.Run([]string{"runehost", "run", "--no-store", "--input", "-", prog}); err != nil || out.String() != "3\n" {
+		t.Fatalf("stdin: %v, stdout %q, stderr %q", err, out.String(), errb.String())
+	}
+	deep := strings.Repeat("[", 150) + strings.Repeat("]", 150)
+	code, _, errs := invoke(t, "run", prog, "--input", deep)
+	if code != exitUsage || !strings.Contains(errs, "nested 150 deep") {
+		t.Fatalf("deep: exit %d, %q", code, errs)
+	}
+	if code, _, errs := invoke(t, "run", prog, "--input", "@"+big+".missing"); code != exitUsage || !strings.Contains(errs, "no such file") {
+		t.Fatalf("missing file: exit %d, %q", code, errs)
+	}
+	if _, out, _ := invoke(t, "ps"); strings.Count(out, "\n") != 1 {
+		t.Fatalf("a refused input admitted an invocation: %q", out)
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/runehost/runehost/api"
 	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/guest/machine"
 	"github.com/runehost/runehost/guest/port"
 	"github.com/runehost/runehost/guest/syntax"
 	"github.com/runehost/runehost/wasmvm"
@@ -45,7 +46,7 @@ func runCommand() *cli.Command {
 			"end, and every 2 s or 10,000,000 steps between (RUNEHOST_CHECKPOINT_EVERY,\n" +
 			"RUNEHOST_CHECKPOINT_STEPS): a crash re-runs at most that much pure work.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "input", Value: "null", Usage: "the prog's input, as JSON"},
+			&cli.StringFlag{Name: "input", Value: "null", Usage: "the prog's input, as JSON; @FILE reads it from FILE, - from stdin (up to 16 MiB)"},
 			&cli.StringFlag{Name: "state", Value: "null", Usage: "the prog's state, as JSON (with --no-store; otherwise the stored state)"},
 			&cli.BoolFlag{Name: "no-store", Usage: "run without the store: nothing is kept"},
 			&cli.BoolFlag{Name: "strict-grants", Usage: "refuse to run a prog whose acts are not all granted"},
@@ -64,7 +65,11 @@ func runCommand() *cli.Command {
 			if err != nil {
 				return exitf(exitUsage, "run: %v", err)
 			}
-			in, err := jsonFlag(c, "input")
+			input, err := inputJSON(c)
+			if err != nil {
+				return err
+			}
+			in, err := jsonValue("input", input)
 			if err != nil {
 				return err
 			}
@@ -81,7 +86,7 @@ func runCommand() *cli.Command {
 				if c.IsSet("state") {
 					return exitf(exitUsage, "run: --state goes with --no-store; a stored prog's state is the result of its last run")
 				}
-				return runStored(c, file, src, seed)
+				return runStored(c, file, src, input, seed)
 			}
 			rt, done, err := runtimeFor(c)
 			if err != nil {
@@ -97,14 +102,14 @@ func runCommand() *cli.Command {
 // runStored admits the prog into the store, or the server that owns it,
 // and goes on with it. The act tags no grant covers are reported first;
 // with --strict-grants the prog is refused then.
-func runStored(c *cli.Context, file string, src []byte, seed uint64) error {
+func runStored(c *cli.Context, file string, src, input []byte, seed uint64) error {
 	b, err := openBackend(c, true)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
 	prog := progName(file)
-	resp, err := b.Run(c.Context, api.RunRequest{Prog: prog, Source: string(src), Input: json.RawMessage(c.String("input")),
+	resp, err := b.Run(c.Context, api.RunRequest{Prog: prog, Source: string(src), Input: json.RawMessage(input),
 		Limit: c.Uint64("limit"), Seed: &seed, StrictGrants: c.Bool("strict-grants")})
 	var ae *api.Error
 	switch {
@@ -158,13 +163,77 @@ func progName(file string) string {
 }
 
 func jsonFlag(c *cli.Context, name string) ([]byte, error) {
-	d, err := checkpoint.DataFromJSON([]byte(c.String(name)))
+	return jsonValue(name, []byte(c.String(name)))
+}
+
+// jsonValue checks the JSON of flag name as the machine takes it (nesting,
+// sizes), before anything is admitted, and encodes it.
+func jsonValue(name string, text []byte) ([]byte, error) {
+	if n := jsonDepth(text); n > machine.MaxDepth {
+		return nil, exitf(exitUsage, "run: --%s: nested %d deep, more than the machine's %d", name, n, machine.MaxDepth)
+	}
+	d, err := checkpoint.DataFromJSON(text)
 	if err != nil {
 		return nil, exitf(exitUsage, "run: --%s: %v", name, err)
 	}
 	b, err := checkpoint.EncodeData(d)
 	if err != nil {
 		return nil, exitf(exitUsage, "run: --%s: %v", name, err)
+	}
+	return b, nil
+}
+
+// jsonDepth is the deepest nesting of lists and maps in JSON text.
+func jsonDepth(text []byte) int {
+	depth, deepest, str, esc := 0, 0, false, false
+	for _, c := range text {
+		switch {
+		case esc:
+			esc = false
+		case str:
+			esc, str = c == '\\', c != '"'
+		case c == '"':
+			str = true
+		case c == '[' || c == '{':
+			depth++
+			deepest = max(deepest, depth)
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return deepest
+}
+
+// maxInput is the largest input, as JSON.
+const maxInput = 16 << 20
+
+// inputJSON is --input's JSON: the flag's value, or @FILE's content, or
+// stdin's for -. An argument list cannot carry a large input; a file can.
+func inputJSON(c *cli.Context) ([]byte, error) {
+	v := c.String("input")
+	var r io.Reader
+	switch {
+	case v == "-":
+		r = os.Stdin
+		if c.App.Reader != nil {
+			r = c.App.Reader
+		}
+	case strings.HasPrefix(v, "@"):
+		f, err := os.Open(v[1:])
+		if err != nil {
+			return nil, exitf(exitUsage, "run: --input: %v", err)
+		}
+		defer f.Close()
+		r = f
+	default:
+		return []byte(v), nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxInput+1))
+	if err != nil {
+		return nil, exitf(exitUsage, "run: --input %s: %v", v, err)
+	}
+	if len(b) > maxInput {
+		return nil, exitf(exitUsage, "run: --input %s: over %d bytes", v, maxInput)
 	}
 	return b, nil
 }
