@@ -104,5 +104,6 @@ func Register(e *host.Engine, cfg Config) (closer func()) {
 	e.Adapters[approval.Tag] = approval.Adapter{}
 	t := &tools.Adapter{Dir: cfg.ToolDir, CacheDir: cfg.CacheDir, Grants: e.GrantsFor, Places: places}
 	e.Adapters[tools.Tag] = t
+	e.StatementTags = map[string]bool{tools.EnvTag: true}
 	return func() { t.Close(context.Background()) }
 }

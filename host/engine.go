@@ -17,6 +17,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -58,6 +60,11 @@ type Engine struct {
 	Redactor *redact.Redactor
 	// Bounds are the engine's caps.
 	Bounds Bounds
+	// StatementTags are the tags of grant statements that are no act's
+	// (tool.env). When set, a grant whose tag is neither an adapter's nor
+	// one of these is refused, naming the nearest known tag: a typo
+	// (fs.reed) would otherwise be a grant that allows nothing.
+	StatementTags map[string]bool
 	// Quantum, if not 0, is how many slices one Drive runs before it returns
 	// the invocation Running, so that a scheduler can be fair.
 	Quantum int
@@ -100,6 +107,20 @@ func (e *Engine) Ward() *Ward { return e.ward }
 // adapter of its tag when that adapter is a GrantChecker.
 func (e *Engine) Grant(subject, statement string) (*Grant, error) {
 	tag, target, _ := strings.Cut(statement, ":")
+	if err := checkStatement(subject, statement); err != nil {
+		return nil, err
+	}
+	if e.StatementTags != nil && e.Adapters[tag] == nil && !e.StatementTags[tag] {
+		known := slices.Sorted(maps.Keys(e.StatementTags))
+		for t := range e.Adapters {
+			known = append(known, t)
+		}
+		hint := ""
+		if near := nearest(tag, known); near != "" {
+			hint = fmt.Sprintf(" (did you mean %s?)", near)
+		}
+		return nil, fmt.Errorf("%w: %q: no act is called %s%s", ErrBadStatement, statement, tag, hint)
+	}
 	if gc, isGC := e.Adapters[tag].(GrantChecker); isGC {
 		t, err := gc.CheckGrant(tag, target)
 		if err != nil {
@@ -108,6 +129,39 @@ func (e *Engine) Grant(subject, statement string) (*Grant, error) {
 		statement = tag + ":" + t
 	}
 	return e.ward.Grant(subject, statement)
+}
+
+// nearest returns the one of names closest to s, within two edits, or "".
+func nearest(s string, names []string) string {
+	slices.Sort(names)
+	best, bestD := "", 3
+	for _, n := range names {
+		if d := editDistance(s, n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // Revoke removes a grant, named as stored or as it was given to Grant.

@@ -114,3 +114,23 @@ func TestInputFromFileAndStdin(t *testing.T) {
 		t.Fatalf("a refused input admitted an invocation: %q", out)
 	}
 }
+
+// A grant whose act does not exist is refused with the nearest name.
+func TestGrantTypo(t *testing.T) {
+	t.Setenv("RUNEHOST_STORE", filepath.Join(t.TempDir(), "store"))
+	for _, c := range []struct {
+		statement string
+		code      int
+		err       string
+	}{
+		{"fs.reed:.", exitUsage, "no act is called fs.reed (did you mean fs.read?)"},
+		{"htp.get:example.com", exitUsage, "(did you mean http.get?)"},
+		{"nothing.like.it", exitUsage, "no act is called nothing.like.it"},
+		{"tool.env:HOME", exitOK, ""},
+		{"http.get:example.com", exitOK, ""},
+	} {
+		if code, _, errs := invoke(t, "grant", "--prog", "p", c.statement); code != c.code || !strings.Contains(errs, c.err) {
+			t.Errorf("grant %s: exit %d (want %d), %q", c.statement, code, c.code, errs)
+		}
+	}
+}

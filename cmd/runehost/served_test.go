@@ -166,7 +166,7 @@ func TestBothWays(t *testing.T) {
 			{"ps", "--status", "cancelled"}, {"resolve", "r1", "1", "--outcome", "1"}, {"resolve", "r1", "x", "--outcome", "1"},
 		}},
 		{"grants", `try { return act "fs.read" {path: "x"} } catch e { return e.kind }`, [][]string{
-			{"run", "FILE", "--seed", "1"}, {"run", "FILE", "--strict-grants"}, {"grant", "--prog", "p", "fs.read:DATA", "test.record"},
+			{"run", "FILE", "--seed", "1"}, {"run", "FILE", "--strict-grants"}, {"grant", "--prog", "p", "fs.read:DATA", "approval"},
 			{"grant", "fs.read"}, {"grant", "bad tag"}, {"grants"}, {"grants", "--json"}, {"grants", "--prog", "p"},
 			{"run", "FILE", "--strict-grants", "--seed", "1"}, {"inspect", "r2", "--json"}, {"revoke", "--prog", "p", "fs.read:DATA"},
 			{"revoke", "--prog", "p", "fs.read:DATA"}, {"grants"},

@@ -53,7 +53,7 @@ func filled(t *testing.T) string {
 	dir := filepath.Join(t.TempDir(), "store")
 	hello := writeProg(t, `return "hello"`)
 	big := writeProg(t, "var s = \"x\"\nvar i = 0\nwhile i < 17 { s = s + s; i += 1 }\nlet e = await {key: \"go\"}\nreturn len(s)")
-	for _, args := range [][]string{{"run", "--native", hello}, {"run", "--native", hello}, {"run", "--native", big}, {"grant", "--prog", "p", "test.record"}, {"grant", "--prog", "p", "other.act"}} {
+	for _, args := range [][]string{{"run", "--native", hello}, {"run", "--native", hello}, {"run", "--native", big}, {"grant", "--prog", "p", "approval"}, {"grant", "--prog", "p", "tool.env:HOME"}} {
 		if code, _, errs := process(t, dir, args...); code != exitOK && code != exitWaiting {
 			t.Fatalf("%v: exit %d: %s", args, code, errs)
 		}
@@ -168,20 +168,20 @@ func TestCorruptRecordsCLI(t *testing.T) {
 	if _, out, _ = process(t, dir, "ps"); !strings.Contains(out, "r3         running (paused)") {
 		t.Fatalf("r3 not paused: %q", out)
 	}
-	corruptRecord(t, dir, store.K("grant", "p", "test.record"))
-	if code, out, errs = process(t, dir, "grants"); code != exitOK || !strings.Contains(out, "other.act") || !strings.Contains(out, "damaged, allows nothing") {
+	corruptRecord(t, dir, store.K("grant", "p", "approval"))
+	if code, out, errs = process(t, dir, "grants"); code != exitOK || !strings.Contains(out, "tool.env:HOME") || !strings.Contains(out, "damaged, allows nothing") {
 		t.Fatalf("grants: exit %d, %q, %q", code, out, errs)
 	}
-	if code, _, errs = process(t, dir, "grant", "--prog", "p", "third.act"); code != exitOK {
+	if code, _, errs = process(t, dir, "grant", "--prog", "p", "tool.env:USER"); code != exitOK {
 		t.Fatalf("grant beside it: exit %d, %q", code, errs)
 	}
-	if code, _, errs = process(t, dir, "revoke", "--prog", "p", "other.act"); code != exitOK {
+	if code, _, errs = process(t, dir, "revoke", "--prog", "p", "tool.env:HOME"); code != exitOK {
 		t.Fatalf("revoke beside it: exit %d, %q", code, errs)
 	}
-	if code, _, errs = process(t, dir, "revoke", "--prog", "p", "test.record"); code != exitOK {
+	if code, _, errs = process(t, dir, "revoke", "--prog", "p", "approval"); code != exitOK {
 		t.Fatalf("revoke it: exit %d, %q", code, errs)
 	}
-	if _, out, _ = process(t, dir, "grants"); strings.Contains(out, "damaged") || !strings.Contains(out, "third.act") {
+	if _, out, _ = process(t, dir, "grants"); strings.Contains(out, "damaged") || !strings.Contains(out, "tool.env:USER") {
 		t.Fatalf("grants after: %q", out)
 	}
 	code, out, _ = process(t, dir, "store", "verify")
