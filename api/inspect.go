@@ -51,8 +51,10 @@ type CheckpointInfo struct {
 
 // InspectionError is an invocation's uncaught error, as stored.
 type InspectionError struct {
-	Kind string `json:"kind"`
-	Msg  string `json:"msg"`
+	Kind  string   `json:"kind"`
+	Msg   string   `json:"msg"`
+	Pos   string   `json:"pos,omitempty"`   // line:col where it was raised
+	Trace []string `json:"trace,omitempty"` // the Rune backtrace, innermost call first
 }
 
 // InspectionText is the part of an inspection only its text form shows.

@@ -83,7 +83,7 @@ func (s *Service) Inspect(inv string) (*api.Inspection, error) {
 		out.Parent, out.Depth, out.Children = &parent, &depth, &live
 	}
 	if i.Err != nil {
-		out.Error = &api.InspectionError{Kind: i.Err.Kind, Msg: i.Err.Msg}
+		out.Error = &api.InspectionError{Kind: i.Err.Kind, Msg: r.String(i.Err.Msg), Pos: i.Err.Pos, Trace: i.Err.Trace}
 	}
 	if len(i.Result) > 0 {
 		j := jsonText(i.Result)

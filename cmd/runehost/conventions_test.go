@@ -134,3 +134,32 @@ func TestGrantTypo(t *testing.T) {
 		}
 	}
 }
+
+// A failure's Rune backtrace is printed in every run mode and kept with
+// the failed invocation for inspect.
+func TestBacktraceEveryMode(t *testing.T) {
+	t.Setenv("RUNEHOST_STORE", filepath.Join(t.TempDir(), "store"))
+	prog := writeProg(t, "fn inner(x) {\n  return 1 / x\n}\nfn outer(x) {\n  return inner(x)\n}\nreturn outer(0)\n")
+	trace := []string{"at inner at 2:12", "at outer at 5:15", "at main at 7:13"}
+	for _, args := range [][]string{{"run", prog}, {"run", "--no-store", prog}, {"run", "--native", prog}} {
+		code, _, errs := invoke(t, args...)
+		if code != exitFailed {
+			t.Fatalf("%v: exit %d, %q", args, code, errs)
+		}
+		for _, tr := range trace {
+			if !strings.Contains(errs, tr) {
+				t.Errorf("%v: %q missing from %q", args, tr, errs)
+			}
+		}
+	}
+	_, out, _ := invoke(t, "inspect", "r1")
+	_, js, _ := invoke(t, "inspect", "--json", "r1")
+	for _, want := range []string{"division by zero at 2:12", "at outer at 5:15"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("inspect: %q missing from %q", want, out)
+		}
+	}
+	if !strings.Contains(js, `"pos":"2:12"`) || !strings.Contains(js, `"trace":["inner at 2:12","outer at 5:15","main at 7:13"]`) {
+		t.Errorf("inspect --json: no position or trace in %s", js)
+	}
+}

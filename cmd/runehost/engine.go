@@ -184,6 +184,10 @@ func report(out, events io.Writer, inv, file string, rs *api.RunState) error {
 		text := ""
 		if rs.Error != nil {
 			text = rs.Error.Text
+			fmt.Fprintf(events, "failed: %s\n", inv)
+			for _, t := range rs.Error.Trace { // the Rune backtrace, innermost first
+				fmt.Fprintf(events, "\tat %s\n", redact.String(t))
+			}
 		}
 		return exitf(exitFailed, "%s:%v", file, redact.String(text))
 	case "waiting":

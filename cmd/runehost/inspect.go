@@ -79,7 +79,14 @@ func printInspection(c *cli.Context, in *api.Inspection) {
 		fmt.Fprintf(w, "  paused: %s\n", in.Paused)
 	}
 	if in.Error != nil {
-		fmt.Fprintf(w, "  error %s: %s\n", in.Error.Kind, in.Error.Msg)
+		at := ""
+		if in.Error.Pos != "" {
+			at = " at " + in.Error.Pos
+		}
+		fmt.Fprintf(w, "  error %s: %s%s\n", in.Error.Kind, in.Error.Msg, at)
+		for _, t := range in.Error.Trace {
+			fmt.Fprintf(w, "    at %s\n", t)
+		}
 	}
 	if len(in.Result) > 0 {
 		fmt.Fprintf(w, "  result %s\n", t.Result)
