@@ -122,8 +122,10 @@ func TestLoopCancelStopsTheRunningTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The slice running when the cancel came, and the one that checkpoints
-	// the live machine: no more (the turn had a million to go).
-	if n := rt.steps.Load() - before; n > 3 {
+	// the live machine, and what ran while this goroutine waited for a core
+	// on a loaded machine (CI on 2 cores saw 5): a handful, where the turn
+	// had a million to go.
+	if n := rt.steps.Load() - before; n > 20 {
 		t.Fatalf("%d slices ran between the cancel and its return", n)
 	}
 	st, _ := e.State("r1")
