@@ -41,6 +41,10 @@ func TestOrdinaryTools(t *testing.T) {
 	if res := run(t, r, "wc", Config{Stdin: []byte("one two\nthree\n")}); !res.OK() || string(res.Stdout) != "2 3 14\n" {
 		t.Fatalf("wc: %+v %q", res, res.Stdout)
 	}
+	// The README's example: wc -l counts lines alone.
+	if res := run(t, r, "wc", Config{Args: []string{"-l"}, Stdin: []byte("one two\nthree\n")}); !res.OK() || string(res.Stdout) != "2\n" {
+		t.Fatalf("wc -l: %+v %q", res, res.Stdout)
+	}
 	if res := run(t, r, "grep", Config{Args: []string{"b"}, Stdin: []byte("a\nb\nab\n")}); !res.OK() || string(res.Stdout) != "b\nab\n" {
 		t.Fatalf("grep: %+v", res)
 	}

@@ -1,4 +1,5 @@
-// Command wc counts the lines, words and bytes of stdin.
+// Command wc counts the lines, words and bytes of stdin; -l, -w and -c
+// print only those counts, as wc(1) does.
 package main
 
 import (
@@ -26,5 +27,28 @@ func main() {
 			in, words = true, words+1
 		}
 	}
-	fmt.Printf("%d %d %d\n", lines, words, bytes)
+	show := map[string]bool{}
+	for _, a := range os.Args[1:] {
+		switch a {
+		case "-l", "-w", "-c":
+			show[a] = true
+		default:
+			fmt.Fprintf(os.Stderr, "wc: unknown flag %s (want -l, -w or -c)\n", a)
+			os.Exit(2)
+		}
+	}
+	if len(show) == 0 {
+		fmt.Printf("%d %d %d\n", lines, words, bytes)
+		return
+	}
+	var out []any
+	for _, f := range []struct {
+		flag string
+		n    int
+	}{{"-l", lines}, {"-w", words}, {"-c", bytes}} {
+		if show[f.flag] {
+			out = append(out, f.n)
+		}
+	}
+	fmt.Println(out...)
 }
