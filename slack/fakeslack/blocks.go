@@ -184,15 +184,7 @@ func (v *validator) block(ptr string, b map[string]any) {
 	case "image":
 		v.image(ptr, b)
 	case "markdown":
-		s, ok := b["text"].(string)
-		switch {
-		case !ok:
-			v.errf(ptr, "missing required field: text")
-		case s == "":
-			v.errf(ptr+"/text", "must be more than 0 characters")
-		case utf8.RuneCountInString(s) > maxMarkdownText:
-			v.errf(ptr+"/text", "must be less than %d characters", maxMarkdownText+1)
-		}
+		v.text(ptr, b, maxMarkdownText)
 	case "rich_text":
 		els := v.elements(ptr, b, 0)
 		for i, e := range els {
@@ -224,6 +216,11 @@ func (v *validator) textObject(ptr string, x any, kind string, limit int) {
 		}
 		v.errf(ptr+"/type", "must be %s, not %q", want, typ)
 	}
+	v.text(ptr, m, limit)
+}
+
+// text checks m's text field: present, not empty, at most limit characters.
+func (v *validator) text(ptr string, m map[string]any, limit int) {
 	s, ok := m["text"].(string)
 	switch {
 	case !ok:
