@@ -33,7 +33,12 @@ type Error struct {
 	Message string `json:"message"`
 	// Missing, of a run refused by StrictGrants, is the act tags no grant
 	// covers.
-	Missing []string `json:"missing_grants,omitempty"`
+	Missing    []string `json:"missing_grants,omitempty"`
+	GrantHints []string `json:"grant_hints,omitempty"` // how to grant each of Missing (RunResponse.GrantHints)
+	// Bound, of a run refused because its prog's name is bound to another
+	// file or source (CodeConflict), is what it is bound to: "file:PATH"
+	// or "sha256:HASH".
+	Bound string `json:"bound,omitempty"`
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -82,11 +87,17 @@ type ErrorBody struct {
 
 // RunRequest admits a prog and runs it (POST /v1/runs).
 type RunRequest struct {
-	Prog   string          `json:"prog"`            // the prog's name: its state and grants are the prog's
-	Source string          `json:"source"`          // the prog's source text
-	Input  json.RawMessage `json:"input,omitempty"` // the prog's input as JSON; null when absent
-	Limit  uint64          `json:"limit,omitempty"` // the step limit; 10,000,000 when 0
-	Seed   *uint64         `json:"seed,omitempty"`  // random()'s seed; from the clock when absent
+	Prog   string `json:"prog"`   // the prog's name: its state and grants are the prog's
+	Source string `json:"source"` // the prog's source text
+	// Path is the absolute path of the file the source was read from. The
+	// prog is bound to it (to the source's hash when there is no path): a
+	// run of the same name from another file is refused (CodeConflict,
+	// with Bound) unless Replace.
+	Path    string          `json:"path,omitempty"`
+	Replace bool            `json:"replace,omitempty"` // bind the prog to this file (or source) instead, keeping its state and grants
+	Input   json.RawMessage `json:"input,omitempty"`   // the prog's input as JSON; null when absent
+	Limit   uint64          `json:"limit,omitempty"`   // the step limit; 10,000,000 when 0
+	Seed    *uint64         `json:"seed,omitempty"`    // random()'s seed; from the clock when absent
 	// StrictGrants refuses a prog whose act tags are not all granted
 	// (CodeRefused), instead of admitting it with Missing listed.
 	StrictGrants bool `json:"strict_grants,omitempty"`
@@ -96,7 +107,10 @@ type RunRequest struct {
 type RunResponse struct {
 	Invocation string   `json:"invocation"`
 	Missing    []string `json:"missing_grants,omitempty"` // act tags no grant covers: they will be denied
-	Cursor     string   `json:"cursor"`                   // the events stream of its tree from its start
+	// GrantHints says, for each of Missing, how to grant it: a command, or
+	// what its target is when it needs one.
+	GrantHints []string `json:"grant_hints,omitempty"`
+	Cursor     string   `json:"cursor"` // the events stream of its tree from its start
 }
 
 // RunState says where an invocation (and its tree) stands: the last message

@@ -265,7 +265,7 @@ func (sp spawner) Do(ctx context.Context, op *Operation) (any, error) {
 		if err != nil {
 			return err
 		}
-		child, err := e.invs.admit(tx, id, progName, "")
+		child, err := e.invs.admit(tx, id, progName, "", Binding{})
 		if err != nil {
 			return err
 		}

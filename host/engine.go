@@ -131,6 +131,20 @@ func (e *Engine) Grant(subject, statement string) (*Grant, error) {
 	return e.ward.Grant(subject, statement)
 }
 
+// GrantHint says how to grant prog the act tag before any act is asked
+// for: the command, when a grant of the tag needs no target; otherwise what
+// a target is (the denial of an act then names the exact one).
+func (e *Engine) GrantHint(prog, tag string) string {
+	gc, ok := e.Adapters[tag].(GrantChecker)
+	if !ok {
+		return fmt.Sprintf("runehost grant --prog %s %s", ShellWord(prog), ShellWord(tag))
+	}
+	if _, err := gc.CheckGrant(tag, ""); err != nil {
+		return "its grant names a target: " + err.Error() + "; the denial will name it"
+	}
+	return ""
+}
+
 // nearest returns the one of names closest to s, within two edits, or "".
 func nearest(s string, names []string) string {
 	slices.Sort(names)
@@ -244,22 +258,31 @@ func srcKey(hash string) store.Key { return store.K("src", hash) }
 // Start admits an invocation of prog with input and a step limit, stores its
 // first checkpoint, and drives it.
 func (e *Engine) Start(ctx context.Context, inv, prog string, source, input []byte, limit uint64, seed uint64) (*RunState, error) {
-	return e.StartFrom(ctx, inv, prog, "", source, input, limit, seed)
+	return e.StartFrom(ctx, inv, prog, "", Binding{}, source, input, limit, seed)
 }
 
 // StartFrom is Start for an invocation that came from somewhere the caller
 // must find it again after a restart (a Slack thread, say): origin is kept
-// on the invocation, opaque to the engine.
-func (e *Engine) StartFrom(ctx context.Context, inv, prog, origin string, source, input []byte, limit uint64, seed uint64) (*RunState, error) {
-	if err := e.Admit(ctx, inv, prog, origin, source, input, limit, seed); err != nil {
+// on the invocation, opaque to the engine. bind is as AdmitBound's.
+func (e *Engine) StartFrom(ctx context.Context, inv, prog, origin string, bind Binding, source, input []byte, limit uint64, seed uint64) (*RunState, error) {
+	if err := e.AdmitBound(ctx, inv, prog, origin, bind, source, input, limit, seed); err != nil {
 		return nil, err
 	}
 	return e.Drive(ctx, inv)
 }
 
 // Admit is StartFrom without the drive: the invocation is stored runnable,
-// for a scheduler (a Loop) to run.
+// for a scheduler (a Loop) to run. The source becomes the prog's whatever
+// the prog is bound to: the caller vouches for it (AdmitBound checks).
 func (e *Engine) Admit(ctx context.Context, inv, prog, origin string, source, input []byte, limit uint64, seed uint64) error {
+	return e.AdmitBound(ctx, inv, prog, origin, Binding{}, source, input, limit, seed)
+}
+
+// AdmitBound is Admit for a prog bound to bind.To (Prog.Bound): a prog
+// bound to another file or source is refused with a BoundError, before
+// anything is stored, unless bind.Replace. The zero Binding checks
+// nothing.
+func (e *Engine) AdmitBound(ctx context.Context, inv, prog, origin string, bind Binding, source, input []byte, limit uint64, seed uint64) error {
 	info, err := e.Runtime.Load(ctx, source)
 	if err != nil {
 		return err
@@ -273,6 +296,9 @@ func (e *Engine) Admit(ctx context.Context, inv, prog, origin string, source, in
 	if err != nil {
 		return err
 	}
+	if err := p.admits(bind); err != nil {
+		return err // and again in the transaction, which decides
+	}
 	cp, err := e.Runtime.Start(ctx, port.Input{Source: source, Input: input, State: p.State, Invocation: inv, Seed: seed, Limit: limit})
 	if err != nil {
 		return err
@@ -283,7 +309,7 @@ func (e *Engine) Admit(ctx context.Context, inv, prog, origin string, source, in
 	defer e.holds.lock(inv)()
 	var first []events.Event
 	err = e.Store.Retry(store.Synced, func(tx *store.Tx) error {
-		i, err := e.invs.admit(tx, inv, prog, hash)
+		i, err := e.invs.admit(tx, inv, prog, hash, bind)
 		if err != nil {
 			return err
 		}

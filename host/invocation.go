@@ -64,7 +64,58 @@ type Prog struct {
 	Revision uint64 `cbor:"2,keyasint"`
 	State    []byte `cbor:"3,keyasint,omitempty"` // data value
 	Source   string `cbor:"4,keyasint,omitempty"` // hash of its latest admitted source (key of src)
+	// Bound is what may admit it: "file:PATH" (any source read from that
+	// file) or "sha256:HASH" (that source only). A different one is
+	// refused unless the caller asks to replace it (BoundError), so two
+	// files that share a name never share state or grants by accident.
+	Bound string `cbor:"5,keyasint,omitempty"`
 }
+
+// BoundError is an admission refused because the prog's name is bound to
+// another file or source.
+type BoundError struct {
+	Prog  string
+	Bound string // what the name is bound to
+	Want  string // what asked to be admitted under it
+}
+
+func (e *BoundError) Error() string {
+	return fmt.Sprintf("prog %s is %s; this is %s: the name and its state and grants are another's", e.Prog, boundText(e.Bound), boundText(e.Want))
+}
+
+func (e *BoundError) Unwrap() error { return ErrBound }
+
+// boundText says what a binding is, for a person.
+func boundText(b string) string {
+	switch kind, what, _ := strings.Cut(b, ":"); kind {
+	case "file":
+		return "the file " + what
+	case "sha256":
+		return "the source sha256:" + what[:min(12, len(what))]
+	}
+	return b
+}
+
+// admits is nil if bind may admit a run of p.
+func (p *Prog) admits(bind Binding) error {
+	if bind.To != "" && p.Bound != "" && p.Bound != bind.To && !bind.Replace {
+		return &BoundError{Prog: p.Name, Bound: p.Bound, Want: bind.To}
+	}
+	return nil
+}
+
+// Binding is what an admission binds its prog to (Prog.Bound): the file
+// the source was read from, or, when there is none, the source's hash.
+type Binding struct {
+	To      string
+	Replace bool // rebind a prog bound to something else
+}
+
+// FileBinding binds a prog to the file at path.
+func FileBinding(path string) string { return "file:" + path }
+
+// SourceBinding binds a prog to one source, by its hash in hex.
+func SourceBinding(hash string) string { return "sha256:" + hash }
 
 // Invocation is one run of a prog, admitted at a revision of it. A child
 // (spawned by another invocation) is named after its parent: r3.2 is the
@@ -99,6 +150,7 @@ var (
 	ErrNoSuchProg       = errors.New("no such prog")
 	ErrBadTransition    = errors.New("status transition not allowed")
 	ErrEnded            = errors.New("has ended")
+	ErrBound            = errors.New("prog bound to another source")
 )
 
 // Invocations keeps invocations and progs in a store.
@@ -183,25 +235,36 @@ func (iv *Invocations) Admit(id, prog string) (*Invocation, error) {
 	var inv *Invocation
 	err := iv.update(store.Synced, func(tx *store.Tx) error {
 		var err error
-		inv, err = iv.admit(tx, id, prog, "")
+		inv, err = iv.admit(tx, id, prog, "", Binding{})
 		return err
 	})
 	return inv, err
 }
 
-// admit is Admit within a transaction; source, if set, becomes the prog's.
-func (iv *Invocations) admit(tx *store.Tx, id, prog, source string) (*Invocation, error) {
+// admit is Admit within a transaction; source, if set, becomes the prog's,
+// and bind.To, if set, what it is bound to: a prog bound to something else
+// is refused unless bind.Replace. A prog bound to nothing yet (admitted
+// before bindings, or with none) takes the first binding it is given.
+func (iv *Invocations) admit(tx *store.Tx, id, prog, source string, bind Binding) (*Invocation, error) {
 	var p Prog
 	found, err := tx.Get(progKey(prog), &p)
 	if err != nil {
 		return nil, err
 	}
-	if !found || (source != "" && p.Source != source) {
+	if found {
+		if err := p.admits(bind); err != nil {
+			return nil, err
+		}
+	}
+	if !found || (source != "" && p.Source != source) || (bind.To != "" && p.Bound != bind.To) {
 		if !found {
 			p = Prog{Name: prog}
 		}
 		if source != "" {
 			p.Source = source
+		}
+		if bind.To != "" {
+			p.Bound = bind.To
 		}
 		if err := tx.Put(progKey(prog), p); err != nil {
 			return nil, err

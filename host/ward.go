@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/store"
 )
 
@@ -47,6 +48,39 @@ var (
 // that is not one is allowed only by a grant without a target.
 type Authorizer interface {
 	Authorize(ctx context.Context, op *Operation, grants []Grant) (statement string, err error)
+}
+
+// Suggester is an adapter that can name the grant statement that would
+// allow an act it was asked for ("" when it cannot), so that a denial says
+// what to grant as a command that works as printed.
+type Suggester interface {
+	Suggest(op *Operation) string
+}
+
+// suggest is the command that grants prog what op asks for, in brackets,
+// or "": an adapter that checks targets and cannot name one says nothing.
+func suggest(prog string, op *Operation, adapter Adapter) string {
+	st := op.Tag
+	_, checks := adapter.(GrantChecker)
+	_, authorizes := adapter.(Authorizer)
+	if s, ok := adapter.(Suggester); ok {
+		st = s.Suggest(op)
+	} else if checks || authorizes {
+		st = "" // its grants have targets, and it cannot say which
+	}
+	if st == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (runehost grant --prog %s %s)", ShellWord(prog), ShellWord(st))
+}
+
+// ShellWord quotes s for a POSIX shell when it needs it: the commands the
+// host suggests work as printed.
+func ShellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,@+%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // GrantChecker is an adapter that checks and normalizes the target of a
@@ -213,7 +247,7 @@ func (w *Ward) authorize(ctx context.Context, prog string, op *Operation, adapte
 	}
 	op.Grants = gs
 	if len(gs) == 0 {
-		return "", fmt.Errorf("%w: no grant for act %s", ErrDenied, op.Tag)
+		return "", fmt.Errorf("%w: no grant for act %s%s", ErrDenied, op.Tag, suggest(prog, op, adapter))
 	}
 	if adapter == nil {
 		return "", fmt.Errorf("%w: act %s is granted but this host has no adapter for it", ErrDenied, op.Tag)
@@ -221,7 +255,12 @@ func (w *Ward) authorize(ctx context.Context, prog string, op *Operation, adapte
 	if a, ok := adapter.(Authorizer); ok {
 		st, err := a.Authorize(ctx, op, gs)
 		if err != nil && !errors.Is(err, ErrDenied) {
-			err = fmt.Errorf("%w: %w", ErrDenied, err) // a *checkpoint.Error stays findable
+			var ce *checkpoint.Error
+			hint := ""
+			if !errors.As(err, &ce) { // not the act's own fault (bad arguments, say)
+				hint = suggest(prog, op, adapter)
+			}
+			err = fmt.Errorf("%w: %w%s", ErrDenied, err, hint) // a *checkpoint.Error stays findable
 		}
 		return st, err
 	}

@@ -32,11 +32,11 @@ func TestWardDecides(t *testing.T) {
 		want      string // the result
 		grant     string // the statement on the attempt
 	}{
-		{"none", nil, false, `"no grant for act calc"`, ""},
+		{"none", nil, false, `"no grant for act calc (runehost grant --prog p calc)"`, ""},
 		{"this prog", [][2]string{{"p", "calc"}}, false, `40`, "calc"},
-		{"another prog", [][2]string{{"q", "calc"}}, false, `"no grant for act calc"`, ""},
+		{"another prog", [][2]string{{"q", "calc"}}, false, `"no grant for act calc (runehost grant --prog p calc)"`, ""},
 		{"every prog", [][2]string{{AnyProg, "calc"}}, false, `40`, "calc"},
-		{"another tag", [][2]string{{"p", "calcx"}, {"p", "cal"}}, false, `"no grant for act calc"`, ""},
+		{"another tag", [][2]string{{"p", "calcx"}, {"p", "cal"}}, false, `"no grant for act calc (runehost grant --prog p calc)"`, ""},
 		{"target, unchecked", [][2]string{{"p", "calc:/data"}}, false, `"act calc is granted only for targets, which its adapter cannot check"`, ""},
 		{"target, checked", [][2]string{{"p", "calc:/other"}, {"p", "calc:/data"}}, true, `40`, "calc:/data"},
 		{"target, checked, sibling", [][2]string{{"p", "calc:/dat/"}}, true, `"no grant covers this path"`, ""},

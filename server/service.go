@@ -8,10 +8,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/runehost/runehost/api"
 	"github.com/runehost/runehost/checkpoint"
@@ -54,6 +56,7 @@ func engineError(err error) error {
 	var ae *api.Error
 	var se *syntax.Error
 	var le *host.LedgerError
+	var be *host.BoundError
 	switch {
 	case err == nil:
 		return nil
@@ -61,6 +64,8 @@ func engineError(err error) error {
 		return err
 	case errors.As(err, &se):
 		return &api.Error{Code: api.CodeCompile, Message: err.Error()}
+	case errors.As(err, &be):
+		return &api.Error{Code: api.CodeConflict, Message: err.Error(), Bound: be.Bound}
 	case errors.Is(err, host.ErrNoSuchInvocation), errors.Is(err, host.ErrUnknownOp), errors.Is(err, host.ErrNoSuchProg):
 		return &api.Error{Code: api.CodeNotFound, Message: err.Error()}
 	case errors.Is(err, host.ErrBadTransition), errors.Is(err, host.ErrEnded), errors.As(err, &le):
@@ -74,8 +79,11 @@ func engineError(err error) error {
 // Run checks a prog against its grants and admits it. With a Loop it is
 // driven there; without, the caller drives it (Engine.RunTree).
 func (s *Service) Run(ctx context.Context, req api.RunRequest) (*api.RunResponse, error) {
-	if req.Prog == "" {
-		return nil, api.Errorf(api.CodeBadRequest, "run: want the prog's name")
+	if err := checkProgName(req.Prog); err != nil {
+		return nil, err
+	}
+	if req.Path != "" && !filepath.IsAbs(req.Path) {
+		return nil, api.Errorf(api.CodeBadRequest, "run: path %q: want the source file's absolute path", req.Path)
 	}
 	input, err := encodeJSON(req.Input)
 	if err != nil {
@@ -92,6 +100,9 @@ func (s *Service) Run(ctx context.Context, req api.RunRequest) (*api.RunResponse
 	if len(missing) > 0 && req.StrictGrants {
 		e := api.Errorf(api.CodeRefused, "run: refused by --strict-grants: %s has no grant for %s", req.Prog, strings.Join(missing, ", "))
 		e.Missing = missing
+		for _, tag := range missing {
+			e.GrantHints = append(e.GrantHints, s.E.GrantHint(req.Prog, tag))
+		}
 		return nil, e
 	}
 	limit := req.Limit
@@ -106,11 +117,42 @@ func (s *Service) Run(ctx context.Context, req api.RunRequest) (*api.RunResponse
 	if err != nil {
 		return nil, engineError(err)
 	}
-	if err := s.E.Admit(ctx, inv, req.Prog, "", []byte(req.Source), input, limit, seed); err != nil {
+	bind := host.Binding{To: host.FileBinding(req.Path), Replace: req.Replace}
+	if req.Path == "" {
+		bind.To = host.SourceBinding(fmt.Sprintf("%x", info.Hash))
+	}
+	if err := s.E.AdmitBound(ctx, inv, req.Prog, "", bind, []byte(req.Source), input, limit, seed); err != nil {
 		return nil, engineError(err)
 	}
 	s.notify()
-	return &api.RunResponse{Invocation: inv, Missing: missing}, nil
+	out := &api.RunResponse{Invocation: inv, Missing: missing}
+	for _, tag := range missing {
+		out.GrantHints = append(out.GrantHints, s.E.GrantHint(req.Prog, tag))
+	}
+	return out, nil
+}
+
+// maxProgName is the longest prog name, in bytes.
+const maxProgName = 128
+
+// checkProgName refuses a name a person could not type back: empty, long,
+// or with spaces or control characters.
+func checkProgName(name string) error {
+	if name == "" {
+		return api.Errorf(api.CodeBadRequest, "run: want the prog's name")
+	}
+	if len(name) > maxProgName {
+		return api.Errorf(api.CodeBadRequest, "run: prog name %.20q...: longer than %d bytes", name, maxProgName)
+	}
+	for _, r := range name {
+		if r <= ' ' || r == 0x7f || !unicode.IsPrint(r) || unicode.IsSpace(r) {
+			return api.Errorf(api.CodeBadRequest, "run: prog name %q: no spaces or control characters (--name names it otherwise)", name)
+		}
+	}
+	if name[0] == '-' {
+		return api.Errorf(api.CodeBadRequest, "run: prog name %q: may not begin with -", name)
+	}
+	return nil
 }
 
 // encodeJSON is a JSON value as a data value; null when empty.

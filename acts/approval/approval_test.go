@@ -14,7 +14,7 @@ func TestApproval(t *testing.T) {
 	src := `let req = act "approval" {question: "Deploy?"}
 let ans = await {key: req.key}
 return [req.key, ans.ok]`
-	if got, _ := acttest.Run(t, e, acttest.Catch(`act "approval" {question: "x"}`), nil); got != `["denied","no grant for act approval"]` {
+	if got, _ := acttest.Run(t, e, acttest.Catch(`act "approval" {question: "x"}`), nil); got != `["denied","no grant for act approval (runehost grant --prog p approval)"]` {
 		t.Fatalf("ungranted: %s", got)
 	}
 	acttest.Grant(t, e, "approval")

@@ -345,9 +345,30 @@ func (a *Adapter) Lookup(_ context.Context, op *host.Operation) (any, bool, erro
 	return nil, false, nil
 }
 
+// Suggest names the directory to grant for op: the one it lists, or the
+// one that holds the file it reads or writes.
+func (a *Adapter) Suggest(op *host.Operation) string {
+	ar, err := a.args(op)
+	if err != nil {
+		return ""
+	}
+	p, err := a.resolved(ar.path)
+	if err != nil {
+		return ""
+	}
+	if a.Tag != List {
+		p = filepath.Dir(p)
+	}
+	if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
+		return "" // a grant of it would be refused
+	}
+	return a.Tag + ":" + p
+}
+
 var (
 	_ host.Reconciler   = (*Adapter)(nil)
 	_ host.Authorizer   = (*Adapter)(nil)
 	_ host.GrantChecker = (*Adapter)(nil)
 	_ host.Limited      = (*Adapter)(nil)
+	_ host.Suggester    = (*Adapter)(nil)
 )

@@ -108,6 +108,9 @@ func (a *Adapter) CheckGrant(_, target string) (string, error) {
 			names = append(names, n)
 		}
 		sort.Strings(names)
+		if target == "" {
+			return "", fmt.Errorf("want an endpoint: %s:NAME (configured: %s)", Tag, strings.Join(names, ", "))
+		}
 		return "", fmt.Errorf("no model endpoint %q is configured (configured: %s; see RUNEHOST_MODEL_URL)", target, strings.Join(names, ", "))
 	}
 	return target, nil
@@ -202,6 +205,15 @@ func (a *Adapter) Authorize(_ context.Context, op *host.Operation, grants []host
 		}
 	}
 	return "", fmt.Errorf("model.chat: endpoint %q is not granted", name)
+}
+
+// Suggest names the endpoint to grant for op, if it is configured.
+func (a *Adapter) Suggest(op *host.Operation) string {
+	name, _, err := a.parse(op)
+	if _, ok := a.Endpoints[name]; err != nil || !ok {
+		return ""
+	}
+	return Tag + ":" + name
 }
 
 // Do asks the endpoint for one completion.
@@ -326,4 +338,5 @@ var (
 	_ host.Authorizer   = (*Adapter)(nil)
 	_ host.GrantChecker = (*Adapter)(nil)
 	_ host.Limited      = (*Adapter)(nil)
+	_ host.Suggester    = (*Adapter)(nil)
 )

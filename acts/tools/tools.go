@@ -333,6 +333,19 @@ func (a *Adapter) Lookup(_ context.Context, op *host.Operation) (any, bool, erro
 	return nil, false, nil
 }
 
+// Suggest names the tool to grant for op, with the fuel it asks for when
+// that is more than a grant allows by default.
+func (a *Adapter) Suggest(op *host.Operation) string {
+	ar, err := a.parse(op)
+	if err != nil {
+		return ""
+	}
+	if ar.fuel > DefaultFuel {
+		return fmt.Sprintf("%s:%s,fuel=%d", Tag, ar.name, ar.fuel)
+	}
+	return Tag + ":" + ar.name
+}
+
 // Close releases the compiled tools.
 func (a *Adapter) Close(ctx context.Context) error {
 	if a.runner != nil {
@@ -346,4 +359,5 @@ var (
 	_ host.Authorizer   = (*Adapter)(nil)
 	_ host.GrantChecker = (*Adapter)(nil)
 	_ host.Limited      = (*Adapter)(nil)
+	_ host.Suggester    = (*Adapter)(nil)
 )

@@ -71,7 +71,7 @@ func TestToolRun(t *testing.T) {
 	if got := run(`act "tool.run" {tool: "flood", fuel: 3000000}`); !strings.Contains(got, `"stdout_dropped":`) || strings.Contains(got, `"stdout_dropped":0,`) {
 		t.Errorf("flood: %.300s", got)
 	}
-	if got := run(`act "tool.run" {tool: "grep"}`); got != `["denied","tool grep is not granted"]` {
+	if got := run(`act "tool.run" {tool: "grep"}`); got != `["denied","tool grep is not granted (runehost grant --prog p tool.run:grep)"]` {
 		t.Errorf("ungranted: %s", got)
 	}
 	if got := run(`act "tool.run" {tool: "../wc"}`); !strings.HasPrefix(got, `["value",`) {

@@ -358,9 +358,19 @@ func (a *Adapter) Lookup(context.Context, *host.Operation) (any, bool, error) {
 	return nil, false, errors.New("a POST cannot be looked up")
 }
 
+// Suggest names the host to grant for op, with its port when it has one.
+func (a *Adapter) Suggest(op *host.Operation) string {
+	ar, err := a.args(op)
+	if err != nil {
+		return ""
+	}
+	return a.Tag + ":" + strings.ToLower(ar.url.Host)
+}
+
 var (
 	_ host.Reconciler   = (*Adapter)(nil)
 	_ host.Authorizer   = (*Adapter)(nil)
 	_ host.GrantChecker = (*Adapter)(nil)
 	_ host.Limited      = (*Adapter)(nil)
+	_ host.Suggester    = (*Adapter)(nil)
 )

@@ -48,7 +48,7 @@ func TestEndedAndMissing(t *testing.T) {
 	if code, _, errs := invoke(t, "run", fails); code != exitFailed {
 		t.Fatalf("run: exit %d, %q", code, errs)
 	}
-	if code, _, errs := invoke(t, "run", waits); code != exitWaiting {
+	if code, _, errs := invoke(t, "run", "--replace", waits); code != exitWaiting {
 		t.Fatalf("run: exit %d, %q", code, errs)
 	}
 	for _, c := range []struct {

@@ -182,7 +182,7 @@ func TestInspect(t *testing.T) {
 		t.Fatalf("run: %d %s", code, errs)
 	}
 	code, out, errs := invoke(t, "inspect", "--json", "r1")
-	if code != exitOK || !strings.Contains(out, `"status":"completed"`) || !strings.Contains(out, `"phase":"consumed"`) || !strings.Contains(out, `"outcome":"denied: no grant for act fs.read"`) {
+	if code != exitOK || !strings.Contains(out, `"status":"completed"`) || !strings.Contains(out, `"phase":"consumed"`) || !strings.Contains(out, `"outcome":"denied: no grant for act fs.read (runehost grant --prog p fs.read:`) {
 		t.Fatalf("exit %d, stdout %s, stderr %s", code, out, errs)
 	}
 	if code, _, _ := invoke(t, "inspect", "r7"); code != exitUsage {
@@ -229,7 +229,7 @@ func TestGrantsAndPreflight(t *testing.T) {
 	t.Setenv("RUNEHOST_STORE", filepath.Join(t.TempDir(), "store"))
 	f := writeProg(t, `try { return act "fs.read" {path: "x"} } catch e { return e.kind }`)
 	code, out, errs := invoke(t, "run", f)
-	if code != exitOK || out != "\"denied\"\n" || !strings.Contains(errs, "grants: p has no grant for act fs.read; it will be denied (runehost grant --prog p fs.read)") {
+	if code != exitOK || out != "\"denied\"\n" || !strings.Contains(errs, "grants: p has no grant for act fs.read; it will be denied (its grant names a target: want a directory: fs.read:DIR or fs.read:DIR=/GUEST; the denial will name it)") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 	code, _, errs = invoke(t, "run", "--strict-grants", f)

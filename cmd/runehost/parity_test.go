@@ -76,7 +76,7 @@ func TestRunOutOfMemory(t *testing.T) {
 	if code, out, errs := invoke(t, "inspect", "r1"); code != exitOK || !strings.Contains(out, "memory") {
 		t.Fatalf("inspect: exit %d %q %s", code, out, errs)
 	}
-	if code, out, errs := invoke(t, "run", writeProg(t, "return 6 * 7")); code != exitOK || out != "42\n" {
+	if code, out, errs := invoke(t, "run", "--replace", writeProg(t, "return 6 * 7")); code != exitOK || out != "42\n" {
 		t.Fatalf("next run: exit %d %q %s", code, out, errs)
 	}
 }

@@ -27,10 +27,13 @@ func runCommand() *cli.Command {
 		Name:      "run",
 		Usage:     "run a prog and print its events and result",
 		ArgsUsage: "FILE",
-		Description: "Admits FILE as the prog named after it and runs it in slices of steps\n" +
-			"inside the WebAssembly sandbox, durably in the store: its state is the\n" +
-			"result of its last completed run. Prints what it emits and its acts to\n" +
-			"stderr and its result as JSON to stdout. Exit status: 0 done, 1 the prog\n" +
+		Description: "Admits FILE as the prog named after it (or --name) and runs it in slices\n" +
+			"of steps inside the WebAssembly sandbox, durably in the store: its state\n" +
+			"is the result of its last completed run. A name is bound to the file that\n" +
+			"first ran under it: another file under the same name is refused unless\n" +
+			"--replace, so two progs never share state or grants by accident. Prints\n" +
+			"what it emits and its acts to stderr and its result as JSON to stdout.\n" +
+			"A long run on a terminal shows a progress line (--quiet: none). Exit status: 0 done, 1 the prog\n" +
 			"failed (or its result conflicted), 2 bad usage or a compile error, 3 a\n" +
 			"host failure, 4 the run waits (for an event, or an act of unknown outcome).\n\n" +
 			"Acts are denied unless granted (runehost grant); a denial is an error of\n" +
@@ -48,6 +51,8 @@ func runCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "input", Value: "null", Usage: "the prog's input, as JSON; @FILE reads it from FILE, - from stdin (up to 16 MiB)"},
 			&cli.StringFlag{Name: "state", Value: "null", Usage: "the prog's state, as JSON (with --no-store; otherwise the stored state)"},
+			&cli.StringFlag{Name: "name", Usage: "the prog's name: its state and grants are the name's", DefaultText: "the file's base name"},
+			&cli.BoolFlag{Name: "replace", Usage: "make FILE the prog --name names, though another file is bound to the name (its state and grants stay)"},
 			&cli.BoolFlag{Name: "no-store", Usage: "run without the store: nothing is kept"},
 			&cli.BoolFlag{Name: "strict-grants", Usage: "refuse to run a prog whose acts are not all granted"},
 			storeFlag(),
@@ -103,33 +108,48 @@ func runCommand() *cli.Command {
 // and goes on with it. The act tags no grant covers are reported first;
 // with --strict-grants the prog is refused then.
 func runStored(c *cli.Context, file string, src, input []byte, seed uint64) error {
+	prog := c.String("name")
+	if prog == "" {
+		prog = progName(file)
+	}
+	path, err := sourcePath(file)
+	if err != nil {
+		return exitf(exitUsage, "run: %v", err)
+	}
 	b, err := openBackend(c, true)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	prog := progName(file)
-	resp, err := b.Run(c.Context, api.RunRequest{Prog: prog, Source: string(src), Input: json.RawMessage(input),
-		Limit: c.Uint64("limit"), Seed: &seed, StrictGrants: c.Bool("strict-grants")})
+	resp, err := b.Run(c.Context, api.RunRequest{Prog: prog, Source: string(src), Path: path, Replace: c.Bool("replace"),
+		Input: json.RawMessage(input), Limit: c.Uint64("limit"), Seed: &seed, StrictGrants: c.Bool("strict-grants")})
 	var ae *api.Error
 	switch {
 	case errors.As(err, &ae) && ae.Code == api.CodeCompile:
 		return exitf(exitUsage, "%s:%v", file, ae.Message)
+	case errors.As(err, &ae) && ae.Bound != "":
+		other := otherName(path, prog)
+		return exitf(exitUsage, "run: %s\n\trunehost %s   runs it as a prog of its own\n\trunehost %s   makes it the prog %s, keeping %s's state and grants",
+			ae.Message, hintArgs(c, "run", "--name", other, file), hintArgs(c, "run", "--name", prog, "--replace", file), prog, prog)
 	case errors.As(err, &ae) && ae.Code == api.CodeRefused:
-		missingGrants(c.App.ErrWriter, prog, ae.Missing)
+		missingGrants(c.App.ErrWriter, prog, ae.Missing, ae.GrantHints)
 		return exitf(exitUsage, "%s", ae.Message)
 	case err != nil:
 		return failed("run", err, exitInternal)
 	}
-	missingGrants(c.App.ErrWriter, prog, resp.Missing)
+	missingGrants(c.App.ErrWriter, prog, resp.Missing, resp.GrantHints)
 	fmt.Fprintf(c.App.ErrWriter, "invocation %s\n", resp.Invocation)
 	return drive(c, b, "run", resp.Invocation, file, resp.Cursor, exitInternal)
 }
 
-// missingGrants reports act tags no grant covers.
-func missingGrants(w io.Writer, prog string, tags []string) {
-	for _, tag := range tags {
-		fmt.Fprintf(w, "grants: %s has no grant for act %s; it will be denied (runehost grant --prog %s %s)\n", prog, tag, prog, tag)
+// missingGrants reports act tags no grant covers, with how to grant each.
+func missingGrants(w io.Writer, prog string, tags, hints []string) {
+	for i, tag := range tags {
+		hint := ""
+		if i < len(hints) && hints[i] != "" {
+			hint = " (" + hints[i] + ")"
+		}
+		fmt.Fprintf(w, "grants: %s has no grant for act %s; it will be denied%s\n", prog, tag, hint)
 	}
 }
 
@@ -160,6 +180,29 @@ func runtimeFor(c *cli.Context) (port.RuntimePort, func(), error) {
 // progName names a prog after its file: testdata/progs/hello.rune is hello.
 func progName(file string) string {
 	return strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+}
+
+// sourcePath is the file a prog is bound to: absolute, symlinks resolved,
+// so that a link and its target are one prog.
+func sourcePath(file string) (string, error) {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return "", err
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	return abs, nil
+}
+
+// otherName is a name for the prog at path when prog is another file's:
+// its directory's name before it (other/hi.rune is other-hi).
+func otherName(path, prog string) string {
+	dir := filepath.Base(filepath.Dir(path))
+	if dir == "" || dir == "/" || dir == "." {
+		return prog + "-2"
+	}
+	return dir + "-" + prog
 }
 
 func jsonFlag(c *cli.Context, name string) ([]byte, error) {

@@ -53,7 +53,7 @@ func filled(t *testing.T) string {
 	dir := filepath.Join(t.TempDir(), "store")
 	hello := writeProg(t, `return "hello"`)
 	big := writeProg(t, "var s = \"x\"\nvar i = 0\nwhile i < 17 { s = s + s; i += 1 }\nlet e = await {key: \"go\"}\nreturn len(s)")
-	for _, args := range [][]string{{"run", "--native", hello}, {"run", "--native", hello}, {"run", "--native", big}, {"grant", "--prog", "p", "approval"}, {"grant", "--prog", "p", "tool.env:HOME"}} {
+	for _, args := range [][]string{{"run", "--native", hello}, {"run", "--native", hello}, {"run", "--native", "--replace", big}, {"grant", "--prog", "p", "approval"}, {"grant", "--prog", "p", "tool.env:HOME"}} {
 		if code, _, errs := process(t, dir, args...); code != exitOK && code != exitWaiting {
 			t.Fatalf("%v: exit %d: %s", args, code, errs)
 		}

@@ -172,7 +172,12 @@ func (d *Dispatcher) Mention(ctx context.Context, channel, user, text, ts string
 		d.say(ctx, channel, ts, fmt.Sprintf("runehost: no prog %s: a prog's name is letters, digits, - and _ (at most 64); %s", echo(name), usage))
 		return
 	}
-	src, err := os.ReadFile(filepath.Join(d.cfg.ProgDir, name+".rune"))
+	path, err := filepath.Abs(filepath.Join(d.cfg.ProgDir, name+".rune"))
+	if err != nil {
+		d.say(ctx, channel, ts, "runehost: the host cannot find its progs: "+err.Error())
+		return
+	}
+	src, err := os.ReadFile(path)
 	if err != nil {
 		d.say(ctx, channel, ts, fmt.Sprintf("runehost: no prog %s here", echo(name)))
 		return
@@ -217,7 +222,10 @@ func (d *Dispatcher) Mention(ctx context.Context, channel, user, text, ts string
 	// The prog runs as CHANNEL/NAME: the channel's grants are its grants.
 	// Its origin finds the thread and the card again after a restart.
 	origin := strings.Join([]string{"slack", channel, ts, live.TS}, ":")
-	st, err := d.e.StartFrom(ctx, inv, channel+"/"+name, origin, src, in, d.cfg.Limit, uint64(seed[0])<<8|uint64(seed[1]))
+	// It is bound to its file in the prog directory, which is the
+	// operator's to change: the file there replaces whatever was bound.
+	bind := host.Binding{To: host.FileBinding(path), Replace: true}
+	st, err := d.e.StartFrom(ctx, inv, channel+"/"+name, origin, bind, src, in, d.cfg.Limit, uint64(seed[0])<<8|uint64(seed[1]))
 	if err == nil {
 		st, err = d.e.RunTree(ctx, inv)
 	}
