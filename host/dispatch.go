@@ -123,6 +123,23 @@ type Reconciler interface {
 	Lookup(ctx context.Context, op *Operation) (reply any, found bool, err error)
 }
 
+// Recovery says what resuming does with an attempt that an earlier process
+// left without an outcome, from its adapter's lookup (which has no effect):
+// redo, the attempt is done again, which has the same effect; found, the
+// effect is known and its outcome is taken; otherwise an operator must say
+// how it ended (runehost resolve), and why is why.
+func (e *Engine) Recovery(ctx context.Context, op *Operation) (redo, found bool, why string) {
+	rec, ok := e.Adapters[op.Tag].(Reconciler)
+	if !ok {
+		return false, false, "act " + op.Tag + " cannot be looked up"
+	}
+	_, found, err := rec.Lookup(ctx, op)
+	if err != nil {
+		return false, false, err.Error()
+	}
+	return !found, found, ""
+}
+
 // reconcile settles an unresolved attempt through its adapter's lookup: a
 // found effect is recorded as the outcome; one that never happened is
 // reopened and dispatched again.

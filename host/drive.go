@@ -163,9 +163,11 @@ func (e *Engine) restart(ctx context.Context, r *run) error {
 }
 
 // closeRun keeps a run that will have another turn, or gives back the steps
-// it holds: those run are charged, the rest return.
+// it holds: those run are charged, the rest return. A turn that ended as
+// its context did is kept too: its machine may be live, with work since
+// its stored checkpoint, for the next turn or Park to store.
 func (e *Engine) closeRun(ctx context.Context, r *run, out *RunState, err error) {
-	if err == nil && ctx.Err() == nil && out != nil && out.Status == Running {
+	if err == nil && out != nil && out.Status == Running {
 		e.keep(r)
 		return
 	}
@@ -377,14 +379,18 @@ func (e *Engine) driveRun(ctx context.Context, r *run, quantum int) (*RunState, 
 // step runs one slice of r's machine: lazily (no checkpoint at a Yield)
 // unless a checkpoint is due or the host is stopping.
 func (e *Engine) step(ctx context.Context, r *run, reply []byte, n uint64, stopping bool) (*port.Result, error) {
+	stopping = stopping || ctx.Err() != nil // since the loop looked: this slice parks it
 	req := port.Request{Reply: reply, Slice: n, Clock: e.Clock(), Lazy: !stopping && !e.due(r, n)}
 	if r.live {
 		req.Invocation = r.inv
 	} else {
 		req.Checkpoint = r.cp
 	}
-	if stopping {
-		ctx = context.WithoutCancel(ctx) // the last slice of a live machine, to park it
+	if stopping || r.live {
+		// A slice is short, and a live machine's slice stopped by the
+		// context would lose its work since the stored checkpoint: a stop
+		// that comes now is taken at the next slice boundary.
+		ctx = context.WithoutCancel(ctx)
 	}
 	res, err := e.Runtime.Step(ctx, req)
 	if r.live && errors.Is(err, port.ErrExpired) {

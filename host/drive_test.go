@@ -246,6 +246,34 @@ func TestParkKeepsWork(t *testing.T) {
 	}
 }
 
+// A stop (Ctrl-C, a drain) that comes as a turn ends, with the machine
+// live, keeps its work: the next turn or Park stores it, charging exactly
+// what is in the checkpoint.
+func TestStopAtTurnEndKeepsWork(t *testing.T) {
+	for _, at := range []int{1, 2, 3} { // the slice of the turn the stop comes in
+		s := memStore(t)
+		e := engine(t, s, 1)
+		if err := e.Admit(context.Background(), "inv", "p", "", []byte(computeSrc), nil, 10_000_000, 1); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		n := 0
+		e.OnSlice = func(string, uint64) {
+			if n++; n == at {
+				cancel()
+			}
+		}
+		e.driveTurn(ctx, "inv", 3)
+		if err := e.Park(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		used := usedOf(t, e, "inv")
+		if al := allowanceOf(t, e, "inv"); al.Charged != used || al.Held != 0 || used == 0 {
+			t.Fatalf("stop in slice %d: allowance %+v with %d steps in the checkpoint: work was lost", at, al, used)
+		}
+	}
+}
+
 // The process dies in the middle of pure work, at many points: the next
 // one resumes from the last stored checkpoint and finishes with the same
 // result, within the limit, charging at least what ran; no act runs twice.

@@ -172,3 +172,26 @@ func (e *Engine) Inspect(inv string) (*Inspection, error) {
 	})
 	return out, err
 }
+
+// Runnable returns the root invocations of prog that are runnable (Running,
+// not paused), from the scheduler's index: with no scheduler running (no
+// runehost serve), runs an interrupt or a crash stopped, for a command to
+// point out.
+func (e *Engine) Runnable(prog string) ([]string, error) {
+	var out []string
+	err := e.Store.View(func(tx *store.Tx) error {
+		return tx.Scan(store.K("run"), func(k store.Key, _ func(any) error) (bool, error) {
+			parts := k.Parts()
+			id := parts[len(parts)-1]
+			if id != rootOf(id) {
+				return true, nil
+			}
+			inv, err := getInv(tx, id)
+			if err == nil && inv.Prog == prog && inv.Runnable() {
+				out = append(out, id)
+			}
+			return true, nil // a damaged record is not this list's to report
+		})
+	})
+	return out, err
+}

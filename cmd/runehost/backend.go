@@ -10,8 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -27,7 +25,7 @@ import (
 )
 
 // exitDetached is the exit status of a run left to the server by Ctrl-C.
-const exitDetached = 130
+const exitDetached = exitInterrupted
 
 // backend is the operations of the API a command needs.
 type backend interface {
@@ -49,6 +47,9 @@ type backend interface {
 	CreateLink(ctx context.Context, run string, ttl time.Duration) (*api.Link, error)
 	Links(ctx context.Context, run string) ([]api.Link, error)
 	RevokeLinks(ctx context.Context, run, id string) (int, error)
+	// Show keeps p, the progress line, up to date while Drive runs, and
+	// prints events through it.
+	Show(p *progress)
 	// Close lets the store go (local) or does nothing (remote).
 	Close()
 }
@@ -117,26 +118,51 @@ func failed(cmd string, err error, internal int) error {
 }
 
 // drive goes on with inv's tree and reports where it stands; a failure of
-// the host exits with code. Through a server, an interrupt (Ctrl-C) leaves
-// the run to it: the command says how to follow it again and exits
-// detached.
+// the host exits with code. An interrupt (Ctrl-C) stops the run at its next
+// slice with its checkpoint stored, and the command says how to resume it;
+// through a server, it leaves the run to the server and says how to follow
+// it again (interrupt.go).
 func drive(c *cli.Context, b backend, cmd, inv, file, cursor string, code int) error {
-	ctx := c.Context
 	_, served := b.(*remote)
-	if served {
-		var stop context.CancelFunc
-		ctx, stop = signal.NotifyContext(ctx, os.Interrupt)
-		defer stop()
+	var w io.Writer = c.App.ErrWriter
+	p := startProgress(c)
+	if p != nil {
+		b.Show(p)
+		w = p
 	}
+	ctx, stop := interrupts(c.Context, w, inv, served)
+	defer stop()
 	rs, err := b.Drive(ctx, inv, cursor)
-	if served && ctx.Err() != nil {
-		fmt.Fprintf(c.App.ErrWriter, "detached: %s goes on in the server (runehost events --follow %s)\n", inv, inv)
-		return &exitError{code: exitDetached}
+	if p != nil {
+		p.Stop()
+	}
+	if ctx.Err() != nil { // an interrupt, or the caller's context (realMainContext)
+		if served {
+			fmt.Fprintf(c.App.ErrWriter, "detached: %s goes on in the server (%s)\n", inv, hintArgs(c, "events", "--follow", inv))
+			return &exitError{code: exitDetached}
+		}
+		if err == nil && rs != nil && rs.Status != "running" {
+			return report(c, inv, file, rs) // it ended as it stopped
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return exitf(code, "%s: %v", cmd, err)
+		}
+		fmt.Fprintf(c.App.ErrWriter, "interrupted: %s stopped%s with its checkpoint stored; nothing it did will be done again (%s)\n", inv, stoppedAt(b, inv), hintArgs(c, "resume", inv))
+		return &exitError{code: exitInterrupted}
 	}
 	if err != nil {
 		return exitf(code, "%s: %v", cmd, err)
 	}
-	return report(c.App.Writer, c.App.ErrWriter, inv, file, rs)
+	return report(c, inv, file, rs)
+}
+
+// stoppedAt says how far an interrupted run got, if its checkpoint says.
+func stoppedAt(b backend, inv string) string {
+	in, err := b.Inspect(context.Background(), inv)
+	if err != nil || in.Checkpoint == nil {
+		return ""
+	}
+	return fmt.Sprintf(" after %d steps", in.Checkpoint.Used)
 }
 
 // absStatement makes the directory of an fs grant absolute here: a server
@@ -174,6 +200,7 @@ type local struct {
 	done  func()
 	w     io.Writer
 	color bool
+	p     *progress
 
 	mu   sync.Mutex
 	live bool           // printing events as they come: Drive has begun
@@ -189,7 +216,17 @@ func (l *local) event(ev events.Event) {
 		l.held = append(l.held, ev)
 		return
 	}
+	if l.p != nil && ev.Kind == events.KindToolCall {
+		l.p.act()
+	}
 	printEventTo(l.w, ev, l.color)
+}
+
+func (l *local) Show(p *progress) {
+	l.mu.Lock()
+	l.p, l.w = p, p
+	l.mu.Unlock()
+	l.s.E.OnSlice = func(_ string, steps uint64) { p.slice(steps) }
 }
 
 func (l *local) Run(ctx context.Context, req api.RunRequest) (*api.RunResponse, error) {
@@ -264,6 +301,14 @@ type remote struct {
 	c     *client.Client
 	w     io.Writer
 	color bool
+	p     *progress // counts acts; the server's slices are not seen here
+}
+
+func (r *remote) Show(p *progress) {
+	p.mu.Lock()
+	p.served = true
+	p.mu.Unlock()
+	r.p, r.w = p, p
 }
 
 func (r *remote) Run(ctx context.Context, req api.RunRequest) (*api.RunResponse, error) {
@@ -284,6 +329,9 @@ func (r *remote) Resolve(ctx context.Context, inv string, ordinal uint64, req ap
 
 func (r *remote) Drive(ctx context.Context, inv, cursor string) (*api.RunState, error) {
 	st, err := r.c.Follow(ctx, inv, client.FollowOptions{Tree: true, Cursor: cursor, UntilSettled: true}, func(ev events.Event) {
+		if r.p != nil && ev.Kind == events.KindToolCall {
+			r.p.act()
+		}
 		printEventTo(r.w, ev, r.color)
 	})
 	if err == nil && st != nil && st.Status == "running" && st.Paused != "" {

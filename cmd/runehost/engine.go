@@ -73,15 +73,15 @@ func openEngine(c *cli.Context, runs bool) (*host.Engine, func(), error) {
 		s.Close()
 		return nil, nil, exitf(exitUsage, "%v", err)
 	}
-	for _, op := range unknown {
-		fmt.Fprintf(c.App.ErrWriter, "unknown: act %s of %s was attempted and has no outcome; it will not be re-run (settle it with runehost resolve)\n", op.Tag, op.ID())
-	}
 	cfg := acts.FromEnv()
 	if c.IsSet("cache-dir") {
 		cfg.CacheDir = c.String("cache-dir")
 	}
 	closeActs := acts.Register(e, cfg)
 	testAdapters(e)
+	for _, op := range unknown {
+		fmt.Fprintln(c.App.ErrWriter, recovery(c.Context, e, op, func(args ...string) string { return hintArgs(c, args...) }))
+	}
 	e.Redactor = redact.New(cfg.Secrets()...)
 	w, color := c.App.ErrWriter, isTerminal(c.App.ErrWriter)
 	e.OnEvent = func(ev events.Event) {
@@ -99,6 +99,23 @@ func openEngine(c *cli.Context, runs bool) (*host.Engine, func(), error) {
 		closeRT()
 		s.Close()
 	}, nil
+}
+
+// recovery says what resume will do with an act an earlier process left
+// attempted with no outcome (a crash, or a second Ctrl-C).
+// hint makes the commands it suggests.
+func recovery(ctx context.Context, e *host.Engine, op *host.Operation, hint func(args ...string) string) string {
+	redo, found, why := e.Recovery(ctx, op)
+	inv, n := op.Invocation, strconv.FormatUint(op.Ordinal, 10)
+	resume := hint("resume", inv)
+	switch {
+	case redo:
+		return fmt.Sprintf("cut short: act %s (#%s of %s) was attempted and has no outcome; doing it again has the same effect, so %s will do it again", op.Tag, n, inv, resume)
+	case found:
+		return fmt.Sprintf("cut short: act %s (#%s of %s) was attempted and has no recorded outcome; its effect was found, so %s will take it without doing it again", op.Tag, n, inv, resume)
+	}
+	return fmt.Sprintf("unknown: act %s (#%s of %s) was attempted and may or may not have taken effect (%s); it will not be done again: say how it ended (%s if it did, with its reply as JSON, or %s if it did not)",
+		op.Tag, n, inv, why, hint("resolve", inv, n, "--outcome", "JSON"), hint("resolve", inv, n, "--error", "KIND:MSG"))
 }
 
 // cadenceFromEnv reads how often a running prog's checkpoint is stored:
@@ -171,7 +188,8 @@ func startRuntime(c *cli.Context) func() (port.RuntimePort, func(), error) {
 }
 
 // report prints where a run stands and returns the command's outcome.
-func report(out, events io.Writer, inv, file string, rs *api.RunState) error {
+func report(c *cli.Context, inv, file string, rs *api.RunState) error {
+	out, events := c.App.Writer, c.App.ErrWriter
 	switch rs.Status {
 	case "completed":
 		fmt.Fprintln(out, resultText(rs))
@@ -191,14 +209,20 @@ func report(out, events io.Writer, inv, file string, rs *api.RunState) error {
 		}
 		return exitf(exitFailed, "%s:%v", file, redact.String(text))
 	case "waiting":
+		if a := rs.Unknown; a != nil {
+			n := strconv.FormatUint(a.Ordinal, 10)
+			fmt.Fprintf(events, "waiting: %s waits for the outcome of act %s (#%s), which may or may not have taken effect; it will not be done again: say how it ended (%s if it did, with its reply as JSON, or %s if it did not)\n",
+				inv, a.Tag, n, hintArgs(c, "resolve", inv, n, "--outcome", "JSON"), hintArgs(c, "resolve", inv, n, "--error", "KIND:MSG"))
+			return &exitError{code: exitWaiting, err: fmt.Errorf("%s is waiting", inv)}
+		}
 		until := ""
 		if rs.Deadline != 0 {
 			until = ", until " + time.UnixMilli(rs.Deadline).UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(events, "waiting: %s waits for %s%s (runehost send %s TAG JSON, or runehost resume %s)\n", inv, rs.Waiting, until, inv, inv)
+		fmt.Fprintf(events, "waiting: %s waits for %s%s (%s, or %s)\n", inv, rs.Waiting, until, hintArgs(c, "send", inv, "TAG", "JSON"), hintArgs(c, "resume", inv))
 		return &exitError{code: exitWaiting, err: fmt.Errorf("%s is waiting", inv)}
 	case "joining":
-		fmt.Fprintf(events, "joining: %s has returned and waits for %s to settle (runehost ps, runehost resume %s)\n", inv, rs.Waiting, inv)
+		fmt.Fprintf(events, "joining: %s has returned and waits for %s to settle (%s, or %s)\n", inv, rs.Waiting, hintArgs(c, "ps"), hintArgs(c, "resume", inv))
 		return &exitError{code: exitWaiting, err: fmt.Errorf("%s is joining", inv)}
 	}
 	fmt.Fprintf(events, "%s is %s\n", inv, rs.Status)
@@ -213,12 +237,17 @@ func resultText(rs *api.RunState) string {
 	return string(rs.Result)
 }
 
-// isTerminal reports whether w is a terminal: colour goes only there.
+// isTerminal reports whether w is a terminal that takes colour: colour goes
+// only there.
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
+	return isTTY(w) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+}
+
+// isTTY reports whether w is a terminal.
+func isTTY(w io.Writer) bool {
+	if p, ok := w.(*progress); ok {
+		w = p.w
 	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0 && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+	f, ok := w.(*os.File)
+	return ok && isTTYFile(f)
 }

@@ -12,11 +12,12 @@ import (
 	"github.com/runehost/runehost/host"
 )
 
-// hintArgs is a runehost command line to suggest: args after the command's
-// name, with --store DIR when the store was named by the flag (one named by
+// hintArgs is a runehost command line to suggest: "runehost", then args,
+// with --store DIR after the command's name when the store was named by the flag (one named by
 // RUNEHOST_STORE is found again by the same variable).
 func hintArgs(c *cli.Context, args ...string) string {
-	words := make([]string, 0, len(args)+2)
+	words := make([]string, 1, len(args)+3)
+	words[0] = "runehost"
 	for i, a := range args {
 		words = append(words, host.ShellWord(a))
 		if i == 0 {

@@ -24,7 +24,7 @@ func resolveCommand() *cli.Command {
 			"say how it ended: --outcome JSON (it happened, with this result) or\n" +
 			"--error KIND:MSG (the prog sees that error, e.g. failed:not sent).",
 		Flags: []cli.Flag{
-			storeFlag(), nativeFlag(), cacheFlag(),
+			storeFlag(), nativeFlag(), cacheFlag(), quietFlag(),
 			&cli.StringFlag{Name: "outcome", Usage: "the act's result, as JSON"},
 			&cli.StringFlag{Name: "error", Usage: "the act's error, as KIND:MSG"},
 		},

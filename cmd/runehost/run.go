@@ -61,6 +61,7 @@ func runCommand() *cli.Command {
 			&cli.Uint64Flag{Name: "seed", Usage: "seed of random()", DefaultText: "from the clock"},
 			nativeFlag(),
 			cacheFlag(),
+			quietFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -129,7 +130,7 @@ func runStored(c *cli.Context, file string, src, input []byte, seed uint64) erro
 		return exitf(exitUsage, "%s:%v", file, ae.Message)
 	case errors.As(err, &ae) && ae.Bound != "":
 		other := otherName(path, prog)
-		return exitf(exitUsage, "run: %s\n\trunehost %s   runs it as a prog of its own\n\trunehost %s   makes it the prog %s, keeping %s's state and grants",
+		return exitf(exitUsage, "run: %s\n\t%s   runs it as a prog of its own\n\t%s   makes it the prog %s, keeping %s's state and grants",
 			ae.Message, hintArgs(c, "run", "--name", other, file), hintArgs(c, "run", "--name", prog, "--replace", file), prog, prog)
 	case errors.As(err, &ae) && ae.Code == api.CodeRefused:
 		missingGrants(c.App.ErrWriter, prog, ae.Missing, ae.GrantHints)
@@ -139,7 +140,24 @@ func runStored(c *cli.Context, file string, src, input []byte, seed uint64) erro
 	}
 	missingGrants(c.App.ErrWriter, prog, resp.Missing, resp.GrantHints)
 	fmt.Fprintf(c.App.ErrWriter, "invocation %s\n", resp.Invocation)
+	if l, ok := b.(*local); ok {
+		stopped(c, l, prog, resp.Invocation)
+	}
 	return drive(c, b, "run", resp.Invocation, file, resp.Cursor, exitInternal)
+}
+
+// stopped points out earlier runs of prog that an interrupt or a crash
+// stopped: with no server, nothing goes on with them until resumed.
+func stopped(c *cli.Context, l *local, prog, except string) {
+	ids, err := l.s.E.Runnable(prog)
+	if err != nil {
+		return
+	}
+	for _, id := range ids {
+		if id != except {
+			fmt.Fprintf(c.App.ErrWriter, "note: %s, an earlier run of %s, was stopped before it ended (%s)\n", id, prog, hintArgs(c, "resume", id))
+		}
+	}
 }
 
 // missingGrants reports act tags no grant covers, with how to grant each.

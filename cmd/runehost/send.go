@@ -18,7 +18,7 @@ func sendCommand() *cli.Command {
 		ArgsUsage: "INVOCATION TAG JSON",
 		Description: "The event is kept until an await of the invocation names TAG; an\n" +
 			"event sent before the prog reaches its await is not lost.",
-		Flags: []cli.Flag{storeFlag(), nativeFlag(), cacheFlag()},
+		Flags: []cli.Flag{storeFlag(), nativeFlag(), cacheFlag(), quietFlag()},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 3 {
 				return exitf(exitUsage, "send: want INVOCATION TAG JSON")

@@ -179,15 +179,23 @@ func launchServe(ctx context.Context, o serveOptions) (wait func() error, err er
 	if e.Cadence, err = cadenceFromEnv(); err != nil {
 		return fail(exitf(exitUsage, "%v", err))
 	}
-	for _, op := range unknown {
-		log.Warn("act attempted without an outcome; it will not be re-run (settle it with runehost resolve)", "act", op.Tag, "op", op.ID().String())
-	}
 	cfg := acts.FromEnv()
 	if o.cacheDir != "" {
 		cfg.CacheDir = o.cacheDir
 	}
 	closeActs := acts.Register(e, cfg)
 	testAdapters(e)
+	for _, op := range unknown {
+		switch redo, found, why := e.Recovery(context.Background(), op); {
+		case redo:
+			log.Info("act cut short with no outcome: doing it again has the same effect, so its run does it again", "act", op.Tag, "op", op.ID().String())
+		case found:
+			log.Info("act cut short with no recorded outcome: its effect was found and is taken", "act", op.Tag, "op", op.ID().String())
+		default:
+			log.Warn("act attempted without an outcome: it may or may not have taken effect and will not be done again; its run waits for runehost resolve", "act", op.Tag, "op", op.ID().String(), "why", why,
+				"command", fmt.Sprintf("runehost resolve %s %d --outcome JSON (or --error KIND:MSG)", op.Invocation, op.Ordinal))
+		}
+	}
 	secrets := cfg.Secrets()
 	if o.slack != nil {
 		secrets = append(secrets, o.slack.secrets()...)
