@@ -1,0 +1,467 @@
+// examples_test.go runs every prog of examples/ through the CLI, as a user
+// would, with the grants its header names, against fakes: a scripted
+// OpenAI-compatible model (modeltest), an httptest web server and the test
+// tools built from testdata/tools. Each case checks what the prog did, not
+// just its exit status; an example without a case fails the test.
+
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/runehost/runehost/acts/model/modeltest"
+	"github.com/runehost/runehost/internal/testtools"
+)
+
+// exampleCases holds one case per examples/NAME.rune, by NAME.
+var exampleCases = map[string]func(t *testing.T, prog string){
+	"agent":     exampleAgent,
+	"summarise": exampleSummarise,
+	"approve":   exampleApprove,
+	"fanout":    exampleFanout,
+	"fetch":     exampleFetch,
+	"primes":    examplePrimes,
+}
+
+const examplesDir = "../../examples"
+
+func TestExamples(t *testing.T) {
+	progs, err := filepath.Glob(filepath.Join(examplesDir, "*.rune"))
+	if err != nil || len(progs) == 0 {
+		t.Fatalf("no examples in %s (%v)", examplesDir, err)
+	}
+	readme, err := os.ReadFile(filepath.Join(examplesDir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, prog := range progs {
+		name := strings.TrimSuffix(filepath.Base(prog), ".rune")
+		found[name] = true
+		src, err := os.ReadFile(prog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The header says what it needs granted and how to run it.
+		if !strings.Contains(string(src), "// Grants: ") || !strings.Contains(string(src), "runehost run examples/"+name+".rune") {
+			t.Errorf("examples/%s.rune: its header comment should name its grants (// Grants: ...) and the command that runs it", name)
+		}
+		if !strings.Contains(string(readme), "("+name+".rune)") {
+			t.Errorf("examples/README.md has no line for %s.rune", name)
+		}
+		f, ok := exampleCases[name]
+		if !ok {
+			t.Errorf("examples/%s.rune has no case in TestExamples: add one to exampleCases (cmd/runehost/examples_test.go)", name)
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Setenv("RUNEHOST_STORE", filepath.Join(t.TempDir(), "store"))
+			if code, out, errs := invoke(t, "check", prog); code != exitOK {
+				t.Fatalf("check: exit %d %s %s", code, out, errs)
+			}
+			f(t, prog)
+		})
+	}
+	for name := range exampleCases {
+		if !found[name] {
+			t.Errorf("a case for examples/%s.rune, which is not there", name)
+		}
+	}
+}
+
+// exRun runs the CLI, wants exit status want, and returns the decoded
+// result (stdout) and stderr.
+func exRun(t *testing.T, want int, args ...string) (any, string) {
+	t.Helper()
+	code, out, errs := invoke(t, args...)
+	if code != want {
+		t.Fatalf("runehost %s: exit %d, want %d\nstdout %s\nstderr %s", strings.Join(args, " "), code, want, out, errs)
+	}
+	if want != exitOK {
+		return nil, errs
+	}
+	var v any
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("runehost %s: stdout is not JSON (%v): %q", strings.Join(args, " "), err, out)
+	}
+	return v, errs
+}
+
+// exWantJSON fails unless got is the JSON text want.
+func exWantJSON(t *testing.T, got any, want string) {
+	t.Helper()
+	var w any
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatalf("bad want %s: %v", want, err)
+	}
+	if !reflect.DeepEqual(got, w) {
+		g, _ := json.Marshal(got)
+		t.Fatalf("result\n got %s\nwant %s", g, want)
+	}
+}
+
+// exJS is s as a JSON string literal, for building wants.
+func exJS(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func exGrant(t *testing.T, prog string, statements ...string) {
+	t.Helper()
+	if code, _, errs := invoke(t, append([]string{"grant", "--prog", prog}, statements...)...); code != exitOK {
+		t.Fatalf("grant %v: exit %d %s", statements, code, errs)
+	}
+}
+
+func exWriteFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, text := range files {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func exLastMessage(r modeltest.Request) string { return r.Messages[len(r.Messages)-1].Content }
+
+// The agent reads a file, runs a tool on it, is denied a file outside its
+// grant, is told off for prose, and stops at an answer in a ```json fence.
+func exampleAgent(t *testing.T, prog string) {
+	data := t.TempDir()
+	notes := filepath.Join(data, "notes.txt")
+	exWriteFiles(t, data, map[string]string{"notes.txt": "alpha\nbeta TODO\ngamma TODO\n"})
+	secret := filepath.Join(t.TempDir(), "secret.txt")
+	exWriteFiles(t, filepath.Dir(secret), map[string]string{"secret.txt": "not for the agent"})
+	tools := t.TempDir()
+	os.WriteFile(filepath.Join(tools, "grep.wasm"), testtools.Build(t, "grep"), 0o644)
+	t.Setenv("RUNEHOST_TOOLS", tools)
+	srv := modeltest.New("sk-examples-agent-key",
+		`{"read": "`+notes+`"}`,
+		`{"tool": "grep", "args": ["TODO"], "file": "`+notes+`"}`,
+		`{"read": "`+secret+`"}`,
+		`Let me think about it.`,
+		"Here it is:\n```json\n{\"answer\": \"2 lines of notes.txt mention TODO\"}\n```",
+	)
+	defer srv.Close()
+	t.Setenv("RUNEHOST_MODEL_URL", srv.URL+"/v1")
+	t.Setenv("RUNEHOST_MODEL", "fake-model")
+	t.Setenv("RUNEHOST_MODEL_KEY", srv.Key)
+	exGrant(t, "agent", "model.chat:default", "fs.read:"+data, "tool.run:grep", "tool.run:wc")
+	res, errs := exRun(t, exitOK, "run", prog, "--input", `{"task": "How many lines of `+notes+` mention TODO?"}`)
+	exWantJSON(t, res, `{"answer": "2 lines of notes.txt mention TODO", "turns": 5}`)
+	if srv.Calls() != 5 {
+		t.Fatalf("model calls: %d, want 5", srv.Calls())
+	}
+	rq := srv.Requests
+	if rq[0].Model != "fake-model" || rq[0].Messages[0].Role != "system" || !strings.Contains(rq[0].Messages[0].Content, `{"read": PATH}`) || !strings.Contains(exLastMessage(rq[0]), "mention TODO?") {
+		t.Errorf("first request: %+v", rq[0])
+	}
+	for i, want := range []string{
+		"File " + notes + ":\nalpha\nbeta TODO\ngamma TODO\n",
+		"Tool grep exited 0:\nbeta TODO\ngamma TODO\n",
+		"Error denied: fs.read " + secret + ": the path is outside every granted directory",
+		"Reply with one JSON object only.",
+	} {
+		if got := exLastMessage(rq[i+1]); got != want {
+			t.Errorf("request %d: the agent said %q, want %q", i+2, got, want)
+		}
+	}
+	if n := len(rq[4].Messages); n != 10 { // system, task, and four turns of two
+		t.Errorf("the last request has %d messages, want 10", n)
+	}
+	if !strings.Contains(errs, `move {"turn":2,"said":"Tool grep exited 0:\nbeta TODO`) {
+		t.Errorf("no move event for the tool in %s", errs)
+	}
+}
+
+// The summariser counts what wc would, skips what is not text, asks the
+// model from the first lines; without the model's grant, says why.
+func exampleSummarise(t *testing.T, prog string) {
+	data := t.TempDir()
+	exWriteFiles(t, data, map[string]string{
+		"b.txt":       "\n  the first real line  \nsecond line\tof b\n",
+		"a.md":        "# Alpha\n\nsome words here\n",
+		"c.bin":       "\xff\xfe\x00binary",
+		"sub/deep.md": "not listed",
+	})
+	srv := modeltest.New("", "Two short notes: a heading and a list of lines.")
+	defer srv.Close()
+	t.Setenv("RUNEHOST_MODEL_URL", srv.URL+"/v1")
+	exGrant(t, "summarise", "fs.list:"+data, "fs.read:"+data, "model.chat:default")
+	res, _ := exRun(t, exitOK, "run", prog, "--input", `{"dir": `+exJS(data)+`, "ask_model": true}`)
+	exWantJSON(t, res, `{"dir": `+exJS(data)+`,
+		"total": {"files": 2, "lines": 6, "words": 13, "chars": 67},
+		"longest": "b.txt",
+		"files": [
+			{"name": "a.md", "lines": 3, "words": 5, "chars": 25, "first": "# Alpha"},
+			{"name": "b.txt", "lines": 3, "words": 8, "chars": 42, "first": "the first real line"}],
+		"skipped": [{"name": "c.bin", "reason": "value: fs.read `+data+`/c.bin: not UTF-8 text (read it with base64: true)"}],
+		"summary": "Two short notes: a heading and a list of lines."}`)
+	if srv.Calls() != 1 || !strings.Contains(exLastMessage(srv.Requests[0]), "- a.md (3 lines): # Alpha\n- b.txt (3 lines): the first real line") {
+		t.Fatalf("model: %d calls, %+v", srv.Calls(), srv.Requests)
+	}
+	if code, _, errs := invoke(t, "revoke", "--prog", "summarise", "model.chat:default"); code != exitOK {
+		t.Fatalf("revoke: %s", errs)
+	}
+	res, _ = exRun(t, exitOK, "run", prog, "--input", `{"dir": `+exJS(data)+`, "ask_model": true}`)
+	m := res.(map[string]any)
+	if _, ok := m["summary"]; ok || !strings.HasPrefix(m["summary_error"].(string), "denied: ") || m["total"].(map[string]any)["words"] != 13.0 {
+		t.Fatalf("without the model's grant: %v", m)
+	}
+	if srv.Calls() != 1 {
+		t.Fatalf("the model was called without a grant")
+	}
+}
+
+// The file is written only when the answer is {"ok": true}.
+func exampleApprove(t *testing.T, prog string) {
+	dir := t.TempDir()
+	exGrant(t, "approve", "approval", "fs.write:"+dir)
+	ask := func(inv, file string, extra string) {
+		t.Helper()
+		_, errs := exRun(t, exitWaiting, "run", prog, "--input", `{"path": `+exJS(filepath.Join(dir, file))+`, "content": "deploy at noon\n"`+extra+`}`)
+		if !strings.Contains(errs, "runehost send "+inv+" approval:1 JSON") || !strings.Contains(errs, "Write 15 characters to "+filepath.Join(dir, file)+"?") {
+			t.Fatalf("%s: the question and how to answer it are not shown: %s", inv, errs)
+		}
+		if _, err := os.Stat(filepath.Join(dir, file)); err == nil {
+			t.Fatalf("%s: written before it was approved", file)
+		}
+	}
+	written := func(file string) bool {
+		_, err := os.Stat(filepath.Join(dir, file))
+		return err == nil
+	}
+
+	ask("r1", "yes.txt", "")
+	if code, out, _ := invoke(t, "ps", "--status", "waiting"); code != exitOK || !strings.Contains(out, "r1") {
+		t.Fatalf("ps: %q", out)
+	}
+	res, errs := exRun(t, exitOK, "send", "r1", "approval:1", `{"ok": true, "by": "ada"}`)
+	if !strings.Contains(errs, `answered {"answer":{"ok":true,"by":"ada"}}`) {
+		t.Errorf("the answer is not in the run log: %s", errs)
+	}
+	exWantJSON(t, res, `{"approved": true, "written": true, "by": "ada", "path": `+exJS(filepath.Join(dir, "yes.txt"))+`, "bytes": 15}`)
+	if b, err := os.ReadFile(filepath.Join(dir, "yes.txt")); err != nil || string(b) != "deploy at noon\n" {
+		t.Fatalf("yes.txt: %q %v", b, err)
+	}
+
+	ask("r2", "no.txt", "")
+	res, _ = exRun(t, exitOK, "send", "r2", "approval:1", `{"ok": false, "reason": "not on a Friday"}`)
+	exWantJSON(t, res, `{"approved": false, "written": false, "reason": "not on a Friday"}`)
+
+	// No answer in time: a run may see its 1 ms pass, or wait and see it on resume.
+	code, out, errs := invoke(t, "run", prog, "--input", `{"path": `+exJS(filepath.Join(dir, "late.txt"))+`, "content": "x", "timeout_ms": 1}`)
+	if code == exitWaiting {
+		time.Sleep(10 * time.Millisecond)
+		code, out, errs = invoke(t, "resume", "r3")
+	}
+	if code != exitOK {
+		t.Fatalf("timeout: exit %d %s %s", code, out, errs)
+	}
+	var late any
+	json.Unmarshal([]byte(out), &late)
+	exWantJSON(t, late, `{"approved": false, "written": false, "reason": "no answer in time"}`)
+
+	// Approved, but outside the grant: reported, not thrown, nothing written.
+	outside := t.TempDir()
+	exRun(t, exitWaiting, "run", prog, "--input", `{"path": `+exJS(filepath.Join(outside, "x.txt"))+`, "content": "x"}`)
+	res, _ = exRun(t, exitOK, "send", "r4", "approval:1", `{"ok": true}`)
+	m := res.(map[string]any)
+	if m["approved"] != true || m["written"] != false || !strings.HasPrefix(m["reason"].(string), "denied: ") {
+		t.Fatalf("outside the grant: %v", m)
+	}
+	for _, f := range []string{"no.txt", "late.txt"} {
+		if written(f) {
+			t.Errorf("%s was written without an approval", f)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(outside, "x.txt")); err == nil {
+		t.Error("written outside the grant")
+	}
+}
+
+// Eleven files in waves of four children; the missing one's child fails
+// and is reported in its place.
+func exampleFanout(t *testing.T, prog string) {
+	data := t.TempDir()
+	var files []string
+	want := 0
+	for i := range 10 {
+		name := filepath.Join(data, "f"+string(rune('0'+i))+".txt")
+		var b strings.Builder
+		for j := range 20 {
+			if j%(i+2) == 0 {
+				b.WriteString("fix this: TODO\n")
+				want++
+			} else {
+				b.WriteString("fine\n")
+			}
+		}
+		exWriteFiles(t, data, map[string]string{filepath.Base(name): b.String()})
+		files = append(files, name)
+	}
+	missing := filepath.Join(data, "missing.txt")
+	files = append(files[:5], append([]string{missing}, files[5:]...)...)
+	list, _ := json.Marshal(files)
+	exGrant(t, "fanout", "fs.read:"+data)
+	res, _ := exRun(t, exitOK, "run", prog, "--input", `{"pattern": "TODO", "width": 4, "steps": 100000, "files": `+string(list)+`}`)
+	m := res.(map[string]any)
+	if m["files"] != 11.0 || m["matches"] != float64(want) || m["failed"] != 1.0 {
+		t.Fatalf("files %v, matches %v (want %d), failed %v", m["files"], m["matches"], want, m["failed"])
+	}
+	reports := m["reports"].([]any)
+	failedChild := ""
+	for i, r := range reports {
+		r := r.(map[string]any)
+		if r["file"] != files[i] {
+			t.Fatalf("report %d is of %v, want %s", i, r["file"], files[i])
+		}
+		if files[i] == missing {
+			if !strings.HasPrefix(r["child"].(string), "r1.") || !strings.HasPrefix(r["error"].(string), "not_found: ") {
+				t.Fatalf("the missing file's report: %v", r)
+			}
+			failedChild = r["child"].(string)
+			continue
+		}
+		first := r["first"].([]any)
+		if len(first) == 0 || first[0].(map[string]any)["line"] != 1.0 || first[0].(map[string]any)["text"] != "fix this: TODO" {
+			t.Fatalf("report %d: %v", i, r)
+		}
+	}
+	_, out, _ := invoke(t, "ps")
+	status := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if f := strings.Fields(line); strings.HasPrefix(f[0], "r1.") {
+			status[f[1]]++
+			if f[0] == failedChild && f[1] != "failed" {
+				t.Errorf("ps: %s", line)
+			}
+		}
+	}
+	if status["completed"] != 10 || status["failed"] != 1 {
+		t.Fatalf("ps: one child a file, the missing one's failed:\n%s", out)
+	}
+}
+
+// Each URL's status, type, sizes and title, or its error: not granted,
+// no connection.
+func exampleFetch(t *testing.T, prog string) {
+	mux := http.NewServeMux()
+	page := "<html><head><title> The test page </title></head><body>héllo</body></html>"
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write([]byte(page))
+	})
+	mux.HandleFunc("/data.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"ok": true}`))
+	})
+	mux.HandleFunc("/logo.bin", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Write([]byte{0xff, 0xd8, 0xff, 0x00, 0x01, 0x02})
+	})
+	mux.Handle("/old", http.RedirectHandler("/", http.StatusFound))
+	web := httptest.NewServer(mux)
+	defer web.Close()
+	gone := httptest.NewServer(mux)
+	gone.Close()
+	host := strings.TrimPrefix(web.URL, "http://")
+	exGrant(t, "fetch", "http.get:"+host, "http.get:"+strings.TrimPrefix(gone.URL, "http://"))
+	urls := []string{web.URL + "/", web.URL + "/data.json", web.URL + "/nope", web.URL + "/logo.bin", web.URL + "/old", gone.URL + "/", "http://not-granted.example/"}
+	list, _ := json.Marshal(urls)
+	res, _ := exRun(t, exitOK, "run", prog, "--input", `{"urls": `+string(list)+`}`)
+	m := res.(map[string]any)
+	exWantJSON(t, m["summary"], `{"ok": 4, "other": 1, "errors": 2}`)
+	pages := m["pages"].([]any)
+	if len(pages) != len(urls) {
+		t.Fatalf("%d pages for %d URLs", len(pages), len(urls))
+	}
+	html := `{"status": 200, "type": "text/html; charset=utf-8", "bytes": 75, "chars": 74, "title": "The test page"`
+	for i, want := range []string{
+		`{"url": ` + exJS(urls[0]) + `, ` + html[1:] + `}`,
+		`{"url": ` + exJS(urls[1]) + `, "status": 200, "type": "application/json", "bytes": 12, "chars": 12}`,
+		`{"url": ` + exJS(urls[2]) + `, "status": 404, "type": "text/plain; charset=utf-8", "bytes": 19, "chars": 19}`,
+		`{"url": ` + exJS(urls[3]) + `, "status": 200, "type": "application/octet-stream", "bytes": 6, "base64_chars": 8}`,
+		`{"url": ` + exJS(urls[4]) + `, ` + html[1:] + `, "final_url": ` + exJS(web.URL+"/") + `}`,
+	} {
+		exWantJSON(t, pages[i], want)
+	}
+	for i, kind := range map[int]string{5: "failed", 6: "denied"} {
+		p := pages[i].(map[string]any)
+		if p["error"] != kind || !strings.Contains(p["msg"].(string), urls[i]) {
+			t.Errorf("%s: %v, want an error of kind %s", urls[i], p, kind)
+		}
+	}
+}
+
+// A run killed with SIGKILL mid-way is resumed from its checkpoint: it
+// ends with the primes counted, and its log has every chunk once.
+func examplePrimes(t *testing.T, prog string) {
+	dir := t.TempDir()
+	exGrant(t, "primes", "fs.write:"+dir)
+	// Killed: the test binary is runehost (TestMain).
+	killed := filepath.Join(dir, "killed.txt")
+	cmd := exec.Command(os.Args[0], "run", prog, "--limit", "100000000", "--input", `{"log": `+exJS(killed)+`, "upto": 20000, "chunk": 4000}`)
+	cmd.Env = append(os.Environ(), "RUNEHOST_TEST_AS_CLI=1", "RUNEHOST_STORE="+os.Getenv("RUNEHOST_STORE"), "RUNEHOST_CACHE_DIR="+os.Getenv("RUNEHOST_CACHE_DIR"))
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, _ := os.ReadFile(killed)
+		if strings.Count(string(b), "\n") >= 3 { // the header and two chunks
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the run ended before it was killed: %v\n%s", err, stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no two chunks in 30 s:\n%s", stderr)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // into the next chunk's computing, away from a write (a kill inside an append leaves it unknown, for an operator)
+	cmd.Process.Signal(syscall.SIGKILL)
+	if err := <-done; err == nil || cmd.ProcessState.ExitCode() == 0 {
+		t.Fatalf("the run ended before it was killed: %v\n%s", err, stderr)
+	}
+	before, _ := os.ReadFile(killed)
+	if code, out, _ := invoke(t, "ps"); code != exitOK || !strings.HasPrefix(out, "r1         running") {
+		t.Fatalf("ps after the kill:\n%s", out)
+	}
+	res, errs := exRun(t, exitOK, "resume", "r1")
+	exWantJSON(t, res, `{"upto": 20000, "primes": 2262}`)
+	after, _ := os.ReadFile(killed)
+	want := "primes below 20000, 4000 numbers a chunk\n0..4000: 550 primes, 550 so far\n4000..8000: 457 primes, 1007 so far\n" +
+		"8000..12000: 431 primes, 1438 so far\n12000..16000: 424 primes, 1862 so far\n16000..20000: 400 primes, 2262 so far\n"
+	if string(after) != want || !strings.HasPrefix(string(after), string(before)) {
+		t.Fatalf("log before the kill:\n%s\nafter the resume:\n%s\nwant:\n%s\nresume's stderr:\n%s", before, after, want, errs)
+	}
+	// The resume did only the writes the killed run had not done.
+	if n, done := strings.Count(errs, "fs.write "+killed), strings.Count(string(before), "\n"); n != 6-done {
+		t.Fatalf("the resume wrote %d times, after %d writes before the kill, of 6:\n%s", n, done, errs)
+	}
+}
