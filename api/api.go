@@ -122,6 +122,7 @@ type RunState struct {
 	Answer     string          `json:"answer,omitempty"` // the result as text, redacted
 	Error      *RunError       `json:"error,omitempty"`  // once failed
 	Waiting    string          `json:"waiting,omitempty"`
+	Awaits     []string        `json:"awaits,omitempty"`   // the event tags it waits for, when it awaits one
 	Deadline   int64           `json:"deadline,omitempty"` // unix ms, of an await with a timeout
 	Command    string          `json:"command,omitempty"`  // the command that answers what it waits for
 	Unknown    *Act            `json:"unknown,omitempty"`  // the act of unknown outcome it waits on

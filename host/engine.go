@@ -237,6 +237,7 @@ type RunState struct {
 	Result   []byte            // data value, when Completed or Conflict
 	Err      *checkpoint.Error // when Failed
 	Waiting  string            // what it waits for, when Waiting
+	Awaits   []string          // the event tags its await takes, when it waits for one
 	Deadline int64             // unix ms when its await times out, or 0
 	Unknown  *Operation        // an attempt without an outcome, when there is one
 	Paused   string            // why the engine cannot run it, when paused (State)
@@ -488,7 +489,7 @@ func (e *Engine) awaitReply(inv string, p *checkpoint.Pending) ([]byte, *RunStat
 		if i, err := e.invs.get(inv); err == nil && i.Status == Running {
 			e.invs.Move(inv, Waiting)
 		}
-		out := &RunState{Status: Waiting, Waiting: fmt.Sprintf("an event %v", aw.Tags)}
+		out := &RunState{Status: Waiting, Waiting: fmt.Sprintf("an event %v", aw.Tags), Awaits: aw.Tags}
 		if out.Deadline, err = e.boxes.Deadline(inv); err != nil {
 			return nil, nil, err
 		}

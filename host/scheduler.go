@@ -214,7 +214,7 @@ func (e *Engine) State(inv string) (*RunState, error) {
 		}
 		if h.Pending.Kind == checkpoint.PendingAwait {
 			aw, _ := parseAwait(h.Pending)
-			st.Waiting = fmt.Sprintf("an event %v", aw.Tags)
+			st.Waiting, st.Awaits = fmt.Sprintf("an event %v", aw.Tags), aw.Tags
 			st.Deadline, err = e.boxes.Deadline(inv)
 			return st, err
 		}

@@ -236,7 +236,7 @@ func (s *Service) State(inv string) (*api.RunState, error) {
 
 // runState is a host's RunState in the API's terms.
 func (s *Service) runState(inv string, rs *host.RunState) *api.RunState {
-	out := &api.RunState{Invocation: inv, Status: rs.Status.String(), Waiting: rs.Waiting, Deadline: rs.Deadline, Paused: s.E.Clean(rs.Paused, 0)}
+	out := &api.RunState{Invocation: inv, Status: rs.Status.String(), Waiting: rs.Waiting, Awaits: rs.Awaits, Deadline: rs.Deadline, Paused: s.E.Clean(rs.Paused, 0)}
 	if len(rs.Result) > 0 {
 		if j, err := dataJSON(rs.Result); err == nil {
 			out.Result = j
@@ -249,6 +249,9 @@ func (s *Service) runState(inv string, rs *host.RunState) *api.RunState {
 	switch rs.Status {
 	case host.Waiting:
 		out.Command = fmt.Sprintf("runehost send %s TAG JSON", inv)
+		if len(rs.Awaits) == 1 {
+			out.Command = fmt.Sprintf("runehost send %s %s JSON", inv, host.ShellWord(rs.Awaits[0]))
+		}
 		if rs.Unknown != nil {
 			out.Command = fmt.Sprintf("runehost resolve %s %d --outcome JSON", inv, rs.Unknown.Ordinal)
 			out.Unknown = &api.Act{Invocation: inv, Ordinal: rs.Unknown.Ordinal, Tag: rs.Unknown.Tag, Phase: rs.Unknown.Phase.String()}

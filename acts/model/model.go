@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -108,6 +109,9 @@ func (a *Adapter) CheckGrant(_, target string) (string, error) {
 			names = append(names, n)
 		}
 		sort.Strings(names)
+		if len(names) == 0 {
+			return "", errors.New("no model endpoint is configured: set RUNEHOST_MODEL_URL (and RUNEHOST_MODEL, RUNEHOST_MODEL_KEY) where runehost runs")
+		}
 		if target == "" {
 			return "", fmt.Errorf("want an endpoint: %s:NAME (configured: %s)", Tag, strings.Join(names, ", "))
 		}
@@ -122,7 +126,10 @@ type message struct {
 }
 
 type request struct {
-	Model       string    `json:"model"`
+	// Model is the endpoint's; with none configured (RUNEHOST_MODEL unset)
+	// the field is left out, for a server that serves one model, rather
+	// than sent empty.
+	Model       string    `json:"model,omitempty"`
 	Messages    []message `json:"messages"`
 	MaxTokens   int64     `json:"max_tokens,omitempty"`
 	Temperature *float64  `json:"temperature,omitempty"`

@@ -7,6 +7,8 @@ package model_test
 import (
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -81,5 +83,31 @@ func TestKeyEncodedInAnError(t *testing.T) {
 				t.Fatalf("%q of the key survived: %s", form[i:i+8], got)
 			}
 		}
+	}
+}
+
+// An endpoint with no model named (RUNEHOST_MODEL unset) sends no "model"
+// field, which a server of one model takes, rather than an empty one; with
+// no endpoint configured, a grant says what to set.
+func TestNoModelNamed(t *testing.T) {
+	var body map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		json.NewDecoder(r.Body).Decode(&body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"choices":[{"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
+	}))
+	defer srv.Close()
+	a := &model.Adapter{Endpoints: map[string]model.Endpoint{"default": {Name: "default", BaseURL: srv.URL + "/v1"}}}
+	e := acttest.Engine(t, map[string]host.Adapter{model.Tag: a})
+	acttest.Grant(t, e, "model.chat:default")
+	if got, _ := acttest.Run(t, e, `return (act "model.chat" {messages: [{role: "user", content: "hi"}]}).content`, nil); got != `"ok"` {
+		t.Fatalf("got %s", got)
+	}
+	if _, ok := body["model"]; ok || body["messages"] == nil {
+		t.Fatalf("request %v", body)
+	}
+	none := acttest.Engine(t, map[string]host.Adapter{model.Tag: &model.Adapter{}})
+	if _, err := none.Grant(host.AnyProg, "model.chat:default"); err == nil || !strings.Contains(err.Error(), "no model endpoint is configured: set RUNEHOST_MODEL_URL") {
+		t.Fatalf("grant with no endpoint: %v", err)
 	}
 }

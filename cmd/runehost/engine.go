@@ -215,11 +215,15 @@ func report(c *cli.Context, inv, file string, rs *api.RunState) error {
 				inv, a.Tag, n, hintArgs(c, "resolve", inv, n, "--outcome", "JSON"), hintArgs(c, "resolve", inv, n, "--error", "KIND:MSG"))
 			return &exitError{code: exitWaiting, err: fmt.Errorf("%s is waiting", inv)}
 		}
+		tag := "TAG"
+		if len(rs.Awaits) == 1 {
+			tag = rs.Awaits[0]
+		}
 		until := ""
 		if rs.Deadline != 0 {
 			until = ", until " + time.UnixMilli(rs.Deadline).UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(events, "waiting: %s waits for %s%s (%s, or %s)\n", inv, rs.Waiting, until, hintArgs(c, "send", inv, "TAG", "JSON"), hintArgs(c, "resume", inv))
+		fmt.Fprintf(events, "waiting: %s waits for %s%s (%s, or %s)\n", inv, rs.Waiting, until, hintArgs(c, "send", inv, tag, "JSON"), hintArgs(c, "resume", inv))
 		return &exitError{code: exitWaiting, err: fmt.Errorf("%s is waiting", inv)}
 	case "joining":
 		fmt.Fprintf(events, "joining: %s has returned and waits for %s to settle (%s, or %s)\n", inv, rs.Waiting, hintArgs(c, "ps"), hintArgs(c, "resume", inv))

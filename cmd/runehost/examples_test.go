@@ -171,7 +171,7 @@ func exampleAgent(t *testing.T, prog string) {
 	for i, want := range []string{
 		"File " + notes + ":\nalpha\nbeta TODO\ngamma TODO\n",
 		"Tool grep exited 0:\nbeta TODO\ngamma TODO\n",
-		"Error denied: fs.read " + secret + ": the path is outside every granted directory",
+		"Error denied: fs.read " + secret + ": the path is outside every granted directory (runehost grant --prog agent fs.read:" + filepath.Dir(secret) + ")",
 		"Reply with one JSON object only.",
 	} {
 		if got := exLastMessage(rq[i+1]); got != want {

@@ -158,3 +158,18 @@ func TestProgIdentity(t *testing.T) {
 		t.Fatalf("bad name: exit %d, %s", code, errs)
 	}
 }
+
+// A run that waits for one event names it in the command that sends it.
+func TestWaitingHint(t *testing.T) {
+	t.Setenv("RUNEHOST_STORE", filepath.Join(t.TempDir(), "store"))
+	f := writeProg(t, `let e = await {key: "go"}`+"\nreturn e.n\n")
+	code, _, errs := invoke(t, "run", f)
+	if code != exitWaiting || !strings.Contains(errs, "(runehost send r1 go JSON, or runehost resume r1)") {
+		t.Fatalf("exit %d, %s", code, errs)
+	}
+	send := hints(errs)[0]
+	send[len(send)-1] = `{"n": 7}` // the JSON is the sender's
+	if code, out, e := invoke(t, send...); code != exitOK || out != "7\n" {
+		t.Fatalf("%q: exit %d, %q, %s", send, code, out, e)
+	}
+}
