@@ -204,7 +204,7 @@ func (sp spawner) Do(ctx context.Context, op *Operation) (any, error) {
 			}
 		}
 		if !allowed {
-			return nil, &checkpoint.Error{Kind: "denied", Msg: fmt.Sprintf("spawn: %s may not start prog %q (runehost grant --prog %s spawn:%s)", parent.Prog, progName, parent.Prog, progName)}
+			return nil, &checkpoint.Error{Kind: "denied", Msg: fmt.Sprintf("spawn: %s may not start prog %q (runehost grant --prog %s %s)", parent.Prog, progName, ShellWord(parent.Prog), ShellWord(SpawnTag+":"+progName))}
 		}
 	}
 	prog, err := e.invs.Prog(progName)

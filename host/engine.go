@@ -111,15 +111,7 @@ func (e *Engine) Grant(subject, statement string) (*Grant, error) {
 		return nil, err
 	}
 	if e.StatementTags != nil && e.Adapters[tag] == nil && !e.StatementTags[tag] {
-		known := slices.Sorted(maps.Keys(e.StatementTags))
-		for t := range e.Adapters {
-			known = append(known, t)
-		}
-		hint := ""
-		if near := nearest(tag, known); near != "" {
-			hint = fmt.Sprintf(" (did you mean %s?)", near)
-		}
-		return nil, fmt.Errorf("%w: %q: no act is called %s%s", ErrBadStatement, statement, tag, hint)
+		return nil, fmt.Errorf("%w: %q: no act is called %s%s", ErrBadStatement, statement, tag, e.didYouMean(tag))
 	}
 	if gc, isGC := e.Adapters[tag].(GrantChecker); isGC {
 		t, err := gc.CheckGrant(tag, target)
@@ -135,12 +127,27 @@ func (e *Engine) Grant(subject, statement string) (*Grant, error) {
 // for: the command, when a grant of the tag needs no target; otherwise what
 // a target is (the denial of an act then names the exact one).
 func (e *Engine) GrantHint(prog, tag string) string {
+	if e.Adapters[tag] == nil {
+		return "no act is called " + tag + " on this host" + e.didYouMean(tag)
+	}
 	gc, ok := e.Adapters[tag].(GrantChecker)
 	if !ok {
 		return fmt.Sprintf("runehost grant --prog %s %s", ShellWord(prog), ShellWord(tag))
 	}
 	if _, err := gc.CheckGrant(tag, ""); err != nil {
 		return "its grant names a target: " + err.Error() + "; the denial will name it"
+	}
+	return ""
+}
+
+// didYouMean names the act tag or statement tag nearest to tag, or "".
+func (e *Engine) didYouMean(tag string) string {
+	known := slices.Sorted(maps.Keys(e.StatementTags))
+	for t := range e.Adapters {
+		known = append(known, t)
+	}
+	if near := nearest(tag, known); near != "" {
+		return fmt.Sprintf(" (did you mean %s?)", near)
 	}
 	return ""
 }

@@ -173,3 +173,29 @@ func TestWaitingHint(t *testing.T) {
 		t.Fatalf("%q: exit %d, %q, %s", send, code, out, e)
 	}
 }
+
+// A parent that may not start another prog is told the grant that lets it.
+func TestSpawnHint(t *testing.T) {
+	t.Setenv("RUNEHOST_STORE", filepath.Join(t.TempDir(), "store"))
+	kid := filepath.Join(t.TempDir(), "kid.rune")
+	os.WriteFile(kid, []byte("return input * 2\n"), 0o644)
+	if code, _, e := invoke(t, "run", kid, "--input", "1"); code != exitOK {
+		t.Fatal(e)
+	}
+	f := writeProg(t, `let c = act "spawn" {steps: 1000, input: 21, prog: "kid"}`+"\nreturn (await {key: c.id}).result\n")
+	code, _, errs := invoke(t, "run", f)
+	if code != exitFailed || !strings.Contains(errs, `spawn: p may not start prog "kid" (runehost grant --prog p spawn:kid)`) {
+		t.Fatalf("exit %d, %s", code, errs)
+	}
+	if code, _, e := invoke(t, hints(errs)[0]...); code != exitOK {
+		t.Fatalf("%q: exit %d, %s", hints(errs)[0], code, e)
+	}
+	if code, out, errs := invoke(t, "run", f); code != exitOK || out != "42\n" {
+		t.Fatalf("after the hint: exit %d, %q, %s", code, out, errs)
+	}
+	// An act no adapter has is named as such, not given a grant that fails.
+	g := writeProg(t, `try { return act "jion" {} } catch e { return e.kind }`)
+	if _, _, errs := invoke(t, "run", "--replace", g); !strings.Contains(errs, "grants: p has no grant for act jion; it will be denied (no act is called jion on this host") {
+		t.Fatalf("%s", errs)
+	}
+}
