@@ -100,6 +100,10 @@ func runCommand() *cli.Command {
 			}
 			defer done()
 			r := &runner{rt: rt, out: c.App.Writer, events: c.App.ErrWriter, file: c.Args().First()}
+			if r.p = startProgress(c); r.p != nil {
+				r.events = r.p
+				defer r.p.Stop()
+			}
 			return r.run(c.Context, port.Input{Source: src, Input: in, State: state, Limit: c.Uint64("limit"), Seed: seed}, c.Uint64("slice"))
 		},
 	}
@@ -303,6 +307,7 @@ type runner struct {
 	rt          port.RuntimePort
 	out, events io.Writer
 	file        string
+	p           *progress // the progress line, on a terminal
 }
 
 func (r *runner) run(ctx context.Context, in port.Input, slice uint64) error {
@@ -317,6 +322,7 @@ func (r *runner) run(ctx context.Context, in port.Input, slice uint64) error {
 	}
 	last := cp
 	var reply []byte
+	var used uint64
 	for {
 		// Lazy: nothing is kept, so no checkpoint is wanted at a Yield; the
 		// machine stays live in the runtime between slices.
@@ -339,6 +345,10 @@ func (r *runner) run(ctx context.Context, in port.Input, slice uint64) error {
 		} else {
 			cp = nil
 		}
+		if r.p != nil && res.Used > used { // a machine the runtime let go runs again from its checkpoint
+			r.p.slice(res.Used - used)
+		}
+		used = res.Used
 		reply = nil
 		for _, e := range res.Emits {
 			fmt.Fprintf(r.events, "emit %s %s\n", e.Kind, dataJSON(e.Data))
