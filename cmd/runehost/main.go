@@ -17,7 +17,8 @@ import (
 	"github.com/runehost/runehost/events/redact"
 )
 
-// Exit codes.
+// Exit codes (exitWaiting, 4, is in engine.go; exitInterrupted, 130, in
+// interrupt.go).
 const (
 	exitOK       = 0
 	exitFailed   = 1 // the prog ended with an uncaught error
@@ -50,7 +51,9 @@ func newApp() *cli.App {
 		Version: version,
 		Description: "runehost compiles and runs progs written in Rune. A prog's machine state\n" +
 			"is plain data: it runs in bounded slices of steps and can be checkpointed\n" +
-			"at any slice, act or await. See docs/language.md.",
+			"at any slice, act or await. See docs/tutorial.md and docs/language.md.\n\n" +
+			"Exit status: 0 done, 1 the prog failed, 2 bad usage or input (nothing is\n" +
+			"admitted), 3 a host failure, 4 a run waits, 130 stopped by Ctrl-C.",
 		Commands:       []*cli.Command{checkCommand(), runCommand(), resumeCommand(), sendCommand(), psCommand(), inspectCommand(), resolveCommand(), cancelCommand(), grantCommand(), revokeCommand(), grantsCommand(), eventsCommand(), linkCommand(), migrateCommand(), gcCommand(), toolCommand(), redactCommand(), slackCommand(), serveCommand(), storeCommand()},
 		ExitErrHandler: func(*cli.Context, error) {}, // main reports errors
 		// urfave/cli's CommandNotFound returns no error: it is kept for

@@ -32,19 +32,23 @@ func runCommand() *cli.Command {
 			"is the result of its last completed run. A name is bound to the file that\n" +
 			"first ran under it: another file under the same name is refused unless\n" +
 			"--replace, so two progs never share state or grants by accident. Prints\n" +
-			"what it emits and its acts to stderr and its result as JSON to stdout.\n" +
-			"A long run on a terminal shows a progress line (--quiet: none). Exit status: 0 done, 1 the prog\n" +
-			"failed (or its result conflicted), 2 bad usage or a compile error, 3 a\n" +
-			"host failure, 4 the run waits (for an event, or an act of unknown outcome).\n\n" +
+			"what it emits and its acts to stderr and its result as JSON to stdout; a\n" +
+			"long run on a terminal shows a progress line below them (--quiet: none).\n" +
+			"Exit status: 0 done, 1 the prog failed (or its result conflicted), 2 bad\n" +
+			"usage or a compile error, 3 a host failure, 4 the run waits (for an\n" +
+			"event, or an act of unknown outcome), 130 stopped by Ctrl-C.\n\n" +
 			"Acts are denied unless granted (runehost grant); a denial is an error of\n" +
-			"kind \"denied\" that the prog may catch. Before it runs, the prog's act tags\n" +
-			"are checked against the grants and each one missing is reported;\n" +
-			"--strict-grants refuses to run it then. --no-store runs without the store\n" +
-			"and denies every act.\n\n" +
-			"While runehost serve owns the store, the run goes to it and its events are\n" +
-			"streamed from it; Ctrl-C then detaches, leaving the run going on in the\n" +
-			"server (exit status 130; runehost events --follow INVOCATION follows it\n" +
-			"again). --native and --cache-dir are then the server's.\n\n" +
+			"kind \"denied\" that the prog may catch, and names the grant it needed.\n" +
+			"Before it runs, the prog's act tags are checked against the grants and\n" +
+			"each one missing is reported; --strict-grants refuses to run it then.\n" +
+			"--no-store runs without the store and denies every act.\n\n" +
+			"Ctrl-C stops the run at its next slice with its checkpoint stored and\n" +
+			"prints the runehost resume that goes on with it; a second Ctrl-C exits at\n" +
+			"once (an act in flight then has no outcome, and the next command says what\n" +
+			"resume will do with it). While runehost serve owns the store, the run goes\n" +
+			"to it and its events are streamed from it; Ctrl-C then detaches, leaving\n" +
+			"the run going on in the server (runehost events --follow INVOCATION\n" +
+			"follows it again). --native and --cache-dir are then the server's.\n\n" +
 			"The running machine's checkpoint is stored at every act and await, at the\n" +
 			"end, and every 2 s or 10,000,000 steps between (RUNEHOST_CHECKPOINT_EVERY,\n" +
 			"RUNEHOST_CHECKPOINT_STEPS): a crash re-runs at most that much pure work.",
