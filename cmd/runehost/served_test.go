@@ -111,6 +111,10 @@ func TestServedSuite(t *testing.T) {
 		{"Events", TestEvents},
 		{"SentinelSecretNeverLeaks", TestSentinelSecretNeverLeaks},
 		{"ToolEnvOfTheHostRefused", TestToolEnvOfTheHostRefused},
+		{"ProgIdentity", TestProgIdentity},
+		{"DenialHintGrants", TestDenialHintGrants},
+		{"WaitingHint", TestWaitingHint},
+		{"SpawnHint", TestSpawnHint},
 	} {
 		t.Run(tc.name, func(t *testing.T) { served(t, tc.f) })
 	}
