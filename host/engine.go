@@ -135,7 +135,10 @@ func (e *Engine) GrantHint(prog, tag string) string {
 		return fmt.Sprintf("runehost grant --prog %s %s", ShellWord(prog), ShellWord(tag))
 	}
 	if _, err := gc.CheckGrant(tag, ""); err != nil {
-		return "its grant names a target: " + err.Error() + "; the denial will name it"
+		if strings.HasPrefix(err.Error(), "want ") {
+			return "its grant names a target: " + err.Error()
+		}
+		return "it cannot be granted here: " + err.Error()
 	}
 	return ""
 }
@@ -284,6 +287,20 @@ func (e *Engine) StartFrom(ctx context.Context, inv, prog, origin string, bind B
 // the prog is bound to: the caller vouches for it (AdmitBound checks).
 func (e *Engine) Admit(ctx context.Context, inv, prog, origin string, source, input []byte, limit uint64, seed uint64) error {
 	return e.AdmitBound(ctx, inv, prog, origin, Binding{}, source, input, limit, seed)
+}
+
+// CheckBinding is nil if bind may admit a run of prog: the check AdmitBound
+// makes (and makes again when it stores), for a caller to make before it
+// spends anything on the run, such as an invocation id.
+func (e *Engine) CheckBinding(prog string, bind Binding) error {
+	p, err := e.invs.Prog(prog)
+	if errors.Is(err, ErrNoSuchProg) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return p.admits(bind)
 }
 
 // AdmitBound is Admit for a prog bound to bind.To (Prog.Bound): a prog

@@ -68,6 +68,11 @@ func suggest(prog string, op *Operation, adapter Adapter) string {
 	} else if checks || authorizes {
 		st = "" // its grants have targets, and it cannot say which
 	}
+	for _, g := range op.Grants {
+		if g.Statement == st {
+			return "" // granted already: the grant is not what is missing
+		}
+	}
 	if st == "" {
 		return ""
 	}

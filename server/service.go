@@ -113,13 +113,16 @@ func (s *Service) Run(ctx context.Context, req api.RunRequest) (*api.RunResponse
 	if req.Seed != nil {
 		seed = *req.Seed
 	}
-	inv, err := s.E.NewInvocationID()
-	if err != nil {
-		return nil, engineError(err)
-	}
 	bind := host.Binding{To: host.FileBinding(req.Path), Replace: req.Replace}
 	if req.Path == "" {
 		bind.To = host.SourceBinding(fmt.Sprintf("%x", info.Hash))
+	}
+	if err := s.E.CheckBinding(req.Prog, bind); err != nil {
+		return nil, engineError(err) // before an id is spent on it
+	}
+	inv, err := s.E.NewInvocationID()
+	if err != nil {
+		return nil, engineError(err)
 	}
 	if err := s.E.AdmitBound(ctx, inv, req.Prog, "", bind, []byte(req.Source), input, limit, seed); err != nil {
 		return nil, engineError(err)

@@ -68,10 +68,10 @@ func SplitTarget(target string) (hostDir, guest string) {
 
 // CheckGrant makes a granted directory absolute and clean, and checks the
 // guest path a tool would see it at.
-func (a *Adapter) CheckGrant(_, target string) (string, error) {
+func (a *Adapter) CheckGrant(tag, target string) (string, error) {
 	dir, guest := SplitTarget(target)
 	if dir == "" {
-		return "", errors.New("want a directory: fs.read:DIR or fs.read:DIR=/GUEST")
+		return "", fmt.Errorf("want a directory: %s:DIR or %s:DIR=/GUEST", tag, tag)
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -346,7 +346,9 @@ func (a *Adapter) Lookup(_ context.Context, op *host.Operation) (any, bool, erro
 }
 
 // Suggest names the directory to grant for op: the one it lists, or the
-// one that holds the file it reads or writes.
+// one that holds the file it reads or writes, as the prog named it (the
+// denial reaches the prog, which learns nothing of the host from it: a
+// relative path stays relative, to where runehost runs).
 func (a *Adapter) Suggest(op *host.Operation) string {
 	ar, err := a.args(op)
 	if err != nil {
@@ -356,13 +358,14 @@ func (a *Adapter) Suggest(op *host.Operation) string {
 	if err != nil {
 		return ""
 	}
+	named := filepath.Clean(ar.path)
 	if a.Tag != List {
-		p = filepath.Dir(p)
+		p, named = filepath.Dir(p), filepath.Dir(named)
 	}
 	if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
 		return "" // a grant of it would be refused
 	}
-	return a.Tag + ":" + p
+	return a.Tag + ":" + named
 }
 
 var (

@@ -45,7 +45,7 @@ func TestToolRun(t *testing.T) {
 	os.WriteFile(filepath.Join(filepath.Dir(data), "outside.txt"), []byte("SECRET"), 0o644)
 	t.Setenv("TOOLTEST_GRANTED", "yes")
 	t.Setenv("TOOLTEST_HIDDEN", "no")
-	acttest.Grant(t, e, "tool.run:wc", "tool.run:cat", "tool.run:escape", "tool.run:envsnoop", "tool.run:spin", "tool.run:flood",
+	acttest.Grant(t, e, "tool.run:wc", "tool.run:cat", "tool.run:escape", "tool.run:envsnoop", "tool.run:spin", "tool.run:flood", "tool.run:gone",
 		"fs.read:"+data+"=/data", "tool.env:TOOLTEST_GRANTED")
 	run := func(expr string) string {
 		got, _ := acttest.Run(t, e, acttest.Catch(expr), nil)
@@ -73,6 +73,10 @@ func TestToolRun(t *testing.T) {
 	}
 	if got := run(`act "tool.run" {tool: "grep"}`); got != `["denied","tool grep is not granted (runehost grant --prog p tool.run:grep)"]` {
 		t.Errorf("ungranted: %s", got)
+	}
+	// Granted but not there: the grant is not what is missing, and no grant is suggested.
+	if got := run(`act "tool.run" {tool: "gone"}`); !strings.Contains(got, "tool gone is granted but not installed") || strings.Contains(got, "runehost grant") {
+		t.Errorf("not installed: %s", got)
 	}
 	if got := run(`act "tool.run" {tool: "../wc"}`); !strings.HasPrefix(got, `["value",`) {
 		t.Errorf("path as a name: %s", got)

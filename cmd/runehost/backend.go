@@ -130,7 +130,7 @@ func drive(c *cli.Context, b backend, cmd, inv, file, cursor string, code int) e
 		b.Show(p)
 		w = p
 	}
-	ctx, stop := interrupts(c.Context, w, inv, served)
+	ctx, stop := interrupts(c.Context, w, inv, hintArgs(c, "resume", inv), served)
 	defer stop()
 	rs, err := b.Drive(ctx, inv, cursor)
 	if p != nil {
@@ -162,7 +162,7 @@ func stoppedAt(b backend, inv string) string {
 	if err != nil || in.Checkpoint == nil {
 		return ""
 	}
-	return fmt.Sprintf(" after %d steps", in.Checkpoint.Used)
+	return fmt.Sprintf(" after %s steps", grouped(in.Checkpoint.Used))
 }
 
 // absStatement makes the directory of an fs grant absolute here: a server

@@ -62,7 +62,7 @@ func grantCommand() *cli.Command {
 				if err := b.Grant(c.Context, c.String("prog"), st); err != nil {
 					return failed("grant", err, exitUsage)
 				}
-				fmt.Fprintf(c.App.ErrWriter, "granted: %s to %s\n", st, c.String("prog"))
+				fmt.Fprintf(c.App.ErrWriter, "granted: %s to %s\n", absStatement(st), c.String("prog"))
 			}
 			return nil
 		},

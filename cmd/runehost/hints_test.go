@@ -136,7 +136,8 @@ func TestProgIdentity(t *testing.T) {
 		t.Fatalf("want two hints in %q, got %q", errs, hs)
 	}
 	// --name: a prog of its own, from no state, with no grants.
-	if code, out, e := invoke(t, hs[0]...); code != exitOK || !strings.Contains(out, `"n":1`) || !strings.Contains(strings.Join(hs[0], " "), "--name other-hi") {
+	// No id was spent on the refused run: the next is r3.
+	if code, out, e := invoke(t, hs[0]...); code != exitOK || !strings.Contains(out, `"n":1`) || !strings.Contains(strings.Join(hs[0], " "), "--name other-hi") || !strings.Contains(e, "invocation r3\n") {
 		t.Fatalf("%q: exit %d, %q, %s", hs[0], code, out, e)
 	}
 	if _, out, _ := invoke(t, "grants", "--prog", "other-hi"); strings.Contains(out, "approval") {

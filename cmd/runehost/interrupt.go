@@ -17,12 +17,13 @@ import (
 const exitInterrupted = 130
 
 // interrupts returns ctx ended by the first SIGINT (or SIGTERM), which it
-// reports on w as what it does (stops, or detaches when served); a second
+// reports on w as what it does (stops, or detaches when served); resume is
+// the command that goes on with inv. A second
 // signal exits the process at once. An act in flight when the first comes
 // finishes and is recorded; after a second, its outcome is unknown and the
 // next command that opens the store says what resume will do with it: the
 // act rules still let nothing be done twice.
-func interrupts(ctx context.Context, w io.Writer, inv string, served bool) (context.Context, func()) {
+func interrupts(ctx context.Context, w io.Writer, inv, resume string, served bool) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -41,7 +42,7 @@ func interrupts(ctx context.Context, w io.Writer, inv string, served bool) (cont
 		cancel()
 		select {
 		case <-sigs:
-			fmt.Fprintf(w, "interrupt: exiting at once; %s goes on from its last stored checkpoint (runehost resume %s)\n", inv, inv)
+			fmt.Fprintf(w, "interrupt: exiting at once; %s goes on from its last stored checkpoint (%s)\n", inv, resume)
 			os.Exit(exitInterrupted)
 		case <-done:
 		}

@@ -229,7 +229,7 @@ func TestGrantsAndPreflight(t *testing.T) {
 	t.Setenv("RUNEHOST_STORE", filepath.Join(t.TempDir(), "store"))
 	f := writeProg(t, `try { return act "fs.read" {path: "x"} } catch e { return e.kind }`)
 	code, out, errs := invoke(t, "run", f)
-	if code != exitOK || out != "\"denied\"\n" || !strings.Contains(errs, "grants: p has no grant for act fs.read; it will be denied (its grant names a target: want a directory: fs.read:DIR or fs.read:DIR=/GUEST; the denial will name it)") {
+	if code != exitOK || out != "\"denied\"\n" || !strings.Contains(errs, "grants: p has no grant for act fs.read; it will be denied (its grant names a target: want a directory: fs.read:DIR or fs.read:DIR=/GUEST; a denial names the one it needs)") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 	code, _, errs = invoke(t, "run", "--strict-grants", f)

@@ -141,12 +141,12 @@ func runStored(c *cli.Context, file string, src, input []byte, seed uint64) erro
 		return exitf(exitUsage, "run: %s\n\t%s   runs it as a prog of its own\n\t%s   makes it the prog %s, keeping %s's state and grants",
 			ae.Message, hintArgs(c, "run", "--name", other, file), hintArgs(c, "run", "--name", prog, "--replace", file), prog, prog)
 	case errors.As(err, &ae) && ae.Code == api.CodeRefused:
-		missingGrants(c.App.ErrWriter, prog, ae.Missing, ae.GrantHints)
+		missingGrants(c.App.ErrWriter, prog, ae.Missing, ae.GrantHints, false)
 		return exitf(exitUsage, "%s", ae.Message)
 	case err != nil:
 		return failed("run", err, exitInternal)
 	}
-	missingGrants(c.App.ErrWriter, prog, resp.Missing, resp.GrantHints)
+	missingGrants(c.App.ErrWriter, prog, resp.Missing, resp.GrantHints, true)
 	fmt.Fprintf(c.App.ErrWriter, "invocation %s\n", resp.Invocation)
 	if l, ok := b.(*local); ok {
 		stopped(c, l, prog, resp.Invocation)
@@ -168,12 +168,17 @@ func stopped(c *cli.Context, l *local, prog, except string) {
 	}
 }
 
-// missingGrants reports act tags no grant covers, with how to grant each.
-func missingGrants(w io.Writer, prog string, tags, hints []string) {
+// missingGrants reports act tags no grant covers, with how to grant each;
+// when the run goes on (runs), a denial will name a target's exact grant.
+func missingGrants(w io.Writer, prog string, tags, hints []string, runs bool) {
 	for i, tag := range tags {
 		hint := ""
 		if i < len(hints) && hints[i] != "" {
-			hint = " (" + hints[i] + ")"
+			hint = hints[i]
+			if runs && strings.HasPrefix(hint, "its grant names a target") {
+				hint += "; a denial names the one it needs"
+			}
+			hint = " (" + hint + ")"
 		}
 		fmt.Fprintf(w, "grants: %s has no grant for act %s; it will be denied%s\n", prog, tag, hint)
 	}
