@@ -81,6 +81,11 @@ type run struct {
 	inv, channel, thread string
 	live                 *status.Live
 	drive                sync.Mutex // one drive of a run at a time
+
+	// Under the dispatcher's mu:
+	driving bool // one of the dispatcher's own drives holds it: that drive settles the card
+	ended   bool // the run ended (its outcome was logged) during that drive
+	settled bool // the card is closed: nothing closes it again
 }
 
 // New returns a dispatcher over an engine. It sets the engine's OnEvent.
@@ -135,6 +140,9 @@ func (d *Dispatcher) Cards() *status.Cards { return d.cards }
 
 func rootOf(inv string) string { r, _, _ := strings.Cut(inv, "."); return r }
 
+// onEvent folds a run's event into its card; a run's outcome, the last
+// event of every end (a reply from Slack, an event sent by the CLI or the
+// API, a cancel, an await's timeout woken by the host's loop), closes it.
 func (d *Dispatcher) onEvent(ev events.Event) {
 	d.mu.Lock()
 	r := d.runs[rootOf(ev.Run)]
@@ -142,10 +150,67 @@ func (d *Dispatcher) onEvent(ev events.Event) {
 	if r == nil || r.live == nil {
 		return
 	}
+	if ev.Outcome != nil && ev.Run != r.inv {
+		// A child's end may end the run: a root that returned joins its
+		// children, and completes as the last one settles, its own outcome
+		// logged only when something concludes it (RunTree does; the host's
+		// loop does not).
+		if st, err := d.e.State(r.inv); err == nil && st.Status.Terminal() {
+			d.ended(r)
+		}
+		return
+	}
 	if ev.Run != r.inv && ev.ToolCall == nil && ev.ToolResult == nil {
 		return // a child's checklist, answer and notes are its own, not the card's
 	}
 	r.live.Update(func(c *status.Card) { c.Apply(ev) })
+	if ev.Outcome != nil {
+		d.ended(r)
+	}
+}
+
+// ended settles the card of a run whose outcome was just logged. When one
+// of the dispatcher's own drives holds the run, that drive settles it as it
+// returns (with what it saw: a host's failure too); otherwise the run ended
+// by another way, and its card is settled here, from its state.
+func (d *Dispatcher) ended(r *run) {
+	d.mu.Lock()
+	if r.settled {
+		d.mu.Unlock()
+		return
+	}
+	if r.driving {
+		r.ended = true
+		d.mu.Unlock()
+		return
+	}
+	d.mu.Unlock()
+	st, err := d.e.State(r.inv)
+	d.settle(r, st, err)
+}
+
+// hold takes r for one of the dispatcher's own drives (a mention's, a
+// reply's, a woken await's, a recovered run's), which settles the card
+// itself with where it left the run. release gives r back, and settles a
+// run that ended during the drive by another way (ended) if the drive did
+// not.
+func (d *Dispatcher) hold(r *run) (release func()) {
+	r.drive.Lock()
+	d.mu.Lock()
+	r.driving = true
+	d.mu.Unlock()
+	return func() {
+		d.mu.Lock()
+		r.driving = false
+		ended := r.ended && !r.settled
+		r.ended = false
+		d.mu.Unlock()
+		if ended {
+			st, err := d.e.State(r.inv)
+			d.settle(r, st, err)
+		}
+		r.drive.Unlock()
+	}
 }
 
 // plain is what a person typed in a message (see typed).
@@ -217,8 +282,10 @@ func (d *Dispatcher) Mention(ctx context.Context, channel, user, text, ts string
 		c.Link = d.link(inv)
 	})
 	seed := sha256.Sum256([]byte(inv + ts))
-	r.drive.Lock()
-	defer r.drive.Unlock()
+	defer d.hold(r)()
+	// Marked before it starts: a run that ends while no dispatcher runs
+	// has its card closed by the next one (marks.go).
+	d.mark(inv)
 	// The prog runs as CHANNEL/NAME: the channel's grants are its grants.
 	// Its origin finds the thread and the card again after a restart.
 	origin := strings.Join([]string{"slack", channel, ts, live.TS}, ":")
@@ -234,7 +301,8 @@ func (d *Dispatcher) Mention(ctx context.Context, channel, user, text, ts string
 
 // Recover takes up the runs a previous process left unfinished: their
 // threads are listened to again, their cards edited again (rebuilt from
-// their run logs), and those that were running are driven on.
+// their run logs), and those that were running are driven on. The cards
+// of runs that ended while no dispatcher ran are closed (closeLeft).
 func (d *Dispatcher) Recover(ctx context.Context) error {
 	invs, err := d.e.List(host.Running, host.Waiting, host.Joining)
 	if err != nil {
@@ -246,34 +314,103 @@ func (d *Dispatcher) Recover(ctx context.Context) error {
 			d.info("slack: took up the runs the last process left", "runs", n)
 		}
 	}()
+	taken := map[string]bool{}
 	for _, i := range invs {
-		parts := strings.Split(i.Origin, ":")
-		if len(parts) != 4 || parts[0] != "slack" || i.Parent != "" {
+		taken[i.ID] = true
+		channel, thread, cardTS, ok := slackOrigin(i)
+		if !ok {
 			continue
 		}
-		channel, thread, cardTS := parts[1], parts[2], parts[3]
-		_, name, _ := strings.Cut(i.Prog, "/")
-		c := &status.Card{Run: i.ID, Prog: name, Verbosity: d.cfg.Verbosity, Started: time.UnixMilli(i.Admitted)}
-		c.Link = d.link(i.ID)
-		evs, err := d.e.Events(i.ID, 1, 0)
+		c, err := d.rebuild(i)
 		if err != nil {
 			continue
 		}
-		for _, ev := range evs {
-			c.Apply(ev)
-		}
 		r := &run{inv: i.ID, channel: channel, thread: thread, live: d.cards.AttachInThread(channel, thread, cardTS, c)}
+		d.mark(i.ID) // a run taken up from a store of before the marks has none
 		d.mu.Lock()
 		d.runs[i.ID] = r
 		d.threads[channel+"/"+thread] = r
 		d.mu.Unlock()
 		n++
 		d.spawn(func() {
-			r.drive.Lock()
-			defer r.drive.Unlock()
+			defer d.hold(r)()
 			st, err := d.e.RunTree(ctx, r.inv)
 			d.settle(r, st, err)
 		})
+	}
+	return d.closeLeft(taken)
+}
+
+// slackOrigin is where a root invocation started from Slack came from: the
+// channel, the thread and its card.
+func slackOrigin(i *host.Invocation) (channel, thread, cardTS string, ok bool) {
+	parts := strings.Split(i.Origin, ":")
+	if len(parts) != 4 || parts[0] != "slack" || i.Parent != "" {
+		return "", "", "", false
+	}
+	return parts[1], parts[2], parts[3], true
+}
+
+// rebuild is a run's card as its run log makes it.
+func (d *Dispatcher) rebuild(i *host.Invocation) (*status.Card, error) {
+	_, name, _ := strings.Cut(i.Prog, "/")
+	c := &status.Card{Run: i.ID, Prog: name, Verbosity: d.cfg.Verbosity, Started: time.UnixMilli(i.Admitted)}
+	c.Link = d.link(i.ID)
+	evs, err := d.e.Events(i.ID, 1, 0)
+	if err != nil {
+		return nil, err
+	}
+	for _, ev := range evs {
+		c.Apply(ev)
+	}
+	return c, nil
+}
+
+// closeLeft closes the cards still marked whose runs ended while no
+// dispatcher ran (runehost send or cancel on the store, say), as settle
+// would have, their duration counted to the run's end; taken are the runs
+// Recover took up. A mark whose run is gone (collected) goes.
+func (d *Dispatcher) closeLeft(taken map[string]bool) error {
+	marked, err := d.marked()
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, inv := range marked {
+		if taken[inv] {
+			continue
+		}
+		in, err := d.e.Inspect(inv)
+		if errors.Is(err, host.ErrNoSuchInvocation) {
+			d.unmark(inv)
+			continue
+		}
+		if err != nil || in.Invocation.Damage != "" {
+			continue // kept: a later start may read it
+		}
+		i := in.Invocation
+		channel, thread, cardTS, ok := slackOrigin(i)
+		if !ok {
+			d.unmark(inv)
+			continue
+		}
+		if !i.Status.Terminal() {
+			continue // taken up already, or ended since List
+		}
+		c, err := d.rebuild(i)
+		if err != nil {
+			continue
+		}
+		r := &run{inv: inv, channel: channel, thread: thread, live: d.cards.AttachInThread(channel, thread, cardTS, c)}
+		var at time.Time
+		if i.Ended != 0 {
+			at = time.UnixMilli(i.Ended)
+		}
+		d.closeEnded(r, &host.RunState{Status: i.Status, Result: i.Result, Err: i.Err}, at)
+		n++
+	}
+	if n > 0 {
+		d.info("slack: closed the cards of runs that ended while no process had them", "runs", n)
 	}
 	return nil
 }
@@ -295,8 +432,7 @@ func (d *Dispatcher) reply(ctx context.Context, channel, threadTS, user, text st
 	if r == nil || user == "" || user == bot {
 		return
 	}
-	r.drive.Lock()
-	defer r.drive.Unlock()
+	defer d.hold(r)()
 	st, err := d.e.State(r.inv)
 	if err != nil || st.Status != host.Waiting || !strings.HasPrefix(st.Waiting, "an event [") {
 		return
@@ -344,26 +480,33 @@ func (d *Dispatcher) reply(ctx context.Context, channel, threadTS, user, text st
 	d.settle(r, st, err)
 }
 
-// settle closes a run's card once the run has ended; a waiting run's card
-// stays live, saying what it waits for.
+// settle closes a run's card once the run has ended (st, or err: the host
+// failed on it); a waiting run's card stays live, saying what it waits for.
+// A card is closed once (closeCard): whichever way comes first.
 func (d *Dispatcher) settle(r *run, st *host.RunState, err error) {
 	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
-		return // this process is stopping: the run goes on in the next one, on the same card
+		// This process is stopping: a run that goes on goes on in the next
+		// one, on the same card; one that has ended is closed now.
+		if now, serr := d.e.State(r.inv); serr == nil && now.Status.Terminal() {
+			d.closeEnded(r, now, time.Time{})
+		}
+		return
+	}
+	if err != nil && (st == nil || !st.Status.Terminal()) {
+		// What failed may be the run's end by another way meanwhile (a
+		// delivery to a run just cancelled, or timed out): its end is shown.
+		if now, serr := d.e.State(r.inv); serr == nil && now.Status.Terminal() {
+			d.closeEnded(r, now, time.Time{})
+			return
+		}
 	}
 	if err != nil {
-		r.live.Close(func(c *status.Card) { c.Status, c.Answer = "failed", d.e.Clean("the host failed: "+err.Error(), 0) })
-		d.forget(r)
+		d.closeCard(r, time.Time{}, func(c *status.Card) { c.Status, c.Answer = "failed", d.e.Clean("the host failed: "+err.Error(), 0) })
 		return
 	}
 	switch {
 	case st.Status.Terminal():
-		r.live.Close(func(c *status.Card) {
-			c.Status = st.Status.String()
-			if st.Err != nil {
-				c.Answer = d.e.Clean(st.Err.Kind+": "+st.Err.Msg, 0)
-			}
-		})
-		d.forget(r)
+		d.closeEnded(r, st, time.Time{})
 	default:
 		r.live.Update(func(c *status.Card) {
 			c.Waiting = d.e.Clean(st.Waiting, 200)
@@ -372,6 +515,32 @@ func (d *Dispatcher) settle(r *run, st *host.RunState, err error) {
 			}
 		})
 	}
+}
+
+// closeEnded closes the card of a run that ended as st says, at at (zero:
+// now).
+func (d *Dispatcher) closeEnded(r *run, st *host.RunState, at time.Time) {
+	d.closeCard(r, at, func(c *status.Card) {
+		c.Status = st.Status.String()
+		if st.Err != nil {
+			c.Answer = d.e.Clean(st.Err.Kind+": "+st.Err.Msg, 0)
+		}
+	})
+}
+
+// closeCard closes r's card with f, unless it is closed already: the
+// dispatcher forgets the run, and its mark goes.
+func (d *Dispatcher) closeCard(r *run, at time.Time, f func(c *status.Card)) {
+	d.mu.Lock()
+	if r.settled {
+		d.mu.Unlock()
+		return
+	}
+	r.settled = true
+	d.mu.Unlock()
+	r.live.CloseAt(at, f)
+	d.forget(r)
+	d.unmark(r.inv)
 }
 
 func (d *Dispatcher) forget(r *run) {
@@ -559,8 +728,7 @@ func (d *Dispatcher) heartbeat(ctx context.Context) {
 				if st, err := d.e.State(r.inv); err == nil && !st.Status.Terminal() {
 					r := r
 					d.spawn(func() {
-						r.drive.Lock()
-						defer r.drive.Unlock()
+						defer d.hold(r)()
 						st, err := d.e.RunTree(ctx, r.inv)
 						d.settle(r, st, err)
 					})

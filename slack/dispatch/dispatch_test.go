@@ -20,16 +20,27 @@ import (
 	"github.com/runehost/runehost/host"
 	"github.com/runehost/runehost/slack/clock"
 	"github.com/runehost/runehost/slack/fakeslack"
+	"github.com/runehost/runehost/slack/status"
 	"github.com/runehost/runehost/store"
 )
 
 const secret = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
 
 // leaky answers with text that holds a secret, as a careless tool would.
-type leaky struct{}
+// It takes longer than a card's edit interval on the cards' clock, so that
+// each act has an edit of its own however fast that clock runs against
+// the real one (a sleep of real time spans fewer intervals when the clock's
+// ticker is slow, on a loaded machine, and more when it is not).
+type leaky struct{ clk clock.Clock }
 
-func (leaky) Do(_ context.Context, op *host.Operation) (any, error) {
-	time.Sleep(60 * time.Millisecond)
+func (l leaky) Do(ctx context.Context, op *host.Operation) (any, error) {
+	done := make(chan struct{})
+	stop := l.clk.AfterFunc(status.MinInterval+500*time.Millisecond, func() { close(done) })
+	defer stop()
+	select {
+	case <-done:
+	case <-ctx.Done(): // the test is stopping
+	}
 	return "found token " + secret + " in the config", nil
 }
 
@@ -72,7 +83,7 @@ func startOnWith(t *testing.T, fake *fakeslack.Server, dir, apiURL string, log *
 		t.Fatal(err)
 	}
 	e := host.NewEngine(s, port.NewNative(), 1, func() int64 { return time.Now().UnixMilli() })
-	e.Adapters["test.leak"] = leaky{}
+	e.Adapters["test.leak"] = leaky{fake.Clock}
 	e.Adapters[approval.Tag] = approval.Adapter{}
 	for _, g := range []string{"test.leak", "approval"} {
 		if _, err := e.Grant("C1/*", g); err != nil {

@@ -111,13 +111,15 @@ func TestLongChecklistFits(t *testing.T) {
 	}
 }
 
-// An envelope the fake thinks un-acked (its deadline too short for any
-// ack) is delivered again with retry_attempt: the mention still makes one
-// run and one card.
+// An envelope whose ack is lost is delivered again with retry_attempt:
+// the mention still makes one run and one card. (The acks are dropped: a
+// deadline however short is met by an ack back before the fake's clock
+// moves, and then nothing was delivered again.)
 func TestRedeliveredMentionRunsOnce(t *testing.T) {
 	cfg := fakeslack.Strict()
 	cfg.AckDeadline = time.Millisecond
 	cfg.Retries = []time.Duration{0, 50 * time.Millisecond}
+	cfg.DropAcks = 2
 	fake := fakeslack.NewWith(fastClock(t), cfg)
 	t.Cleanup(fake.Close)
 	d, _, _ := start(t, fake, t.TempDir())

@@ -165,10 +165,15 @@ func (s *Server) postEvent(p *pushed, attempt int, reason string) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	dropped := attempt < s.cfg.DropAcks
+	if dropped { // the answer was lost on the way: Slack's wait for it times out
+		good = false
+		late.Store(true)
+	}
 	ev, _ := p.payload["event"].(map[string]any)
 	typ, _ := ev["type"].(string)
 	s.sock.deliveries = append(s.sock.deliveries, Delivery{EventID: p.id, Type: typ, Attempt: attempt, Reason: reason,
-		At: s.Clock.Now(), Acked: good && !late.Load(), Late: late.Load()})
+		At: s.Clock.Now(), Acked: good && !late.Load(), Late: late.Load() && !dropped, Dropped: dropped})
 	s.notifyLocked()
 	if good && !late.Load() {
 		p.acked = true

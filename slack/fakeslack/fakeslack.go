@@ -78,6 +78,13 @@ type Config struct {
 	// new attempt once a deadline has passed (Slack: at once, 1 min, 5 min).
 	AckDeadline time.Duration
 	Retries     []time.Duration
+	// DropAcks loses the acks of each event's first DropAcks deliveries
+	// on the way, as a bad network would (an Events API answer too): the
+	// fake never sees them, so those deliveries pass their deadline and the
+	// event comes again, per Retries. A deadline alone cannot promise that:
+	// an ack back before the fake's clock moves is in time, however short
+	// the deadline.
+	DropAcks int
 	// PingInterval is how often the websocket is pinged (0: never). The
 	// pings go by the real clock: slack-go's 30 s watchdog does.
 	PingInterval time.Duration

@@ -339,6 +339,46 @@ func TestRedelivery(t *testing.T) {
 	}
 }
 
+// DropAcks loses an event's first acks: each of those deliveries passes
+// its deadline and the event comes again, however fast its ack was; the
+// first ack past them counts.
+func TestDroppedAcks(t *testing.T) {
+	fake, clk, _ := strict(t, func(c *fakeslack.Config) { c.DropAcks = 2 })
+	events := client(t, fake, nil)
+	fake.Mention("C1", "U1", "hello")
+	for attempt := 0; attempt < 3; attempt++ {
+		req, _ := next(t, events)
+		if req.RetryAttempt != attempt {
+			t.Fatalf("attempt %d: %+v", attempt, req)
+		}
+		if attempt < 2 {
+			waitDeliveries(t, fake, func(d []fakeslack.Delivery) bool { return d[attempt].Dropped })
+			if fake.Acked(req.EnvelopeID) {
+				t.Fatalf("a dropped ack was seen: %+v", fake.Deliveries())
+			}
+			clk.Advance(fakeslack.AckDeadline)
+			clk.Advance(time.Minute) // the second retry's wait
+		} else if !fake.WaitAcked(req.EnvelopeID, 5*time.Second) {
+			t.Fatal("the third delivery's ack was lost")
+		}
+	}
+	clk.Advance(10 * time.Minute)
+	if d := fake.Deliveries(); len(d) != 3 || d[0].Acked || d[1].Acked || !d[2].Acked || d[2].Dropped || d[0].Late {
+		t.Fatalf("deliveries %+v", d)
+	}
+}
+
+// waitDeliveries waits until ok holds of the deliveries.
+func waitDeliveries(t *testing.T, fake *fakeslack.Server, ok func([]fakeslack.Delivery) bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if ok(fake.Deliveries()) {
+			return
+		}
+	}
+	t.Fatalf("deliveries %+v", fake.Deliveries())
+}
+
 // A late ack counts as late.
 func TestLateAck(t *testing.T) {
 	fake, clk, _ := strict(t, func(c *fakeslack.Config) { c.Retries = nil })

@@ -95,6 +95,7 @@ type Delivery struct {
 	Conn                int    // which connection, from 1
 	At                  time.Time
 	Acked, Late         bool
+	Dropped             bool // its ack was lost (Config.DropAcks)
 }
 
 var upgrader = websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
@@ -186,8 +187,13 @@ func (s *Server) ack(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := &s.sock
-	st.acks[id] = true
 	env := st.envs[id]
+	if env != nil && !env.acked && env.attempt < s.cfg.DropAcks {
+		st.deliveries[env.index].Dropped = true // lost on the way: its deadline passes
+		s.notifyLocked()
+		return
+	}
+	st.acks[id] = true
 	if env == nil || env.acked {
 		return
 	}

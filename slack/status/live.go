@@ -253,8 +253,14 @@ func (l *Live) update(f func(c *Card), active bool) {
 
 // Close paints the terminal frame and sends it as soon as the budget funds
 // it; it returns at once. Done is closed when it has landed, or when the end
-// was posted as a new message in the thread instead, or given up.
-func (l *Live) Close(f func(c *Card)) {
+// was posted as a new message in the thread instead, or given up. A card is
+// closed once: a later Close does nothing.
+func (l *Live) Close(f func(c *Card)) { l.CloseAt(time.Time{}, f) }
+
+// CloseAt is Close for a run that ended at at: the card's duration is
+// counted to it (a card closed after the fact, its run found ended by a
+// later process). A zero at is now.
+func (l *Live) CloseAt(at time.Time, f func(c *Card)) {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -263,7 +269,10 @@ func (l *Live) Close(f func(c *Card)) {
 	l.closed = true
 	f(l.card)
 	l.card.Ended = true
-	l.endAt = l.cards.Clock.Now()
+	l.endAt = at
+	if at.IsZero() {
+		l.endAt = l.cards.Clock.Now()
+	}
 	p := PaintWithin(l.card, l.endAt, l.limits)
 	l.mu.Unlock()
 	if !l.cards.Sync {

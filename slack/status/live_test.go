@@ -361,3 +361,25 @@ func TestPermanentAsync(t *testing.T) {
 		}
 	}
 }
+
+// CloseAt counts the card's duration to the run's end, not to the close
+// (a card closed after the fact); a second close changes nothing.
+func TestCloseAtTheRunsEnd(t *testing.T) {
+	clk := clock.NewFake(t0)
+	f := newFake(t, clk)
+	cs := cards(f, clk, BudgetConfig{})
+	live, err := cs.Open(context.Background(), "C1", "", &Card{Run: "r1", Prog: "p", Started: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Hour)
+	live.CloseAt(t0.Add(3*time.Minute+4*time.Second), func(c *Card) { c.Status = "cancelled" })
+	live.Close(func(c *Card) { c.Status = "completed" })
+	<-live.Done()
+	if n := f.count("chat.update", "", true); n != 1 {
+		t.Fatalf("%d edits", n)
+	}
+	if m := f.Messages()[0]; !strings.HasPrefix(m.Text, "❌ p cancelled in 3m 04s") {
+		t.Fatalf("the card ends on %q", m.Text)
+	}
+}
