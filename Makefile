@@ -20,7 +20,7 @@ FUZZ_TARGETS := \
 	./wasmvm:FuzzDataParity \
 	./guest/machine:FuzzFastPath
 
-.PHONY: all build guest guest-check browser-check test vet unit fuzz fuzz-short crash crash-short crash-red park tools load-cards race bench bench-redact clean mount-race
+.PHONY: all build guest guest-check browser-check test test-steps test-lane-unit test-lane-rest test-unit test-long vet unit fuzz fuzz-short crash crash-short crash-red park tools load-cards race bench bench-check bench-redact clean mount-race
 
 CRASH_KILLS ?= 300
 CRASH_SEED  ?= $(shell date +%s)
@@ -48,8 +48,9 @@ load-cards:
 	$(GO) run ./internal/loadcards/cmd -cards 50 -limit 50
 
 ## race: the race detector over the concurrent parts: the engine, the events, Slack, the server.
+RACE_PKGS := ./host ./events/... ./slack/... ./server/...
 race:
-	$(GO) test -race ./host ./events/... ./slack/... ./server/...
+	$(GO) test -race $(RACE_PKGS)
 
 ## tools: the test tools of testdata/tools, as WASI commands in testdata/tools/bin (tool.run finds them with RUNEHOST_TOOLS=testdata/tools/bin).
 TOOLS = cat wc grep spin grow flood escape envsnoop scribble racer
@@ -66,8 +67,39 @@ guest-check:
 	if cmp -s $$tmp/guest.wasm wasmvm/guest.wasm; then echo "guest.wasm is up to date"; rm -rf $$tmp; \
 	else echo "wasmvm/guest.wasm differs from a rebuild: run make guest and commit it"; rm -rf $$tmp; exit 1; fi
 
-## test: everything CI runs: vet, unit and golden tests, a short fuzz of every target, the bench harness's agreement test.
-test: browser-check vet guest-check unit race fuzz-short crash-short
+## test: everything CI runs: vet, unit and golden tests, the race detector, a short fuzz of every target, a short seeded crash run, the bench harness's agreement test; two steps at a time, so that both cores stay busy. The long versions: test-long, fuzz, crash.
+test:
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-steps
+
+# Two lanes: vet builds the packages (for unit, and crash-short after it),
+# then unit; beside them race (a build of its own) and the steps that keep
+# one core busy. The fuzz targets take both cores once unit is done.
+test-steps: browser-check test-lane-unit test-lane-rest
+test-lane-unit:
+	@$(MAKE) --no-print-directory vet
+	@$(MAKE) --no-print-directory test-unit
+test-lane-rest:
+	@$(MAKE) --no-print-directory guest-check
+	@$(MAKE) --no-print-directory race
+	@$(MAKE) --no-print-directory crash-short
+	@$(MAKE) --no-print-directory bench-check
+	@$(MAKE) --no-print-directory fuzz-short
+
+# make test's unit run leaves the fuzz targets to fuzz-short, which runs
+# each one's seed corpus (f.Add and testdata/fuzz) before it fuzzes.
+FUZZ_NAMES := $(sort $(foreach t,$(FUZZ_TARGETS),$(lastword $(subst :, ,$(t)))))
+empty :=
+space := $(empty) $(empty)
+test-unit:
+	$(GO) test -skip='^($(subst $(space),|,$(FUZZ_NAMES)))$$' ./...
+
+## test-long: unit and race with the long versions of what make test shortens (RUNEHOST_LONG=1): every golden prog at every slice size natively, in the sandbox and with the fast path off and on, the storage test's whole idle run, ...; RUNEHOST_SEED=N picks another part for make test's short versions.
+test-long:
+	RUNEHOST_LONG=1 $(GO) test ./...
+	RUNEHOST_LONG=1 $(GO) test -race $(RACE_PKGS)
+
+## bench-check: the bench harness's agreement test (the engines give the same answers); bench runs the benchmarks.
+bench-check:
 	cd bench && $(GO) test ./...
 
 ## browser-check: say whether the browser tests (internal/browser) will run or be skipped, and why.
@@ -91,8 +123,14 @@ fuzz:
 		$(GO) test $$pkg -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) || exit 1; \
 	done
 
-fuzz-short:
-	$(MAKE) fuzz FUZZTIME=20000x
+## fuzz-short: each fuzz target for FUZZ_SHORT_EXECS (20000) executions, its seed corpus first, seeded corpus included; FuzzRunParity, a lockstep run in the sandbox each, some 50 times slower than the rest, for 3000 (some 160 seeds and the cached corpus, then new inputs).
+FUZZ_SHORT_EXECS ?= 20000
+FUZZ_SHORT_EXECS_FuzzRunParity ?= 3000
+FUZZ_SHORT := $(addprefix fuzz-short/,$(subst :,/,$(patsubst ./%,%,$(FUZZ_TARGETS))))
+.PHONY: $(FUZZ_SHORT)
+fuzz-short: $(FUZZ_SHORT)
+$(FUZZ_SHORT): fuzz-short/%:
+	$(GO) test ./$(patsubst %/,%,$(dir $*)) -run='^$$' -fuzz='^$(notdir $*)$$' -fuzztime=$(or $(FUZZ_SHORT_EXECS_$(notdir $*)),$(FUZZ_SHORT_EXECS))x
 
 ## crash: kill every mutating runehost command CRASH_KILLS times (SIGKILL, and power cuts that keep only what was synced), restart, check nothing is lost or repeated (seeded: CRASH_SEED).
 crash:

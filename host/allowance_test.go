@@ -53,8 +53,13 @@ func TestAllowance(t *testing.T) {
 
 // TestAllowanceInvariant runs random reservations, settlements, failures and
 // restarts over a store that is closed and reopened, checking the invariant
-// after each.
+// after each: 400 of them with RUNEHOST_LONG=1 (make test-long), the first
+// 150 of the same (some 30 restarts) in make test.
 func TestAllowanceInvariant(t *testing.T) {
+	steps := 400
+	if !longTests {
+		steps = 150
+	}
 	dir := t.TempDir()
 	rng := rand.New(rand.NewSource(1))
 	s, err := store.Open(store.Options{Dir: dir})
@@ -64,7 +69,7 @@ func TestAllowanceInvariant(t *testing.T) {
 	a := NewAccounts(s)
 	a.Open("inv", 50_000)
 	var held []uint64
-	for i := 0; i < 400; i++ {
+	for i := 0; i < steps; i++ {
 		switch rng.Intn(5) {
 		case 0, 1:
 			if n, err := a.Reserve("inv", uint64(rng.Intn(1500)+1)); err == nil {

@@ -277,6 +277,13 @@ func TestStorageGrowsWithChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	empty := dirSize(t, dir)
+	// 200,000 steps build the heap, as many idle. make test idles for
+	// 50,000, some 50 slices of 10 MB each (stored whole, half a gigabyte);
+	// RUNEHOST_LONG=1 (make test-long) for all 200,000.
+	idle := uint64(400_000)
+	if !longTests {
+		idle = 250_000
+	}
 	progs := []struct {
 		name, src, end string
 		limit          uint64
@@ -286,7 +293,7 @@ while true { s = s + s }`, "exceeds the limit", 10_000_000},
 		{"idle", `let a = range(1000000)
 let b = range(4294967296, 4294967296 + 560000)
 var n = 0
-while true { n += 1 }`, "step limit", 400_000}, // 200,000 to build, as many idle
+while true { n += 1 }`, "step limit", idle},
 		{"acting", `let a = range(1000000)
 let b = range(4294967296, 4294967296 + 560000)
 var n = 0

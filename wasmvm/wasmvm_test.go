@@ -67,7 +67,9 @@ func sameResult(a, b *port.Result) string {
 // TestDifferential runs every testdata prog natively and in the sandbox,
 // in lockstep, at every slice size of the slicing property: every step must
 // give the same result and byte-identical checkpoints, with a checkpoint at
-// every slice and with checkpoints at arbitrary slices only.
+// every slice and with checkpoints at arbitrary slices only. make test
+// leaves out all but one of the smallest sizes of the longest progs
+// (porttest.SizesFor); RUNEHOST_LONG=1 (make test-long) runs them all.
 func TestDifferential(t *testing.T) {
 	sb := testRuntime(t)
 	native := port.NewNative()
@@ -90,7 +92,7 @@ func TestDifferential(t *testing.T) {
 				}
 				return
 			}
-			sizes := porttest.SliceSizes
+			sizes := porttest.SizesFor(t, name, unslicedUsed(t, native, name, src, s))
 			if testing.Short() {
 				sizes = []uint64{7, 1000}
 			}
@@ -154,6 +156,36 @@ func TestDifferential(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// unslicedUsed runs a testdata prog natively in one slice, answering its
+// suspensions from its script, and returns the steps it used.
+func unslicedUsed(t *testing.T, native port.RuntimePort, name string, src []byte, s *porttest.Script) uint64 {
+	t.Helper()
+	ctx := context.Background()
+	inv := name + "/unsliced"
+	cp, err := native.Start(ctx, port.Input{Source: src, Input: s.Input, State: s.State, Limit: s.Limit, Seed: s.Seed, Invocation: inv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := port.Request{Checkpoint: cp, Slice: porttest.Unsliced, Clock: s.Clock}
+	for suspended := 0; ; {
+		r, err := native.Step(ctx, req)
+		if err != nil {
+			t.Fatalf("unsliced: %v", err)
+		}
+		req = port.Request{Checkpoint: r.Checkpoint, Slice: porttest.Unsliced, Clock: s.Clock}
+		switch r.Kind {
+		case port.Act, port.Event:
+			if suspended >= len(s.Suspends) {
+				t.Fatalf("unsliced: %s after the last act or await of the script", r.Kind)
+			}
+			req.Reply = s.Suspends[suspended].Reply
+			suspended++
+		case port.Done, port.Error:
+			return r.Used
+		}
 	}
 }
 

@@ -103,8 +103,6 @@ func runScriptLazy(t testing.TB, rt RuntimePort, src []byte, s *script, slice ui
 
 const unsliced = porttest.Unsliced
 
-var sliceSizes = porttest.SliceSizes
-
 type script = porttest.Script
 
 func parseScript(t testing.TB, src []byte) *script { return porttest.ParseScript(t, src) }
@@ -150,7 +148,10 @@ func TestGolden(t *testing.T) {
 }
 
 // TestSlicing checks the slicing property: any slice size gives the same
-// result, the same used steps and the same final checkpoint bytes.
+// result, the same used steps and the same final checkpoint bytes. Every
+// prog runs at every size with RUNEHOST_LONG=1 (make test-long); make test
+// leaves out all but one of the smallest sizes of the longest progs
+// (porttest.SizesFor).
 func TestSlicing(t *testing.T) {
 	for _, file := range progFiles(t) {
 		name := strings.TrimSuffix(filepath.Base(file), ".rune")
@@ -168,7 +169,7 @@ func TestSlicing(t *testing.T) {
 			rt.NoReuse = true // every slice boundary decodes the checkpoint
 			live := NewNative()
 			base := runScript(t, rt, src, s, unsliced)
-			for _, size := range sliceSizes {
+			for _, size := range porttest.SizesFor(t, name, base.used) {
 				got := runScript(t, rt, src, s, size)
 				if got2 := runScript(t, live, src, s, size); got2.result != got.result || got2.used != got.used || !bytes.Equal(got2.final, got.final) || !reflect.DeepEqual(got2.emits, got.emits) {
 					t.Fatalf("slice %d: a live machine and a decoded one disagree", size)
