@@ -127,7 +127,7 @@ func inspectJSON(t *testing.T, dir, inv string) (used, charged uint64, status st
 func TestInterruptStopsAtASlice(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "store")
 	f := writeProg(t, longProg)
-	for i, after := range []time.Duration{0, 150 * time.Millisecond, 400 * time.Millisecond} {
+	for i, after := range []time.Duration{0, 300 * time.Millisecond} {
 		inv := "r" + string(rune('1'+2*i))
 		p := start(t, dir, nil, "run", f)
 		p.await(t, inv+" ℹ")
@@ -166,9 +166,9 @@ func TestSecondInterruptExits(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "store")
 	tools := t.TempDir()
 	os.WriteFile(filepath.Join(tools, "spin.wasm"), testtools.Build(t, "spin"), 0o644)
-	f := writeProg(t, `let r = act "tool.run" {tool: "spin", fuel: 2000000000}`+"\nreturn r.stop\n")
+	f := writeProg(t, `let r = act "tool.run" {tool: "spin", fuel: 1000000000}`+"\nreturn r.stop\n")
 	env := []string{"RUNEHOST_TOOLS=" + tools}
-	if code, _, e := process(t, dir, "grant", "--prog", "p", "tool.run:spin,fuel=2000000000"); code != exitOK {
+	if code, _, e := process(t, dir, "grant", "--prog", "p", "tool.run:spin,fuel=1000000000"); code != exitOK {
 		t.Fatal(e)
 	}
 	p := start(t, dir, env, "run", f)

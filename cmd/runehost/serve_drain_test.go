@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/runehost/runehost/api"
+	"github.com/runehost/runehost/guest/port/porttest"
 	"github.com/runehost/runehost/server"
 )
 
@@ -350,9 +351,9 @@ func finish(t *testing.T, bin, dir string, native bool, ns map[string]int64) {
 
 func TestServeDrain(t *testing.T) {
 	bin := serveBin(t, t.TempDir())
-	count := 20
-	if testing.Short() {
-		count = 8
+	count := 8 // make test; make test-long (RUNEHOST_LONG=1) drains 20
+	if porttest.Long() && !testing.Short() {
+		count = 20
 	}
 
 	// SIGTERM drains: running slices finish, live machines are checkpointed,
