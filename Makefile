@@ -123,14 +123,25 @@ fuzz:
 		$(GO) test $$pkg -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) || exit 1; \
 	done
 
-## fuzz-short: each fuzz target for FUZZ_SHORT_EXECS (20000) executions, its seed corpus first, seeded corpus included; FuzzRunParity, a lockstep run in the sandbox each, some 50 times slower than the rest, for 3000 (some 160 seeds and the cached corpus, then new inputs).
+## fuzz-short: each fuzz target for FUZZ_SHORT_EXECS (20000) executions, its seed corpus first; FuzzRunParity, a lockstep run in the sandbox each, some 50 times slower than the rest, for 3000 (some 160 seeds and the cached corpus, then new inputs). Each package's test binary is built once (bin/fuzz) for all its targets.
 FUZZ_SHORT_EXECS ?= 20000
 FUZZ_SHORT_EXECS_FuzzRunParity ?= 3000
 FUZZ_SHORT := $(addprefix fuzz-short/,$(subst :,/,$(patsubst ./%,%,$(FUZZ_TARGETS))))
-.PHONY: $(FUZZ_SHORT)
+FUZZ_BINS := $(sort $(foreach t,$(patsubst ./%,%,$(FUZZ_TARGETS)),bin/fuzz/$(firstword $(subst :, ,$(t))).test))
+# Phony, so that every run relinks them (the build cache keeps the rest).
+.PHONY: $(FUZZ_SHORT) $(FUZZ_BINS)
 fuzz-short: $(FUZZ_SHORT)
-$(FUZZ_SHORT): fuzz-short/%:
-	$(GO) test ./$(patsubst %/,%,$(dir $*)) -run='^$$' -fuzz='^$(notdir $*)$$' -fuzztime=$(or $(FUZZ_SHORT_EXECS_$(notdir $*)),$(FUZZ_SHORT_EXECS))x
+$(FUZZ_BINS): bin/fuzz/%.test:
+	@mkdir -p $(dir $@)
+	$(GO) test -c -fuzz=. -o $@ ./$*
+# As go test -fuzz runs it: in its package's directory (testdata/fuzz), with
+# the cached corpus under GOCACHE.
+fuzzpkg = $(patsubst %/,%,$(dir $(1)))
+.SECONDEXPANSION:
+$(FUZZ_SHORT): fuzz-short/%: bin/fuzz/$$(call fuzzpkg,$$*).test
+	cd $(call fuzzpkg,$*) && $(CURDIR)/$< -test.run='^$$' -test.fuzz='^$(notdir $*)$$' \
+		-test.fuzztime=$(or $(FUZZ_SHORT_EXECS_$(notdir $*)),$(FUZZ_SHORT_EXECS))x \
+		-test.fuzzcachedir="$$($(GO) env GOCACHE)/fuzz/$$($(GO) list -m)/$(call fuzzpkg,$*)"
 
 ## crash: kill every mutating runehost command CRASH_KILLS times (SIGKILL, and power cuts that keep only what was synced), restart, check nothing is lost or repeated (seeded: CRASH_SEED).
 crash:
