@@ -26,6 +26,7 @@ const (
 	KindObservation  = "observation"  //
 	KindVerification = "verification" //
 	KindOutcome      = "outcome"      //
+	KindAssistant    = "assistant"    // a model's reply text as it streams, before its act's result
 )
 
 // Notes: the kinds of run_note.
@@ -61,6 +62,7 @@ type Event struct {
 	Observation  *Observation        `cbor:"20,keyasint,omitempty"`
 	Verification *VerificationResult `cbor:"21,keyasint,omitempty"`
 	Outcome      *Outcome            `cbor:"22,keyasint,omitempty"`
+	Assistant    *Assistant          `cbor:"23,keyasint,omitempty"`
 }
 
 // Input is the run's input, as received: redacted, never capped.
@@ -94,6 +96,14 @@ type ToolResult struct {
 	Summary  string `cbor:"4,keyasint" json:"summary"`          // one line, SummaryCap
 	Output   string `cbor:"5,keyasint,omitempty" json:"output"` // OutputCap
 	ExitCode *int   `cbor:"6,keyasint,omitempty" json:"exitCode,omitempty"`
+}
+
+// Assistant is text a model produced for an act still running: the text
+// since the previous one, coalesced to a few events a second. The act's
+// result holds the whole reply; these are a view of it as it came.
+type Assistant struct {
+	CallID string `cbor:"1,keyasint" json:"callId"`
+	Text   string `cbor:"2,keyasint" json:"text"` // redacted, AssistantCap
 }
 
 // RunNote is one of the host's notices.
@@ -139,6 +149,7 @@ func (e *Event) check() string {
 		KindAnswer: e.Answer != nil, KindSpanStart: e.SpanStart != nil, KindSpanEnd: e.SpanEnd != nil,
 		KindMemoryQuery: e.MemoryQuery != nil, KindObservation: e.Observation != nil,
 		KindVerification: e.Verification != nil, KindOutcome: e.Outcome != nil,
+		KindAssistant: e.Assistant != nil,
 	}
 	set, ok := bodies[e.Kind]
 	if !ok {
@@ -212,6 +223,8 @@ func (e *Event) body() any {
 		return e.Verification
 	case KindOutcome:
 		return e.Outcome
+	case KindAssistant:
+		return e.Assistant
 	}
 	return nil
 }
@@ -292,6 +305,9 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 	case KindOutcome:
 		e.Outcome = &Outcome{}
 		body = e.Outcome
+	case KindAssistant:
+		e.Assistant = &Assistant{}
+		body = e.Assistant
 	default:
 		return fmt.Errorf("event: unknown type %q", head.Type)
 	}

@@ -21,6 +21,9 @@ const (
 	OutputCap  = 8000 // characters of a tool_result's output
 	SummaryCap = 200  // characters of a one-line summary
 	DetailCap  = 300  // characters of an Observation's detail
+	// AssistantCap is characters of one assistant event: a few a second
+	// of a model's output.
+	AssistantCap = 8000
 )
 
 var ansi = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]`)

@@ -335,6 +335,8 @@ func (e *Engine) call(ctx context.Context, op *Operation, pr *prepared) (v any, 
 			v, err, unknown = nil, &checkpoint.Error{Kind: "failed", Msg: fmt.Sprintf("act %s: the adapter failed: %v", op.Tag, p)}, false
 		}
 	}()
+	ctx, st := e.streamFor(ctx, op)
+	defer st.end()
 	v, err = pr.adapter.Do(ctx, op)
 	if err != nil && ctx.Err() != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
 		return nil, err, true
