@@ -128,9 +128,9 @@ fuzz:
 		$(GO) test $$pkg -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) || exit 1; \
 	done
 
-## fuzz-short: each fuzz target for FUZZ_SHORT_EXECS (20000) executions, its seed corpus first; FuzzRunParity, a lockstep run in the sandbox each, some 50 times slower than the rest, for 3000 (some 160 seeds and the cached corpus, then new inputs). Each package's test binary is built once (bin/fuzz) for all its targets.
+## fuzz-short: each fuzz target for FUZZ_SHORT_EXECS (20000) executions, its seed corpus first; FuzzRunParity, a lockstep run in the sandbox each, some 50 times slower than the rest, for 2000 (its 150-odd seeds and the cached corpus, then new inputs). Each package's test binary is built once (bin/fuzz) for all its targets.
 FUZZ_SHORT_EXECS ?= 20000
-FUZZ_SHORT_EXECS_FuzzRunParity ?= 3000
+FUZZ_SHORT_EXECS_FuzzRunParity ?= 2000
 FUZZ_SHORT := $(addprefix fuzz-short/,$(subst :,/,$(patsubst ./%,%,$(FUZZ_TARGETS))))
 FUZZ_BINS := $(sort $(foreach t,$(patsubst ./%,%,$(FUZZ_TARGETS)),bin/fuzz/$(firstword $(subst :, ,$(t))).test))
 # Phony, so that every run relinks them (the build cache keeps the rest).
