@@ -58,6 +58,9 @@ func samples() []Event {
 	e = ev(13, KindOutcome)
 	e.Outcome = &Outcome{OutcomeID: "out:r1", Status: OutcomeCompleted, VerificationID: "ver:r1"}
 	out = append(out, e)
+	e = ev(14, KindAssistant)
+	e.Assistant = &Assistant{CallID: "r1#2", Text: "Let me count "}
+	out = append(out, e)
 	return out
 }
 
@@ -130,6 +133,19 @@ func TestSummary(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 	if got := Summary(redact.New("sentinel-123456"), "key is sentinel-123456\n"); strings.Contains(got, "sentinel") {
+		t.Errorf("got %q", got)
+	}
+}
+
+// Each kind has its terminal line; a model's streamed text is one line.
+func TestLines(t *testing.T) {
+	for _, e := range samples() {
+		if l := Line(&e, false); Glyph(&e) == "" || strings.HasSuffix(l, " "+e.Kind) || strings.Contains(l, "\n") {
+			t.Errorf("%s: line %q", e.Kind, l)
+		}
+	}
+	e := Event{Seq: 3, Kind: KindAssistant, Assistant: &Assistant{Text: "Let me\ncount "}}
+	if got := Line(&e, false); got != "✎    3 model Let me count" {
 		t.Errorf("got %q", got)
 	}
 }

@@ -12,7 +12,7 @@ import (
 var glyphs = map[string]string{
 	KindInput: "▶", KindRunMeta: "ℹ", KindToolCall: "→", KindRunNote: "•", KindEmit: "◆",
 	KindAnswer: "★", KindSpanStart: "⌜", KindSpanEnd: "⌟", KindMemoryQuery: "≡", KindObservation: "○",
-	KindVerification: "✔", KindOutcome: "■",
+	KindVerification: "✔", KindOutcome: "■", KindAssistant: "✎",
 }
 
 // Glyph is an event's glyph: a tool result's says whether it succeeded.
@@ -51,6 +51,8 @@ func Text(e *Event) string {
 		return strings.TrimSpace(e.Emit.Name + " " + oneLine(e.Emit.Data))
 	case KindAnswer:
 		return "answer " + oneLine(e.Answer.Text)
+	case KindAssistant:
+		return "model " + oneLine(e.Assistant.Text)
 	case KindSpanStart:
 		return "span " + e.SpanStart.Name
 	case KindSpanEnd:

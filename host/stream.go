@@ -104,7 +104,7 @@ func (s *streamer) flush(final bool) {
 	cut := len(p)
 	if !final {
 		cut = strings.LastIndexAny(p, " \t\n") + 1
-		if i := strings.LastIndex(p, "-----BEGIN"); i >= 0 && !strings.Contains(p[i:], "-----END") && len(p)-i < streamHold*4 {
+		if i := strings.LastIndex(p, "-----BEGIN"); i >= 0 && !pemClosed(p[i:]) && len(p)-i < streamHold*4 {
 			cut = min(cut, i)
 		}
 		if cut == 0 && len(p) >= streamHold {
@@ -118,6 +118,12 @@ func (s *streamer) flush(final bool) {
 	s.pending.WriteString(p[cut:])
 	s.last = time.Now()
 	s.show(p[:cut])
+}
+
+// pemClosed reports whether a PEM block's END line has come, to its dashes.
+func pemClosed(block string) bool {
+	_, after, ok := strings.Cut(block, "-----END")
+	return ok && strings.Contains(after, "-----")
 }
 
 // streamFor is the streamer of an act run by the engine: its text becomes

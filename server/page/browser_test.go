@@ -158,3 +158,34 @@ func TestBrowserPageReload(t *testing.T) {
 	}
 	browser.Screenshot(t, ctx, "page-reloaded")
 }
+
+// A model's text shows under its call as it streams, also after a reload
+// (the server renders it), and gives way to the call's result.
+func TestBrowserPageStreams(t *testing.T) {
+	ctx := browser.New(t, 0)
+	f := newFake(Run{ID: "r1", Prog: "agent", Status: "running", Input: "go"}, token)
+	f.add(toolCall("r1#1", "model.chat", "model.chat default"))
+	ts := f.server(t)
+	do(t, ctx, "open the page", chromedp.Navigate(ts.URL+"/r/"+token))
+	until(t, ctx, `!document.getElementById("live").hidden`)
+	said := func(text string) events.Event {
+		return events.Event{Kind: events.KindAssistant, Assistant: &events.Assistant{CallID: "r1#1", Text: text}}
+	}
+	f.add(said("Four words: "), said("<b>the</b> quick "))
+	until(t, ctx, `(document.querySelector('#timeline li[data-call="r1#1"] pre.said') || {}).textContent === "Four words: <b>the</b> quick "`)
+	do(t, ctx, "reload", chromedp.Reload())
+	until(t, ctx, `!document.getElementById("live").hidden`)
+	f.add(said("brown fox."))
+	until(t, ctx, `(document.querySelector('#timeline li[data-call="r1#1"] pre.said') || {}).textContent === "Four words: <b>the</b> quick brown fox."`)
+	if n := eval[int](t, ctx, `document.querySelectorAll("#run b, #timeline pre.said").length`); n != 1 {
+		t.Fatalf("%d said blocks or elements made of its text, want the one block", n)
+	}
+	f.add(toolResult("r1#1", "model.chat", true, "Four words: the quick brown fox.", "Four words: the quick brown fox.", nil))
+	do(t, ctx, "the result replaces the streamed text", chromedp.WaitVisible(`#timeline li[data-call="r1#1"] .result.ok`))
+	if n := eval[int](t, ctx, `document.querySelectorAll("#timeline pre.said").length`); n != 0 {
+		t.Fatalf("the streamed text is still shown beside the result")
+	}
+	f.end("completed", "Four words: the quick brown fox.")
+	until(t, ctx, `document.getElementById("status").textContent === "completed"`)
+	browser.Screenshot(t, ctx, "page-streamed")
+}

@@ -182,7 +182,8 @@ type view struct {
 type entry struct {
 	Ev     events.Event
 	Result *events.Event
-	Root   bool // of the run itself, not a child
+	Said   string // for a model's call: its text as it streamed
+	Root   bool   // of the run itself, not a child
 }
 
 // build lays out the events as the script does: calls paired with their
@@ -225,8 +226,14 @@ func build(run Run, evs []events.Event) view {
 			if i, ok := calls[e.ToolResult.CallID]; ok && v.Timeline[i].Result == nil {
 				r := e
 				v.Timeline[i].Result = &r
+				v.Timeline[i].Said = "" // the result holds the whole reply
 				continue
 			}
+		case events.KindAssistant:
+			if i, ok := calls[e.Assistant.CallID]; ok && v.Timeline[i].Result == nil {
+				v.Timeline[i].Said += e.Assistant.Text
+			}
+			continue // the result holds the whole reply
 		case events.KindSpanStart, events.KindSpanEnd:
 			continue
 		case events.KindMemoryQuery, events.KindObservation, events.KindVerification, events.KindOutcome:

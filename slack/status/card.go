@@ -53,6 +53,7 @@ const (
 	MaxChecklistShown = 40  // checklist items shown; the rest are folded into counts
 	MaxItemChars      = 200 // characters of a checklist item or an activity line
 	MaxTitleChars     = 400 // characters of the title (and the top-level text)
+	MaxSaidChars      = 300 // characters of a streaming model's text: its last ones
 )
 
 // Item is one line of the prog's checklist.
@@ -73,6 +74,7 @@ type Card struct {
 	Checklist []Item
 	Activity  []string // recent act lines, newest last
 	Current   string   // the current act's arguments (debug)
+	Said      string   // the end of the current model call's text as it streams
 	Refused   bool     // an act was denied or refused by a cap
 	Unknown   bool     // an act's effect is unknown
 	Waiting   string   // what it waits for
@@ -95,9 +97,14 @@ func (c *Card) Apply(ev events.Event) {
 		c.Acts++
 		c.InFlight, c.InFlightT = ev.ToolCall.Description, at
 		c.Current = ev.ToolCall.Description
+		c.Said = ""
 		c.activity("→ " + ev.ToolCall.Description)
+	case ev.Assistant != nil:
+		if c.InFlight != "" {
+			c.Said = tail(c.Said+ev.Assistant.Text, MaxSaidChars)
+		}
 	case ev.ToolResult != nil:
-		c.InFlight = ""
+		c.InFlight, c.Said = "", ""
 		mark := "✓ "
 		if !ev.ToolResult.OK {
 			mark = "✗ "
@@ -145,6 +152,15 @@ func checklist(data string) ([]Item, bool) {
 		return nil, false
 	}
 	return append(items, Item{Text: "… the rest of the checklist (too long to show)", State: "open"}), true
+}
+
+// tail is the last n characters of s, opened with "…" when cut.
+func tail(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return "…" + string(r[len(r)-n+1:])
 }
 
 func (c *Card) activity(line string) {
@@ -410,6 +426,9 @@ func paint(c *Card, now time.Time, sh shape) Painted {
 			lines = append(lines, text(oneLine(l, MaxItemChars), nil))
 		}
 		els = append(els, slack.NewRichTextSection(lines...))
+	}
+	if c.InFlight != "" && c.Said != "" && !c.Ended && sh.activity > 0 {
+		els = append(els, slack.NewRichTextSection(text("✎ "+oneLine(c.Said, MaxSaidChars+2), ital)))
 	}
 	if c.Verbosity >= Debug && c.InFlight != "" && c.Current != "" && !c.Ended && sh.current > 0 {
 		els = append(els, pre(Cut(c.Current, MaxPreLines, sh.current)))

@@ -75,6 +75,24 @@ func TestPaintLiteralAndCut(t *testing.T) {
 	}
 }
 
+// A model's streamed text shows while its act runs, its last characters
+// only, and goes when the act's result comes.
+func TestCardShowsStreamedText(t *testing.T) {
+	c := &Card{Run: "r1", Prog: "agent", Started: t0}
+	at := t0.UnixMilli()
+	c.Apply(events.Event{At: at, Kind: events.KindToolCall, ToolCall: &events.ToolCall{CallID: "r1#1", Description: "model.chat default"}})
+	c.Apply(events.Event{At: at, Kind: events.KindAssistant, Assistant: &events.Assistant{CallID: "r1#1", Text: strings.Repeat("blah ", 100)}})
+	c.Apply(events.Event{At: at, Kind: events.KindAssistant, Assistant: &events.Assistant{CallID: "r1#1", Text: "the <@U1> answer is"}})
+	b, _ := json.Marshal(Paint(c, t0.Add(time.Second)).Blocks)
+	if js := string(b); !strings.Contains(js, "✎ …") || !strings.Contains(js, `blah the \u003c@U1\u003e answer is`) || strings.Count(js, "blah") > MaxSaidChars/5+1 {
+		t.Fatalf("streamed text not shown as its tail: %s", js)
+	}
+	c.Apply(events.Event{At: at, Kind: events.KindToolResult, ToolResult: &events.ToolResult{CallID: "r1#1", Tool: "model.chat", OK: true, Summary: "the answer is 4"}})
+	if b, _ := json.Marshal(Paint(c, t0.Add(2*time.Second)).Blocks); strings.Contains(string(b), "✎") {
+		t.Fatalf("streamed text still shown after the result: %s", b)
+	}
+}
+
 func TestCloseFrame(t *testing.T) {
 	c := &Card{Run: "r1", Prog: "agent", Started: t0}
 	c.Apply(events.Event{At: t0.UnixMilli(), Kind: events.KindRunNote, RunNote: &events.RunNote{Note: events.NoteRefused, Summary: "tool.run denied"}})

@@ -89,10 +89,26 @@
     calls.set(ev.callId, li);
   }
 
+  // said shows a model's text as it streams, under its call; the call's
+  // result, when it comes, holds the whole reply.
+  function said(ev) {
+    const li = calls.get(ev.callId);
+    const pending = li && li.querySelector(".result.pending");
+    if (!pending) return;
+    let pre = li.querySelector("pre.said");
+    if (!pre) {
+      pre = el("pre", "said");
+      pending.before(pre);
+    }
+    pre.textContent += ev.text;
+  }
+
   function result(ev) {
     const li = calls.get(ev.callId);
     const pending = li && li.querySelector(".result.pending");
     if (pending) {
+      const pre = li.querySelector("pre.said");
+      if (pre) pre.remove();
       pending.replaceWith(resultBox(ev, true));
       return;
     }
@@ -162,7 +178,7 @@
     if (s !== "waiting") $("waiting-box").hidden = true;
   }
 
-  const content = new Set(["input", "run_meta", "tool_call", "tool_result", "emit", "answer", "memory_query", "observation"]);
+  const content = new Set(["input", "run_meta", "tool_call", "tool_result", "assistant", "emit", "answer", "memory_query", "observation"]);
 
   function add(ev) {
     if (!ev || ev.run === undefined || ev.seq === undefined) return;
@@ -191,6 +207,8 @@
         return call(ev);
       case "tool_result":
         return result(ev);
+      case "assistant":
+        return said(ev);
       case "run_note":
         return line(ev, "note note-" + ev.note, ev.note, ev.summary);
       case "emit":
