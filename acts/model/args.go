@@ -143,6 +143,9 @@ func message(i int, x any) (wireMessage, error) {
 				wm.ToolCalls = append(wm.ToolCalls, call)
 			}
 		}
+		if wm.Content != nil && *wm.Content == "" && len(wm.ToolCalls) > 0 {
+			wm.Content = nil // as openai-go sends a turn that only calls tools
+		}
 		if wm.Content == nil && len(wm.ToolCalls) == 0 {
 			empty := "" // a server wants content when there are no calls
 			wm.Content = &empty
