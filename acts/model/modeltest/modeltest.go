@@ -81,8 +81,12 @@ type Reply struct {
 type Server struct {
 	*httptest.Server
 	Key string
-	// OnChunk, when set, is called as each stream event has been flushed.
+	// OnChunk, when set, is called with each stream event just before it
+	// is written (and flushed).
 	OnChunk func(event []byte)
+	// Cycle answers from the script's start again once it is exhausted,
+	// rather than with HTTP 500 (for benchmarks).
+	Cycle bool
 
 	mu       sync.Mutex
 	script   []Reply
@@ -155,6 +159,8 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	ok := n < len(s.script)
 	if ok {
 		reply = s.script[n]
+	} else if ok = s.Cycle && len(s.script) > 0; ok {
+		reply = s.script[n%len(s.script)]
 	}
 	s.mu.Unlock()
 	if !ok {
@@ -217,12 +223,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id, model string
 		if reply.Style == Comments {
 			fmt.Fprint(w, ": keep-alive\n\n")
 		}
+		if s.OnChunk != nil {
+			s.OnChunk([]byte(text))
+		}
 		fmt.Fprint(w, text)
 		if fl != nil {
 			fl.Flush()
-		}
-		if s.OnChunk != nil {
-			s.OnChunk([]byte(text))
 		}
 	}
 	chunk := func(delta map[string]any, finish any, u map[string]any) {
