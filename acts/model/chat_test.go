@@ -356,7 +356,7 @@ func TestRetryAfter(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_, ce := do(t, ctx, a, `{"messages": `+hi+`}`)
-		if ce == nil || ce.Kind != "rate" || !strings.Contains(ce.Msg, "HTTP 429 after 1 attempts: the server asked to wait 30s") || srv.Calls() != 1 {
+		if ce == nil || ce.Kind != "rate" || !strings.Contains(ce.Msg, "HTTP 429 after 1 attempt: the server asked to wait 30s") || srv.Calls() != 1 {
 			t.Fatalf("got %+v after %d calls", ce, srv.Calls())
 		}
 	})

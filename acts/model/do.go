@@ -222,29 +222,41 @@ func (a *Adapter) post(ctx context.Context, ep Endpoint, name string, body []byt
 			if said {
 				asked = "asked to wait " + wait.String()
 			}
-			return nil, a.failed(ep, "rate", "model.chat %s: HTTP %d after %d attempts: the server %s: %s", name, resp.StatusCode, attempt, asked, b)
+			return nil, a.failed(ep, "rate", "model.chat %s: HTTP %d after %s: the server %s: %s", name, resp.StatusCode, attempts(attempt), asked, b)
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, ctx.Err()
+			if ctx.Err() == context.Canceled {
+				return nil, ctx.Err() // the host is stopping: the attempt stays open
+			}
+			return nil, a.failed(ep, "rate", "model.chat %s: HTTP %d: the act's time ran out waiting %s to ask again", name, resp.StatusCode, wait)
 		}
 	}
 }
 
+func attempts(n int) string {
+	if n == 1 {
+		return "1 attempt"
+	}
+	return strconv.Itoa(n) + " attempts"
+}
+
 // retryAfter is the wait a response asks for, and whether it asked.
 func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
-	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms >= 0 {
-		return time.Duration(ms * float64(time.Millisecond)), true
+	// A day at most, so that no number overflows a Duration.
+	const day = float64(24 * time.Hour)
+	if ms, err := strconv.ParseFloat(strings.TrimSpace(h.Get("Retry-After-Ms")), 64); err == nil && ms >= 0 {
+		return time.Duration(min(ms*float64(time.Millisecond), day)), true
 	}
 	v := strings.TrimSpace(h.Get("Retry-After"))
 	if v == "" {
 		return 0, false
 	}
 	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
-		return time.Duration(s * float64(time.Second)), true
+		return time.Duration(min(s*float64(time.Second), day)), true
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		return max(t.Sub(now), 0), true
