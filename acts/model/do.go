@@ -39,15 +39,14 @@ type prepared struct {
 	prompt            int64 // estimated prompt tokens
 }
 
+// prepare reads op's arguments and fits them to its endpoint (one not
+// configured counts as one with the defaults: Authorize denies it).
 func (a *Adapter) prepare(op *host.Operation) (*prepared, error) {
 	c, err := parse(op.Args)
 	if err != nil {
 		return nil, err
 	}
-	ep, ok := a.Endpoints[c.endpoint]
-	if !ok {
-		return nil, fmt.Errorf("model.chat: no endpoint %q is configured", c.endpoint)
-	}
+	ep := a.Endpoints[c.endpoint]
 	p := &prepared{chat: c, ep: ep}
 	p.req.Model = ep.Model
 	p.req.Messages, p.admitted, p.dropped, p.prompt = assemble(&p.req, ep.ContextTokens)
@@ -122,6 +121,9 @@ func (a *Adapter) Do(ctx context.Context, op *host.Operation) (any, error) {
 		return nil, err
 	}
 	name, ep := p.endpoint, p.ep
+	if _, ok := a.Endpoints[name]; !ok {
+		return nil, fmt.Errorf("model.chat: no endpoint %q is configured", name)
+	}
 	body, err := json.Marshal(&p.req)
 	if err != nil {
 		return nil, a.failed(ep, "failed", "model.chat %s: %v", name, err)
