@@ -6,12 +6,9 @@
 package model
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"sort"
@@ -19,9 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runehost/runehost/acts/args"
-	"github.com/runehost/runehost/checkpoint"
-	"github.com/runehost/runehost/events/redact"
 	"github.com/runehost/runehost/host"
 )
 
@@ -40,15 +34,23 @@ type Endpoint struct {
 	// ContextTokens is the budget of a request's messages, estimated at four
 	// characters a token; DefaultContextTokens when 0.
 	ContextTokens int64
+	// MaxTokens is the max_tokens sent when the prog gives none;
+	// DefaultMaxTokens when 0.
+	MaxTokens int64
 }
+
+// DefaultMaxTokens is the max_tokens an act sends when neither the prog nor
+// the endpoint names one: sent, so that the server keeps to what the
+// act reserved of the token allowance.
+const DefaultMaxTokens = 1024
 
 // DefaultContextTokens is an endpoint's context budget when it names none.
 const DefaultContextTokens = 8192
 
 // FromEnv reads endpoints from the environment: RUNEHOST_MODEL_URL,
-// RUNEHOST_MODEL, RUNEHOST_MODEL_KEY and RUNEHOST_MODEL_CONTEXT_TOKENS
-// configure "default"; RUNEHOST_MODEL_<NAME>_URL, _MODEL, _KEY and
-// _CONTEXT_TOKENS configure <name>.
+// RUNEHOST_MODEL, RUNEHOST_MODEL_KEY, RUNEHOST_MODEL_CONTEXT_TOKENS and
+// RUNEHOST_MODEL_MAX_TOKENS configure "default"; RUNEHOST_MODEL_<NAME>_URL,
+// _MODEL, _KEY, _CONTEXT_TOKENS and _MAX_TOKENS configure <name>.
 func FromEnv() map[string]Endpoint {
 	out := map[string]Endpoint{}
 	for _, kv := range os.Environ() {
@@ -66,7 +68,9 @@ func FromEnv() map[string]Endpoint {
 			model = os.Getenv("RUNEHOST_MODEL")
 		}
 		budget, _ := strconv.ParseInt(os.Getenv(prefix+"CONTEXT_TOKENS"), 10, 64)
-		out[name] = Endpoint{Name: name, BaseURL: strings.TrimSuffix(v, "/"), Model: model, Key: os.Getenv(prefix + "KEY"), ContextTokens: budget}
+		maxTokens, _ := strconv.ParseInt(os.Getenv(prefix+"MAX_TOKENS"), 10, 64)
+		out[name] = Endpoint{Name: name, BaseURL: strings.TrimSuffix(v, "/"), Model: model, Key: os.Getenv(prefix + "KEY"),
+			ContextTokens: budget, MaxTokens: max(maxTokens, 0)}
 	}
 	return out
 }
@@ -81,7 +85,7 @@ var defaultClient = &http.Client{
 // Adapter is the model.chat act.
 type Adapter struct {
 	Endpoints map[string]Endpoint
-	Client    *http.Client // http.DefaultClient when nil
+	Client    *http.Client // when nil, one that uses no proxy and follows no redirect
 }
 
 // Limits declares model.chat's limits.
@@ -120,89 +124,13 @@ func (a *Adapter) CheckGrant(_, target string) (string, error) {
 	return target, nil
 }
 
-type message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
-type request struct {
-	// Model is the endpoint's; with none configured (RUNEHOST_MODEL unset)
-	// the field is left out, for a server that serves one model, rather
-	// than sent empty.
-	Model       string    `json:"model,omitempty"`
-	Messages    []message `json:"messages"`
-	MaxTokens   int64     `json:"max_tokens,omitempty"`
-	Temperature *float64  `json:"temperature,omitempty"`
-}
-
-type response struct {
-	Model   string `json:"model"`
-	Choices []struct {
-		Message      message `json:"message"`
-		FinishReason string  `json:"finish_reason"`
-	} `json:"choices"`
-	Usage struct {
-		PromptTokens     int64 `json:"prompt_tokens"`
-		CompletionTokens int64 `json:"completion_tokens"`
-		TotalTokens      int64 `json:"total_tokens"`
-	} `json:"usage"`
-}
-
-func (a *Adapter) parse(op *host.Operation) (string, *request, error) {
-	m, err := args.Map(op.Args, Tag, "{messages, endpoint, max_tokens, temperature}")
-	if err != nil {
-		return "", nil, err
-	}
-	name := DefaultEndpoint
-	if v, ok := m.Get("endpoint"); ok {
-		if name, ok = v.(string); !ok {
-			return "", nil, args.Errorf("model.chat: endpoint must be a string")
-		}
-	}
-	req := &request{}
-	msgs, _ := m.Get("messages")
-	list, ok := msgs.([]any)
-	if !ok || len(list) == 0 {
-		return "", nil, args.Errorf("model.chat: messages must be a non-empty list of {role, content}")
-	}
-	for _, x := range list {
-		mm, ok := x.(*checkpoint.Map)
-		if !ok {
-			return "", nil, args.Errorf("model.chat: each message must be a map {role, content}")
-		}
-		r, _ := mm.Get("role")
-		c, _ := mm.Get("content")
-		rs, rok := r.(string)
-		cs, cok := c.(string)
-		if !rok || !cok || (rs != "system" && rs != "user" && rs != "assistant") {
-			return "", nil, args.Errorf("model.chat: a message needs role system, user or assistant and a string content")
-		}
-		req.Messages = append(req.Messages, message{rs, cs})
-	}
-	if v, ok := m.Get("max_tokens"); ok {
-		if req.MaxTokens, ok = v.(int64); !ok || req.MaxTokens <= 0 {
-			return "", nil, args.Errorf("model.chat: max_tokens must be a positive int")
-		}
-	}
-	if v, ok := m.Get("temperature"); ok {
-		f, ok := v.(float64)
-		if i, iok := v.(int64); iok {
-			f, ok = float64(i), true
-		}
-		if !ok {
-			return "", nil, args.Errorf("model.chat: temperature must be a number")
-		}
-		req.Temperature = &f
-	}
-	return name, req, nil
-}
-
 // Authorize allows an act on an endpoint that is configured and granted.
 func (a *Adapter) Authorize(_ context.Context, op *host.Operation, grants []host.Grant) (string, error) {
-	name, _, err := a.parse(op)
+	c, err := parse(op.Args)
 	if err != nil {
 		return "", err
 	}
+	name := c.endpoint
 	if _, ok := a.Endpoints[name]; !ok {
 		return "", fmt.Errorf("model.chat: no endpoint %q is configured", name)
 	}
@@ -216,134 +144,12 @@ func (a *Adapter) Authorize(_ context.Context, op *host.Operation, grants []host
 
 // Suggest names the endpoint to grant for op, if it is configured.
 func (a *Adapter) Suggest(op *host.Operation) string {
-	name, _, err := a.parse(op)
-	if _, ok := a.Endpoints[name]; err != nil || !ok {
+	c, err := parse(op.Args)
+	if err != nil {
 		return ""
 	}
-	return Tag + ":" + name
+	if _, ok := a.Endpoints[c.endpoint]; !ok {
+		return ""
+	}
+	return Tag + ":" + c.endpoint
 }
-
-// Do asks the endpoint for one completion.
-func (a *Adapter) Do(ctx context.Context, op *host.Operation) (any, error) {
-	name, req, err := a.parse(op)
-	if err != nil {
-		return nil, err
-	}
-	ep := a.Endpoints[name]
-	req.Model = ep.Model
-	var admitted, dropped []any
-	req.Messages, admitted, dropped = assemble(req.Messages, ep.ContextTokens)
-	body, _ := json.Marshal(req)
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.BaseURL+"/chat/completions", bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	if ep.Key != "" {
-		hr.Header.Set("Authorization", "Bearer "+ep.Key)
-	}
-	c := a.Client
-	if c == nil {
-		c = defaultClient
-	}
-	resp, err := c.Do(hr)
-	if err != nil {
-		return nil, a.failed(ep, "model.chat %s: %v", name, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return nil, a.failed(ep, "model.chat %s: reading the reply: %v", name, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, a.failed(ep, "model.chat %s: HTTP %d: %s", name, resp.StatusCode, b)
-	}
-	var r response
-	if err := json.Unmarshal(b, &r); err != nil || len(r.Choices) == 0 {
-		return nil, a.failed(ep, "model.chat %s: not a chat completion: %s", name, b)
-	}
-	out := &checkpoint.Map{}
-	out.Set("content", r.Choices[0].Message.Content)
-	out.Set("finish_reason", r.Choices[0].FinishReason)
-	out.Set("model", r.Model)
-	u := &checkpoint.Map{}
-	u.Set("prompt_tokens", r.Usage.PromptTokens)
-	u.Set("completion_tokens", r.Usage.CompletionTokens)
-	u.Set("total_tokens", r.Usage.TotalTokens)
-	out.Set("usage", u)
-	ctxm := &checkpoint.Map{}
-	ctxm.Set("admitted", admitted)
-	ctxm.Set("dropped", dropped)
-	out.Set("context", ctxm)
-	return out, nil
-}
-
-// tokens estimates a message's tokens: four characters a token, and a few
-// for the message itself.
-func tokens(m message) int64 { return int64(len(m.Content)+3)/4 + 4 }
-
-// assemble fits messages to a budget: every system message and the last
-// message stay; the others are admitted newest first while they fit, and
-// the older ones dropped. It returns the messages in their order, and the
-// admitted and dropped blocks as {name, tokens}.
-func assemble(msgs []message, budget int64) ([]message, []any, []any) {
-	if budget <= 0 {
-		budget = DefaultContextTokens
-	}
-	keep := make([]bool, len(msgs))
-	var used int64
-	for i, m := range msgs {
-		if m.Role == "system" || i == len(msgs)-1 {
-			keep[i] = true
-			used += tokens(m)
-		}
-	}
-	for i := len(msgs) - 2; i >= 0; i-- {
-		if !keep[i] && used+tokens(msgs[i]) <= budget {
-			keep[i] = true
-			used += tokens(msgs[i])
-		} else if !keep[i] {
-			break // older ones are dropped too: no holes in a conversation
-		}
-	}
-	var out []message
-	var admitted, dropped []any
-	for i, m := range msgs {
-		b := &checkpoint.Map{}
-		b.Set("name", fmt.Sprintf("%s#%d", m.Role, i+1))
-		b.Set("tokens", tokens(m))
-		if keep[i] {
-			out = append(out, m)
-			admitted = append(admitted, b)
-		} else {
-			dropped = append(dropped, b)
-		}
-	}
-	if admitted == nil {
-		admitted = []any{}
-	}
-	if dropped == nil {
-		dropped = []any{}
-	}
-	return out, admitted, dropped
-}
-
-// failed is an error the prog sees, with the endpoint's key taken out
-// whatever the server echoed, raw or encoded.
-func (a *Adapter) failed(ep Endpoint, format string, args ...any) error {
-	msg := fmt.Sprintf(format, args...)
-	if ep.Key != "" {
-		msg = redact.New(ep.Key).Known(msg) // before the cut, so no part of it is left
-	}
-	if r := []rune(msg); len(r) > 400 {
-		msg = string(r[:400]) + "…"
-	}
-	return &checkpoint.Error{Kind: "failed", Msg: msg}
-}
-
-var (
-	_ host.Authorizer   = (*Adapter)(nil)
-	_ host.GrantChecker = (*Adapter)(nil)
-	_ host.Limited      = (*Adapter)(nil)
-	_ host.Suggester    = (*Adapter)(nil)
-)
