@@ -232,7 +232,7 @@ func TestRecoveryWording(t *testing.T) {
 		{"http.get", args("url", "https://example.com/"), "so runehost resume r1 will do it again"},
 		{"http.post", args("url", "https://example.com/"), "may or may not have taken effect (a POST cannot be looked up)"},
 		{"approval", args("question", "ok?"), "so runehost resume r1 will do it again"},
-		{"model.chat", args("messages", []any{}), "may or may not have taken effect (act model.chat cannot be looked up)"},
+		{"model.chat", args("messages", []any{}), "so runehost resume r1 will do it again"}, // a model call has no effect in the world
 	} {
 		got := recovery(context.Background(), e, &host.Operation{Invocation: "r1", Ordinal: 3, Tag: c.tag, Args: c.args}, hint)
 		if !strings.Contains(got, c.want) {
