@@ -93,7 +93,8 @@ func (a *Adapter) Spent(reply any) uint64 {
 	ctx, _ := get(m, "context").(*checkpoint.Map)
 	admitted, _ := get(ctx, "admitted").([]any)
 	for _, b := range admitted {
-		n, _ := get(b.(*checkpoint.Map), "tokens").(int64)
+		bm, _ := b.(*checkpoint.Map) // a record read back: any shape
+		n, _ := get(bm, "tokens").(int64)
 		total += n
 	}
 	s, _ := get(m, "content").(string)
