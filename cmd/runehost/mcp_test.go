@@ -1,0 +1,198 @@
+// mcp_test.go drives `runehost mcp`, a real process (the test binary is
+// runehost), with the go-sdk's MCP client: granted tools only, a WASI tool
+// called, a prog run as a stored invocation, a waiting one handed back,
+// and arguments that break the schema refused.
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/runehost/runehost/internal/testtools"
+)
+
+// mcpSession starts runehost mcp on the store dir with args and connects
+// the go-sdk client to it over its stdin and stdout.
+func mcpSession(t *testing.T, dir string, stderr *syncBuffer, args ...string) *mcp.ClientSession {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"mcp"}, args...)...)
+	cmd.Env = append(os.Environ(), "RUNEHOST_TEST_AS_CLI=1", "RUNEHOST_STORE="+dir,
+		"RUNEHOST_CACHE_DIR="+filepath.Join(os.TempDir(), "runehost-test-wazero-cache"))
+	cmd.Stderr = stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "runehost-test", Version: "0"}, nil)
+	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// callMCP calls a tool and returns its result's text.
+func callMCP(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (*mcp.CallToolResult, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("call %s: %v", name, err)
+	}
+	var text []string
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			text = append(text, tc.Text)
+		}
+	}
+	return r, strings.Join(text, "\n")
+}
+
+func structured(t *testing.T, r *mcp.CallToolResult) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(r.StructuredContent)
+	var m map[string]any
+	if err == nil {
+		err = json.Unmarshal(b, &m)
+	}
+	if err != nil {
+		t.Fatalf("structured content %v: %v", r.StructuredContent, err)
+	}
+	return m
+}
+
+func TestMCPServe(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	toolDir := t.TempDir()
+	for _, name := range []string{"wc", "cat"} {
+		if err := os.WriteFile(filepath.Join(toolDir, name+".wasm"), testtools.Build(t, name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("RUNEHOST_TOOLS", toolDir)
+	// wc is granted to mcp, grep too but not installed; cat is installed
+	// and granted only to another prog.
+	for _, g := range [][]string{{"--prog", "mcp", "tool.run:wc", "tool.run:grep"}, {"--prog", "other", "tool.run:cat"}} {
+		if code, _, errs := process(t, dir, append([]string{"grant"}, g...)...); code != exitOK {
+			t.Fatalf("grant %v: %d %s", g, code, errs)
+		}
+	}
+	echo := filepath.Join(t.TempDir(), "echo.rune")
+	os.WriteFile(echo, []byte("return {got: input, n: (state || {n: 0}).n + 1}"), 0o644)
+	waits := writeProg(t, "let v = await {key: \"approve\"}\nreturn v.by")
+	stderr := &syncBuffer{}
+	cs := mcpSession(t, dir, stderr, "--prog-file", echo, "--prog-file", "approval="+waits)
+
+	ctx := context.Background()
+	lt, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range lt.Tools {
+		names = append(names, tl.Name)
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"approval", "echo", "wc"}) {
+		t.Fatalf("tools %v, want approval, echo and wc (not cat, granted to another prog, nor grep, not installed)\n%s", names, stderr)
+	}
+	if !strings.Contains(stderr.String(), "not serving grep: granted to mcp but not installed") {
+		t.Errorf("no word of grep on stderr:\n%s", stderr)
+	}
+
+	t.Run("tool", func(t *testing.T) {
+		r, text := callMCP(t, cs, "wc", map[string]any{"args": []string{"-w"}, "stdin": "one two three"})
+		if r.IsError || strings.TrimSpace(text) != "3" {
+			t.Fatalf("wc -w: error %v, %q", r.IsError, text)
+		}
+		if m := structured(t, r); m["exit_code"] != 0.0 || m["stop"] != "exited" {
+			t.Fatalf("wc -w: structured %v", m)
+		}
+		r, text = callMCP(t, cs, "wc", map[string]any{"args": []string{"-x"}})
+		if !r.IsError || !strings.Contains(text, "exit status 2") || !strings.Contains(text, "stderr:\nwc: unknown flag -x") {
+			t.Fatalf("wc -x: error %v, %q", r.IsError, text)
+		}
+	})
+
+	t.Run("schema", func(t *testing.T) {
+		for _, args := range []map[string]any{{"args": "-w"}, {"args": []any{1}}, {"stdin": 5}, {"files": []string{"x"}}} {
+			r, text := callMCP(t, cs, "wc", args)
+			if !r.IsError || !strings.Contains(text, `validating "arguments"`) {
+				t.Errorf("wc %v: error %v, %q", args, r.IsError, text)
+			}
+		}
+		if r, text := callMCP(t, cs, "echo", map[string]any{"inputs": 1}); !r.IsError || !strings.Contains(text, `validating "arguments"`) {
+			t.Errorf("echo with inputs: error %v, %q", r.IsError, text)
+		}
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "cat", Arguments: map[string]any{}}); err == nil || !strings.Contains(err.Error(), `unknown tool "cat"`) {
+			t.Errorf("cat, not granted: %v", err)
+		}
+	})
+
+	t.Run("prog", func(t *testing.T) {
+		r, text := callMCP(t, cs, "echo", map[string]any{"input": map[string]any{"x": 1}})
+		if r.IsError || text != `{"got":{"x":1},"n":1}` {
+			t.Fatalf("echo: error %v, %q\n%s", r.IsError, text, stderr)
+		}
+		m := structured(t, r)
+		inv, _ := m["invocation"].(string)
+		if m["status"] != "completed" || inv == "" || !reflectEqualJSON(m["result"], `{"got":{"x":1},"n":1}`) {
+			t.Fatalf("echo: structured %v", m)
+		}
+		// A durable invocation like any other: listed, inspected, and the
+		// prog's state is its result.
+		if _, _, status := inspectJSON(t, dir, inv); status != "completed" {
+			t.Fatalf("inspect %s: %s", inv, status)
+		}
+		if code, out, errs := process(t, dir, "ps"); code != exitOK || !strings.Contains(out, inv) || !strings.Contains(out, "echo") {
+			t.Fatalf("ps: %d %q %s", code, out, errs)
+		}
+		if _, text := callMCP(t, cs, "echo", nil); text != `{"got":null,"n":2}` {
+			t.Fatalf("echo again: %q", text)
+		}
+	})
+
+	t.Run("waits", func(t *testing.T) {
+		r, text := callMCP(t, cs, "approval", map[string]any{})
+		m := structured(t, r)
+		inv, _ := m["invocation"].(string)
+		if !r.IsError || m["status"] != "waiting" || !strings.Contains(text, inv+" waits for an event [approve]") || !strings.Contains(text, "runehost send --store "+dir+" "+inv+" approve JSON") {
+			t.Fatalf("approval: error %v, %q, %v", r.IsError, text, m)
+		}
+		// The store is the server's only during a call: the send works now.
+		if code, out, errs := process(t, dir, "send", inv, "approve", `{"by": "ada"}`); code != exitOK || out != "\"ada\"\n" {
+			t.Fatalf("send: %d %q %s", code, out, errs)
+		}
+	})
+
+	t.Run("revoked", func(t *testing.T) {
+		if code, _, errs := process(t, dir, "revoke", "--prog", "mcp", "tool.run:wc"); code != exitOK {
+			t.Fatalf("revoke: %s", errs)
+		}
+		r, text := callMCP(t, cs, "wc", map[string]any{"stdin": "a"})
+		if !r.IsError || !strings.Contains(text, "denied: tool wc is not granted") || !strings.Contains(text, "runehost grant --store "+dir+" --prog mcp tool.run:wc") {
+			t.Fatalf("wc revoked: error %v, %q", r.IsError, text)
+		}
+	})
+}
+
+// reflectEqualJSON reports whether v, decoded JSON, is the JSON text want.
+func reflectEqualJSON(v any, want string) bool {
+	a, _ := json.Marshal(v)
+	var w any
+	json.Unmarshal([]byte(want), &w)
+	b, _ := json.Marshal(w)
+	return string(a) == string(b)
+}
