@@ -127,7 +127,9 @@ func mcpServe(c *cli.Context) error {
 			Description: fmt.Sprintf("Runs the WASI tool %s in runehost's sandbox, seeing only the directories and environment granted to %s. "+
 				"Gives its exit code, stdout and stderr; an error when it exits non-zero.", t.name, h.subject),
 			InputSchema: json.RawMessage(toolSchema),
-		}, h.validated(toolResolved, func(ctx context.Context, args json.RawMessage) *mcp.CallToolResult { return h.callTool(ctx, t.name, args) }))
+		}, h.validated(toolResolved, func(ctx context.Context, args json.RawMessage) *mcp.CallToolResult {
+			return h.callTool(ctx, t.name, args)
+		}))
 	}
 	for _, p := range progs {
 		if err := checkToolName(p.name); err != nil {

@@ -188,6 +188,67 @@ func TestMCPServe(t *testing.T) {
 	})
 }
 
+// A prog the store knows is served by its name, from the file it is bound
+// to; its state goes on from its earlier runs.
+func TestMCPStoredProg(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	f := filepath.Join(t.TempDir(), "count.rune")
+	os.WriteFile(f, []byte("return (state || 0) + 1"), 0o644)
+	if code, out, errs := process(t, dir, "run", f); code != exitOK || out != "1\n" {
+		t.Fatalf("run: %d %q %s", code, out, errs)
+	}
+	cs := mcpSession(t, dir, &syncBuffer{}, "--stored-prog", "count")
+	if r, text := callMCP(t, cs, "count", nil); r.IsError || text != "2" {
+		t.Fatalf("count: error %v, %q", r.IsError, text)
+	}
+	code, _, errs := process(t, dir, "mcp", "--stored-prog", "nobody")
+	if code != exitUsage || !strings.Contains(errs, "--stored-prog nobody: no such prog in the store") {
+		t.Fatalf("mcp --stored-prog nobody: %d %s", code, errs)
+	}
+}
+
+// Through the server that owns the store: grants (mounts too) are read from
+// it, a prog runs there, and --stored-prog is refused.
+func TestMCPServed(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	toolDir, data := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(toolDir, "cat.wasm"), testtools.Build(t, "cat"), 0o644)
+	os.WriteFile(filepath.Join(data, "f.txt"), []byte("inside\n"), 0o644)
+	outside := filepath.Join(t.TempDir(), "secret.txt")
+	os.WriteFile(outside, []byte("outside\n"), 0o644)
+	t.Setenv("RUNEHOST_TOOLS", toolDir)
+	if code, _, errs := process(t, dir, "grant", "--prog", "mcp", "tool.run:cat", "fs.read:"+data+"=/d"); code != exitOK {
+		t.Fatalf("grant: %s", errs)
+	}
+	log := &syncBuffer{}
+	stop, err := startServe(context.Background(), dir, log)
+	if err != nil {
+		t.Fatalf("serve: %v\n%s", err, log)
+	}
+	defer stop()
+	echo := writeProg(t, "return input")
+	stderr := &syncBuffer{}
+	cs := mcpSession(t, dir, stderr, "--prog-file", "echo="+echo)
+	if r, text := callMCP(t, cs, "cat", map[string]any{"args": []string{"/d/f.txt"}}); r.IsError || text != "inside\n" {
+		t.Fatalf("cat of the mount: error %v, %q\n%s", r.IsError, text, stderr)
+	}
+	if r, text := callMCP(t, cs, "cat", map[string]any{"args": []string{outside}}); !r.IsError || strings.Contains(text, "outside") {
+		t.Fatalf("cat outside its mount: error %v, %q", r.IsError, text)
+	}
+	r, text := callMCP(t, cs, "echo", map[string]any{"input": []any{"a", 1}})
+	if r.IsError || text != `["a",1]` {
+		t.Fatalf("echo through the server: error %v, %q\n%s\nserver:\n%s", r.IsError, text, stderr, log)
+	}
+	inv, _ := structured(t, r)["invocation"].(string)
+	if !strings.Contains(log.String(), inv) {
+		t.Errorf("the server did not run %s:\n%s", inv, log)
+	}
+	code, _, errs := process(t, dir, "mcp", "--stored-prog", "echo")
+	if code != exitUsage || !strings.Contains(errs, "--stored-prog reads the store, which runehost serve owns") {
+		t.Fatalf("mcp --stored-prog, served: %d %s", code, errs)
+	}
+}
+
 // reflectEqualJSON reports whether v, decoded JSON, is the JSON text want.
 func reflectEqualJSON(v any, want string) bool {
 	a, _ := json.Marshal(v)
