@@ -60,9 +60,9 @@ func mcpCommand() *cli.Command {
 			"owns the store, calls go to it (and --stored-prog is refused: name the\n" +
 			"file).",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "prog", Value: mcpSubject, Usage: "serve the WASI tools this prog is granted (its own grants, its scope's and those for every prog)"},
-			&cli.StringSliceFlag{Name: "prog-file", Usage: "serve the prog in FILE, as NAME (the file's base name by default) (repeat)"},
-			&cli.StringSliceFlag{Name: "stored-prog", Usage: "serve the prog NAME the store knows (repeat)"},
+			&cli.StringFlag{Name: "prog", Value: mcpSubject, Usage: "serve the WASI tools the prog `NAME` is granted (its own grants, its scope's and those for every prog)"},
+			&cli.StringSliceFlag{Name: "prog-file", Usage: "serve a prog: `[NAME=]FILE`, NAME the file's base name by default (repeat)"},
+			&cli.StringSliceFlag{Name: "stored-prog", Usage: "serve the prog `NAME` the store knows (repeat)"},
 			&cli.Uint64Flag{Name: "limit", Value: 10_000_000, Usage: "step limit of each prog's run"},
 			storeFlag(),
 			nativeFlag(),
@@ -91,6 +91,7 @@ type mcpHost struct {
 	cfg     acts.Config
 	mu      sync.Mutex // one call at a time holds the store
 	log     io.Writer
+	tools   *toolRunner
 }
 
 func mcpServe(c *cli.Context) error {
@@ -101,6 +102,8 @@ func mcpServe(c *cli.Context) error {
 	if c.IsSet("cache-dir") {
 		h.cfg.CacheDir = c.String("cache-dir")
 	}
+	h.tools = newToolRunner(h)
+	defer h.tools.a.Close(context.Background())
 	progs, err := progFiles(c.StringSlice("prog-file"))
 	if err != nil {
 		return err
@@ -157,7 +160,11 @@ func mcpServe(c *cli.Context) error {
 			}
 		}
 	})
-	fmt.Fprintf(h.log, "mcp: serving %d tools on stdio: %s\n", len(names), strings.Join(names, ", "))
+	if len(names) == 0 {
+		fmt.Fprintf(h.log, "mcp: serving no tools: %s is granted no installed tool (%s grants one) and no prog is named (--prog-file)\n", h.subject, mcpHint(c, "grant", "--prog", h.subject, tools.Tag+":NAME"))
+	} else {
+		fmt.Fprintf(h.log, "mcp: serving on stdio: %s\n", strings.Join(names, ", "))
+	}
 	return h.serve(s)
 }
 

@@ -30,24 +30,20 @@ import (
 // compiled modules kept between calls) given each call's grants by the
 // call's id, which stands where a tool.run act has its invocation.
 type toolRunner struct {
-	once   sync.Once
 	a      *tools.Adapter
 	n      atomic.Uint64
 	grants sync.Map // call id -> map[tag][]host.Grant
 }
 
-var mcpTools toolRunner
-
-func (h *mcpHost) adapter() *tools.Adapter {
-	mcpTools.once.Do(func() {
-		mcpTools.a = &tools.Adapter{Dir: h.cfg.ToolDir, CacheDir: h.cfg.CacheDir, Places: hostPlaces(h.c),
-			Grants: func(call, tag string) ([]host.Grant, error) {
-				gs, _ := mcpTools.grants.Load(call)
-				m, _ := gs.(map[string][]host.Grant)
-				return m[tag], nil
-			}}
-	})
-	return mcpTools.a
+func newToolRunner(h *mcpHost) *toolRunner {
+	r := &toolRunner{}
+	r.a = &tools.Adapter{Dir: h.cfg.ToolDir, CacheDir: h.cfg.CacheDir, Places: hostPlaces(h.c),
+		Grants: func(call, tag string) ([]host.Grant, error) {
+			gs, _ := r.grants.Load(call)
+			m, _ := gs.(map[string][]host.Grant)
+			return m[tag], nil
+		}}
+	return r
 }
 
 // callTool runs a granted WASI tool: authorized against the subject's
@@ -86,10 +82,10 @@ func (h *mcpHost) callTool(ctx context.Context, name string, raw json.RawMessage
 	if err != nil {
 		return toolError(fmt.Sprintf("tool %s: %v", name, err), nil)
 	}
-	call := "mcp-" + strconv.FormatUint(mcpTools.n.Add(1), 10)
-	mcpTools.grants.Store(call, gs)
-	defer mcpTools.grants.Delete(call)
-	a := h.adapter()
+	call := "mcp-" + strconv.FormatUint(h.tools.n.Add(1), 10)
+	h.tools.grants.Store(call, gs)
+	defer h.tools.grants.Delete(call)
+	a := h.tools.a
 	op := &host.Operation{Invocation: call, Ordinal: 1, Tag: tools.Tag, Args: enc, Grants: gs[tools.Tag]}
 	statement, err := a.Authorize(ctx, op, gs[tools.Tag])
 	if err != nil {
