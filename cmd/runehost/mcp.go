@@ -20,6 +20,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/runehost/runehost/acts"
+	"github.com/runehost/runehost/acts/fs"
 	"github.com/runehost/runehost/acts/tools"
 	"github.com/runehost/runehost/api"
 	"github.com/runehost/runehost/host"
@@ -109,8 +110,12 @@ func mcpServe(c *cli.Context) error {
 		return err
 	}
 	var granted []mcpTool
+	var sees string
 	err = h.withBackend(false, func(b backend) error {
 		granted, err = h.granted(c.Context, b)
+		if err == nil {
+			sees, err = h.mounts(c.Context, b)
+		}
 		if err != nil {
 			return failed("mcp", err, exitInternal)
 		}
@@ -121,14 +126,14 @@ func mcpServe(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: "runehost", Version: version}, nil)
+	s := mcp.NewServer(&mcp.Implementation{Name: "runehost", Version: version}, &mcp.ServerOptions{Instructions: mcpInstructions})
 	seen := map[string]string{}
 	for _, t := range granted {
 		seen[t.name] = "the tool " + t.name
 		s.AddTool(&mcp.Tool{
 			Name: t.name,
-			Description: fmt.Sprintf("Runs the WASI tool %s in runehost's sandbox, seeing only the directories and environment granted to %s. "+
-				"Gives its exit code, stdout and stderr; an error when it exits non-zero.", t.name, h.subject),
+			Description: fmt.Sprintf("Runs the WASI tool %s in runehost's sandbox, seeing only the directories and environment granted to %s%s. "+
+				"Gives its exit code, stdout and stderr; an error when it exits non-zero.", t.name, h.subject, sees),
 			InputSchema: json.RawMessage(toolSchema),
 		}, h.validated(toolResolved, func(ctx context.Context, args json.RawMessage) *mcp.CallToolResult {
 			return h.callTool(ctx, t.name, args)
@@ -253,6 +258,33 @@ func (h *mcpHost) granted(ctx context.Context, b backend) ([]mcpTool, error) {
 	}
 	return out, nil
 }
+
+// mounts says where the tools see the directories granted when the server
+// starts (a grant made later shows at the next call, not here).
+func (h *mcpHost) mounts(ctx context.Context, b backend) (string, error) {
+	var read, write []host.Grant
+	var err error
+	if read, err = h.grants(ctx, b, fs.Read); err == nil {
+		write, err = h.grants(ctx, b, fs.Write)
+	}
+	var seen []string
+	for _, m := range tools.Mounts(read, write) {
+		mode := "read-only"
+		if m.Write {
+			mode = "read-write"
+		}
+		seen = append(seen, m.Guest+" ("+mode+")")
+	}
+	if len(seen) == 0 {
+		return ": no directory", err
+	}
+	return ": " + strings.Join(seen, ", "), err
+}
+
+// mcpInstructions tell the client what the server is.
+const mcpInstructions = "runehost runs untrusted code in a WebAssembly sandbox. Its WASI tools see only what was granted to them. " +
+	"Its progs run durably: a prog that waits for an event or fails gives an error naming its invocation, " +
+	"which a person goes on with on the command line (runehost send, resume)."
 
 // progFiles reads --prog-file [NAME=]FILE.
 func progFiles(specs []string) ([]mcpProg, error) {

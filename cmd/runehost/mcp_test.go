@@ -106,6 +106,11 @@ func TestMCPServe(t *testing.T) {
 	if !slices.Equal(names, []string{"approval", "echo", "wc"}) {
 		t.Fatalf("tools %v, want approval, echo and wc (not cat, granted to another prog, nor grep, not installed)\n%s", names, stderr)
 	}
+	for _, tl := range lt.Tools {
+		if tl.Name == "wc" && !strings.Contains(tl.Description, "granted to mcp: no directory") {
+			t.Errorf("wc's description: %q", tl.Description)
+		}
+	}
 	if !strings.Contains(stderr.String(), "not serving grep: granted to mcp but not installed") {
 		t.Errorf("no word of grep on stderr:\n%s", stderr)
 	}
@@ -229,6 +234,10 @@ func TestMCPServed(t *testing.T) {
 	echo := writeProg(t, "return input")
 	stderr := &syncBuffer{}
 	cs := mcpSession(t, dir, stderr, "--prog-file", "echo="+echo)
+	lt, err := cs.ListTools(context.Background(), nil)
+	if err != nil || len(lt.Tools) != 2 || !strings.Contains(lt.Tools[0].Description+lt.Tools[1].Description, "granted to mcp: /d (read-only)") {
+		t.Fatalf("tools: %v %v", lt, err)
+	}
 	if r, text := callMCP(t, cs, "cat", map[string]any{"args": []string{"/d/f.txt"}}); r.IsError || text != "inside\n" {
 		t.Fatalf("cat of the mount: error %v, %q\n%s", r.IsError, text, stderr)
 	}
