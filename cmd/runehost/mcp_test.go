@@ -266,3 +266,47 @@ func reflectEqualJSON(v any, want string) bool {
 	b, _ := json.Marshal(w)
 	return string(a) == string(b)
 }
+
+// BenchmarkMCPCalls measures calls through runehost mcp, client to reply:
+// a WASI tool (wc) and a prog (a durable invocation, the store opened for
+// the call), with their p50.
+func BenchmarkMCPCalls(b *testing.B) {
+	dir := filepath.Join(b.TempDir(), "store")
+	toolDir := b.TempDir()
+	os.WriteFile(filepath.Join(toolDir, "wc.wasm"), testtools.Build(b, "wc"), 0o644)
+	b.Setenv("RUNEHOST_TOOLS", toolDir)
+	grant := exec.Command(os.Args[0], "grant", "--prog", "mcp", "tool.run:wc")
+	grant.Env = append(os.Environ(), "RUNEHOST_TEST_AS_CLI=1", "RUNEHOST_STORE="+dir)
+	if out, err := grant.CombinedOutput(); err != nil {
+		b.Fatalf("grant: %v %s", err, out)
+	}
+	echo := filepath.Join(b.TempDir(), "echo.rune")
+	os.WriteFile(echo, []byte("return input"), 0o644)
+	cmd := exec.Command(os.Args[0], "mcp", "--prog-file", echo)
+	cmd.Env = append(os.Environ(), "RUNEHOST_TEST_AS_CLI=1", "RUNEHOST_STORE="+dir,
+		"RUNEHOST_CACHE_DIR="+filepath.Join(os.TempDir(), "runehost-test-wazero-cache"))
+	ctx := context.Background()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	for _, c := range []struct {
+		name string
+		args map[string]any
+	}{{"wc", map[string]any{"stdin": "a b c"}}, {"echo", map[string]any{"input": 1}}} {
+		b.Run(c.name, func(b *testing.B) {
+			var took []time.Duration
+			for b.Loop() {
+				start := time.Now()
+				r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: c.name, Arguments: c.args})
+				if err != nil || r.IsError {
+					b.Fatalf("%v %v", err, r)
+				}
+				took = append(took, time.Since(start))
+			}
+			slices.Sort(took)
+			b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
+		})
+	}
+}
