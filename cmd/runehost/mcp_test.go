@@ -90,8 +90,11 @@ func TestMCPServe(t *testing.T) {
 	echo := filepath.Join(t.TempDir(), "echo.rune")
 	os.WriteFile(echo, []byte("return {got: input, n: (state || {n: 0}).n + 1}"), 0o644)
 	waits := writeProg(t, "let v = await {key: \"approve\"}\nreturn v.by")
+	fails := writeProg(t, "let x = 0\nreturn 1 / x")
+	bad := writeProg(t, "return 1")
 	stderr := &syncBuffer{}
-	cs := mcpSession(t, dir, stderr, "--prog-file", echo, "--prog-file", "approval="+waits)
+	cs := mcpSession(t, dir, stderr, "--prog-file", echo, "--prog-file", "approval="+waits, "--prog-file", "fails="+fails, "--prog-file", "bad="+bad)
+	os.WriteFile(bad, []byte("let = 3"), 0o644) // read at each call
 
 	ctx := context.Background()
 	lt, err := cs.ListTools(ctx, nil)
@@ -103,7 +106,7 @@ func TestMCPServe(t *testing.T) {
 		names = append(names, tl.Name)
 	}
 	slices.Sort(names)
-	if !slices.Equal(names, []string{"approval", "echo", "wc"}) {
+	if !slices.Equal(names, []string{"approval", "bad", "echo", "fails", "wc"}) {
 		t.Fatalf("tools %v, want approval, echo and wc (not cat, granted to another prog, nor grep, not installed)\n%s", names, stderr)
 	}
 	for _, tl := range lt.Tools {
@@ -179,6 +182,23 @@ func TestMCPServe(t *testing.T) {
 		// The store is the server's only during a call: the send works now.
 		if code, out, errs := process(t, dir, "send", inv, "approve", `{"by": "ada"}`); code != exitOK || out != "\"ada\"\n" {
 			t.Fatalf("send: %d %q %s", code, out, errs)
+		}
+	})
+
+	t.Run("fails", func(t *testing.T) {
+		r, text := callMCP(t, cs, "fails", nil)
+		m := structured(t, r)
+		inv, _ := m["invocation"].(string)
+		e, _ := m["error"].(map[string]any)
+		if !r.IsError || m["status"] != "failed" || e["kind"] != "zero_division" || !strings.HasPrefix(text, inv+" failed: ") || !strings.Contains(text, "2:10: zero_division: division by zero") {
+			t.Fatalf("fails: error %v, %q, %v", r.IsError, text, m)
+		}
+		if _, _, status := inspectJSON(t, dir, inv); status != "failed" {
+			t.Fatalf("inspect %s: %s", inv, status)
+		}
+		r, text = callMCP(t, cs, "bad", nil)
+		if !r.IsError || !strings.Contains(text, bad+":1:5: got =, want identifier") {
+			t.Fatalf("bad: error %v, %q", r.IsError, text)
 		}
 	})
 
@@ -268,45 +288,60 @@ func reflectEqualJSON(v any, want string) bool {
 }
 
 // BenchmarkMCPCalls measures calls through runehost mcp, client to reply:
-// a WASI tool (wc) and a prog (a durable invocation, the store opened for
-// the call), with their p50.
+// a WASI tool (wc) and a prog (a durable invocation), with their p50, on
+// the embedded store (opened for each call) and through runehost serve.
 func BenchmarkMCPCalls(b *testing.B) {
-	dir := filepath.Join(b.TempDir(), "store")
 	toolDir := b.TempDir()
 	os.WriteFile(filepath.Join(toolDir, "wc.wasm"), testtools.Build(b, "wc"), 0o644)
 	b.Setenv("RUNEHOST_TOOLS", toolDir)
-	grant := exec.Command(os.Args[0], "grant", "--prog", "mcp", "tool.run:wc")
-	grant.Env = append(os.Environ(), "RUNEHOST_TEST_AS_CLI=1", "RUNEHOST_STORE="+dir)
-	if out, err := grant.CombinedOutput(); err != nil {
-		b.Fatalf("grant: %v %s", err, out)
-	}
 	echo := filepath.Join(b.TempDir(), "echo.rune")
 	os.WriteFile(echo, []byte("return input"), 0o644)
-	cmd := exec.Command(os.Args[0], "mcp", "--prog-file", echo)
-	cmd.Env = append(os.Environ(), "RUNEHOST_TEST_AS_CLI=1", "RUNEHOST_STORE="+dir,
-		"RUNEHOST_CACHE_DIR="+filepath.Join(os.TempDir(), "runehost-test-wazero-cache"))
-	ctx := context.Background()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cs.Close()
-	for _, c := range []struct {
-		name string
-		args map[string]any
-	}{{"wc", map[string]any{"stdin": "a b c"}}, {"echo", map[string]any{"input": 1}}} {
-		b.Run(c.name, func(b *testing.B) {
-			var took []time.Duration
-			for b.Loop() {
-				start := time.Now()
-				r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: c.name, Arguments: c.args})
-				if err != nil || r.IsError {
-					b.Fatalf("%v %v", err, r)
-				}
-				took = append(took, time.Since(start))
+	for _, served := range []bool{false, true} {
+		name := "embedded"
+		if served {
+			name = "served"
+		}
+		b.Run(name, func(b *testing.B) {
+			dir := filepath.Join(b.TempDir(), "store")
+			grant := exec.Command(os.Args[0], "grant", "--prog", "mcp", "tool.run:wc")
+			grant.Env = append(os.Environ(), "RUNEHOST_TEST_AS_CLI=1", "RUNEHOST_STORE="+dir)
+			if out, err := grant.CombinedOutput(); err != nil {
+				b.Fatalf("grant: %v %s", err, out)
 			}
-			slices.Sort(took)
-			b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
+			if served {
+				stop, err := startServe(context.Background(), dir, &syncBuffer{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer stop()
+			}
+			cmd := exec.Command(os.Args[0], "mcp", "--prog-file", echo)
+			cmd.Env = append(os.Environ(), "RUNEHOST_TEST_AS_CLI=1", "RUNEHOST_STORE="+dir,
+				"RUNEHOST_CACHE_DIR="+filepath.Join(os.TempDir(), "runehost-test-wazero-cache"))
+			ctx := context.Background()
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cs.Close()
+			for _, c := range []struct {
+				name string
+				args map[string]any
+			}{{"wc", map[string]any{"stdin": "a b c"}}, {"echo", map[string]any{"input": 1}}} {
+				b.Run(c.name, func(b *testing.B) {
+					var took []time.Duration
+					for b.Loop() {
+						start := time.Now()
+						r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: c.name, Arguments: c.args})
+						if err != nil || r.IsError {
+							b.Fatalf("%v %v", err, r)
+						}
+						took = append(took, time.Since(start))
+					}
+					slices.Sort(took)
+					b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
+				})
+			}
 		})
 	}
 }
