@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -188,6 +189,10 @@ func (h *mcpHost) callProg(ctx context.Context, p mcpProg, raw json.RawMessage) 
 		if api.CodeOf(err) == api.CodeCompile && p.file != "" {
 			where = p.file + ":" // the message is POSITION: ...
 			return toolError(where+apiText(err), nil)
+		}
+		var ae *api.Error
+		if errors.As(err, &ae) && ae.Bound != "" {
+			return toolError(fmt.Sprintf("prog %s: %s (serve this file under a name of its own: --prog-file NAME=%s)", where, ae.Message, p.file), nil)
 		}
 		return toolError(fmt.Sprintf("prog %s: %s", where, apiText(err)), nil)
 	}

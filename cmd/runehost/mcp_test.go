@@ -226,6 +226,11 @@ func TestMCPStoredProg(t *testing.T) {
 	if r, text := callMCP(t, cs, "count", nil); r.IsError || text != "2" {
 		t.Fatalf("count: error %v, %q", r.IsError, text)
 	}
+	other := writeProg(t, "return 0")
+	cs = mcpSession(t, dir, &syncBuffer{}, "--prog-file", "count="+other)
+	if r, text := callMCP(t, cs, "count", nil); !r.IsError || !strings.Contains(text, "the name and its state and grants are another's") || !strings.Contains(text, "--prog-file NAME="+other) {
+		t.Fatalf("another file as count: error %v, %q", r.IsError, text)
+	}
 	code, _, errs := process(t, dir, "mcp", "--stored-prog", "nobody")
 	if code != exitUsage || !strings.Contains(errs, "--stored-prog nobody: no such prog in the store") {
 		t.Fatalf("mcp --stored-prog nobody: %d %s", code, errs)
