@@ -135,7 +135,7 @@ func mcpServe(c *cli.Context) error {
 			Description: fmt.Sprintf("Runs the WASI tool %s in runehost's sandbox, seeing only the directories and environment granted to %s%s. "+
 				"Gives its exit code, stdout and stderr; an error when it exits non-zero.", t.name, h.subject, sees),
 			InputSchema: json.RawMessage(toolSchema),
-		}, h.validated(toolResolved, func(ctx context.Context, args json.RawMessage) *mcp.CallToolResult {
+		}, h.validated(toolResolved, func(ctx context.Context, _ *mcp.CallToolRequest, args json.RawMessage) *mcp.CallToolResult {
 			return h.callTool(ctx, t.name, args)
 		}))
 	}
@@ -156,7 +156,9 @@ func mcpServe(c *cli.Context) error {
 			Description: fmt.Sprintf("Runs the runehost prog %s (%s) durably in the sandbox with its own grants and state, and gives its result. "+
 				"A run that fails or waits gives an error naming its invocation.", p.name, from),
 			InputSchema: json.RawMessage(progSchema),
-		}, h.validated(progResolved, func(ctx context.Context, args json.RawMessage) *mcp.CallToolResult { return h.callProg(ctx, p, args) }))
+		}, h.validated(progResolved, func(ctx context.Context, req *mcp.CallToolRequest, args json.RawMessage) *mcp.CallToolResult {
+			return h.callProg(ctx, req, p, args)
+		}))
 	}
 	names := slices.Sorted(func(yield func(string) bool) {
 		for n := range seen {
@@ -390,7 +392,7 @@ func mustResolve(schema string) *jsonschema.Resolved {
 // tool's schema first (the SDK's raw AddTool does not): a call that breaks
 // it is a tool error the model can read and correct, as the SDK's typed
 // tools give.
-func (h *mcpHost) validated(schema *jsonschema.Resolved, call func(context.Context, json.RawMessage) *mcp.CallToolResult) mcp.ToolHandler {
+func (h *mcpHost) validated(schema *jsonschema.Resolved, call func(context.Context, *mcp.CallToolRequest, json.RawMessage) *mcp.CallToolResult) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args := req.Params.Arguments
 		if len(args) == 0 || string(args) == "null" {
@@ -403,7 +405,7 @@ func (h *mcpHost) validated(schema *jsonschema.Resolved, call func(context.Conte
 		if err := schema.Validate(v); err != nil {
 			return toolError(fmt.Sprintf("validating \"arguments\": %v", err), nil), nil
 		}
-		return call(ctx, args), nil
+		return call(ctx, req, args), nil
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -148,7 +149,7 @@ func (h *mcpHost) toolResult(name string, reply any) *mcp.CallToolResult {
 
 // callProg runs a prog as `runehost run` does (the store, or its server),
 // and drives it until it ends or waits.
-func (h *mcpHost) callProg(ctx context.Context, p mcpProg, raw json.RawMessage) *mcp.CallToolResult {
+func (h *mcpHost) callProg(ctx context.Context, req *mcp.CallToolRequest, p mcpProg, raw json.RawMessage) *mcp.CallToolResult {
 	var in struct {
 		Input json.RawMessage `json:"input"`
 	}
@@ -179,6 +180,9 @@ func (h *mcpHost) callProg(ctx context.Context, p mcpProg, raw json.RawMessage) 
 		}
 		missingGrants(h.log, p.name, resp.Missing, resp.GrantHints, true)
 		fmt.Fprintf(h.log, "invocation %s\n", resp.Invocation)
+		if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
+			progressTo(ctx, b, req.Session, token)
+		}
 		rs, err := b.Drive(ctx, resp.Invocation, resp.Cursor)
 		_, served := b.(*remote)
 		res = h.progResult(ctx, resp.Invocation, rs, err, served)
@@ -197,6 +201,35 @@ func (h *mcpHost) callProg(ctx context.Context, p mcpProg, raw json.RawMessage) 
 		return toolError(fmt.Sprintf("prog %s: %s", where, apiText(err)), nil)
 	}
 	return res
+}
+
+// progressTo makes each event line the backend prints also a progress
+// notification of the call: the client sees the run go on, and a client
+// that restarts its timeout on progress waits for a long run.
+func progressTo(ctx context.Context, b backend, ss *mcp.ServerSession, token any) {
+	switch b := b.(type) {
+	case *local:
+		b.mu.Lock()
+		b.w = &progressWriter{w: b.w, ctx: ctx, ss: ss, token: token}
+		b.mu.Unlock()
+	case *remote:
+		b.w = &progressWriter{w: b.w, ctx: ctx, ss: ss, token: token}
+	}
+}
+
+// progressWriter writes event lines on, and sends each as progress.
+type progressWriter struct {
+	w     io.Writer
+	ctx   context.Context
+	ss    *mcp.ServerSession
+	token any
+	n     float64
+}
+
+func (p *progressWriter) Write(b []byte) (int, error) {
+	p.n++
+	_ = p.ss.NotifyProgress(p.ctx, &mcp.ProgressNotificationParams{ProgressToken: p.token, Progress: p.n, Message: strings.TrimSpace(string(b))})
+	return p.w.Write(b)
 }
 
 // progResult says where a run stands, as `runehost run` reports it: its

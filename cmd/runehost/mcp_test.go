@@ -25,13 +25,19 @@ import (
 // the go-sdk client to it over its stdin and stdout.
 func mcpSession(t *testing.T, dir string, stderr *syncBuffer, args ...string) *mcp.ClientSession {
 	t.Helper()
+	return mcpSessionWith(t, dir, stderr, nil, args...)
+}
+
+// mcpSessionWith is mcpSession with the client's options.
+func mcpSessionWith(t *testing.T, dir string, stderr *syncBuffer, opts *mcp.ClientOptions, args ...string) *mcp.ClientSession {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"mcp"}, args...)...)
 	cmd.Env = append(os.Environ(), "RUNEHOST_TEST_AS_CLI=1", "RUNEHOST_STORE="+dir,
 		"RUNEHOST_CACHE_DIR="+filepath.Join(os.TempDir(), "runehost-test-wazero-cache"))
 	cmd.Stderr = stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c := mcp.NewClient(&mcp.Implementation{Name: "runehost-test", Version: "0"}, nil)
+	c := mcp.NewClient(&mcp.Implementation{Name: "runehost-test", Version: "0"}, opts)
 	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatalf("connect: %v\n%s", err, stderr)
@@ -258,7 +264,12 @@ func TestMCPServed(t *testing.T) {
 	defer stop()
 	echo := writeProg(t, "return input")
 	stderr := &syncBuffer{}
-	cs := mcpSession(t, dir, stderr, "--prog-file", "echo="+echo)
+	progress := make(chan string, 100)
+	cs := mcpSessionWith(t, dir, stderr, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+		if r.Params.ProgressToken == "p1" {
+			progress <- r.Params.Message
+		}
+	}}, "--prog-file", "echo="+echo)
 	lt, err := cs.ListTools(context.Background(), nil)
 	if err != nil || len(lt.Tools) != 2 || !strings.Contains(lt.Tools[0].Description+lt.Tools[1].Description, "granted to mcp: /d (read-only)") {
 		t.Fatalf("tools: %v %v", lt, err)
@@ -269,11 +280,22 @@ func TestMCPServed(t *testing.T) {
 	if r, text := callMCP(t, cs, "cat", map[string]any{"args": []string{outside}}); !r.IsError || strings.Contains(text, "outside") {
 		t.Fatalf("cat outside its mount: error %v, %q", r.IsError, text)
 	}
-	r, text := callMCP(t, cs, "echo", map[string]any{"input": []any{"a", 1}})
-	if r.IsError || text != `["a",1]` {
-		t.Fatalf("echo through the server: error %v, %q\n%s\nserver:\n%s", r.IsError, text, stderr, log)
+	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"input": []any{"a", 1}}}
+	params.SetProgressToken("p1")
+	r, err := cs.CallTool(context.Background(), params)
+	if err != nil || r.IsError || r.Content[0].(*mcp.TextContent).Text != `["a",1]` {
+		t.Fatalf("echo through the server: %v %+v\n%s\nserver:\n%s", err, r, stderr, log)
 	}
 	inv, _ := structured(t, r)["invocation"].(string)
+	// Its events came as progress, as they come on stderr.
+	select {
+	case m := <-progress:
+		if !strings.HasPrefix(m, inv+" ") {
+			t.Errorf("progress %q, want %s's events", m, inv)
+		}
+	case <-time.After(10 * time.Second):
+		t.Errorf("no progress of %s", inv)
+	}
 	if !strings.Contains(log.String(), inv) {
 		t.Errorf("the server did not run %s:\n%s", inv, log)
 	}
