@@ -372,3 +372,34 @@ func BenchmarkMCPCalls(b *testing.B) {
 		})
 	}
 }
+
+// A call the client cancels stops its run at a slice with its checkpoint
+// stored; runehost resume goes on with it to its result.
+func TestMCPCancelled(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	long := writeProg(t, longProg)
+	stderr := &syncBuffer{}
+	cs := mcpSession(t, dir, stderr, "--prog-file", "long="+long)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for !strings.Contains(stderr.String(), "invocation r1") {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(200 * time.Millisecond)
+		cancel()
+	}()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "long", Arguments: map[string]any{}}); err == nil {
+		t.Fatalf("the call was not cancelled:\n%s", stderr)
+	}
+	// The server lets the store go once the run has stopped.
+	var code int
+	var out, errs string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if code, out, errs = process(t, dir, "resume", "r1"); !strings.Contains(errs, "is in use by") {
+			break
+		}
+	}
+	if code != exitOK || out != "1000000\n" {
+		t.Fatalf("resume r1: %d %q %s\nmcp:\n%s", code, out, errs, stderr)
+	}
+}
