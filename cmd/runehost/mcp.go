@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -160,13 +161,7 @@ func mcpServe(c *cli.Context) error {
 			return h.callProg(ctx, req, p, args)
 		}))
 	}
-	names := slices.Sorted(func(yield func(string) bool) {
-		for n := range seen {
-			if !yield(n) {
-				return
-			}
-		}
-	})
+	names := slices.Sorted(maps.Keys(seen))
 	if len(names) == 0 {
 		fmt.Fprintf(h.log, "mcp: serving no tools: %s is granted no installed tool (%s grants one) and no prog is named (--prog-file)\n", h.subject, mcpHint(c, "grant", "--prog", h.subject, tools.Tag+":NAME"))
 	} else {
