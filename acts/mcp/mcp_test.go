@@ -105,6 +105,15 @@ func TestWASIServer(t *testing.T) {
 	if got := run(`act "mcp.call" {server: "demo", tool: "die"}`); got != `["failed","mcp server demo died (exited 3): mcpserver: dying as asked"]` {
 		t.Errorf("die: %s", got)
 	}
+	// Past the cap, in one message or in the reply.
+	for _, n := range []string{"1000000", "3000000"} {
+		if got := run(`act "mcp.call" {server: "demo", tool: "big", arguments: {n: ` + n + `}}`); !strings.HasPrefix(got, `["limit","mcp server demo: `) {
+			t.Errorf("big %s: %.300s", n, got)
+		}
+	}
+	if got := run(`(act "mcp.call" {server: "demo", tool: "big", arguments: {n: 1000}}).text`); len(got) != 1002 {
+		t.Errorf("big 1000: %.300s", got)
+	}
 	// Not granted, or not there.
 	if got := run(`act "mcp.call" {server: "other", tool: "echo"}`); got != `["denied","mcp server other is not granted (runehost grant --prog p mcp.call:other)"]` {
 		t.Errorf("ungranted: %s", got)
@@ -156,6 +165,10 @@ func remoteServer(t testing.TB) (*httptest.Server, func() []string) {
 		mu.Unlock()
 		h.ServeHTTP(w, r)
 	}))
+	mux.Handle("/junk", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte("this is not JSON-RPC"))
+	}))
 	mux.Handle("/moved", http.RedirectHandler("/mcp", http.StatusTemporaryRedirect))
 	hs := httptest.NewServer(mux)
 	t.Cleanup(hs.Close)
@@ -164,9 +177,9 @@ func remoteServer(t testing.TB) (*httptest.Server, func() []string) {
 
 func TestRemoteServer(t *testing.T) {
 	hs, seen := remoteServer(t)
-	e := engine(t, map[string]mcp.Remote{"far": {URL: hs.URL + "/mcp", Key: testKey}, "moved": {URL: hs.URL + "/moved"}})
+	e := engine(t, map[string]mcp.Remote{"far": {URL: hs.URL + "/mcp", Key: testKey}, "moved": {URL: hs.URL + "/moved"}, "junk": {URL: hs.URL + "/junk"}})
 	u, _ := url.Parse(hs.URL)
-	acttest.Grant(t, e, "mcp.list:far", "mcp.call:far", "mcp.call:moved", "http.post:example.com")
+	acttest.Grant(t, e, "mcp.list:far", "mcp.call:far", "mcp.call:moved", "mcp.call:junk", "http.post:example.com")
 	run := runner(t, e)
 
 	// The server is granted, its host is not: nothing is sent.
@@ -196,6 +209,19 @@ func TestRemoteServer(t *testing.T) {
 	// A redirect is not followed.
 	if got := run(`act "mcp.call" {server: "moved", tool: "shout"}`); !strings.HasPrefix(got, `["failed","mcp server moved: `) || !strings.Contains(got, "Redirect") {
 		t.Errorf("redirect: %s", got)
+	}
+	if got := run(`act "mcp.call" {server: "junk", tool: "shout"}`); !strings.HasPrefix(got, `["failed","mcp server junk: `) {
+		t.Errorf("junk: %s", got)
+	}
+}
+
+func TestFromEnv(t *testing.T) {
+	t.Setenv("RUNEHOST_MCP_GITHUB_URL", "https://mcp.example.com/mcp")
+	t.Setenv("RUNEHOST_MCP_GITHUB_KEY", "k1")
+	t.Setenv("RUNEHOST_MCP_LOCAL_URL", "http://127.0.0.1:9/mcp")
+	got := mcp.FromEnv()
+	if len(got) != 2 || got["github"] != (mcp.Remote{URL: "https://mcp.example.com/mcp", Key: "k1"}) || got["local"] != (mcp.Remote{URL: "http://127.0.0.1:9/mcp"}) {
+		t.Errorf("%+v", got)
 	}
 }
 

@@ -70,7 +70,8 @@ func (a *Adapter) doWASI(ctx context.Context, op *host.Operation, name string, f
 		done <- runEnd{res, err}
 	}()
 	var reply any
-	cs, err := client().Connect(ctx, &sdk.IOTransport{Reader: outR, Writer: inW, MaxLineLength: MaxReply + 64<<10}, sessionOptions)
+	lines := &lineCap{r: outR}
+	cs, err := client().Connect(ctx, &sdk.IOTransport{Reader: lines, Writer: inW, MaxLineLength: 2 * maxFrame}, sessionOptions)
 	if err == nil {
 		reply, err = ask(ctx, cs)
 		cs.Close()
@@ -87,6 +88,9 @@ func (a *Adapter) doWASI(ctx context.Context, op *host.Operation, name string, f
 	}
 	if end.err != nil {
 		return nil, &checkpoint.Error{Kind: "failed", Msg: fmt.Sprintf("mcp server %s: %v", name, end.err)}
+	}
+	if lines.over {
+		err = &limitErr{fmt.Sprintf("a message over %d bytes", maxFrame)}
 	}
 	if err != nil {
 		return nil, wasiErr(name, err, end.res)
@@ -145,7 +149,7 @@ func (a *Adapter) doRemote(ctx context.Context, op *host.Operation, name string,
 		rt = bearer{r.Key, rt}
 	}
 	hc := &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	tr := &sdk.StreamableClientTransport{Endpoint: r.URL, HTTPClient: hc, DisableStandaloneSSE: true, MaxRetries: -1, MaxEventSize: MaxReply + 64<<10}
+	tr := &sdk.StreamableClientTransport{Endpoint: r.URL, HTTPClient: hc, DisableStandaloneSSE: true, MaxRetries: -1, MaxEventSize: maxFrame}
 	fail := func(err error) error {
 		var we *jsonrpc.Error
 		var le *limitErr
@@ -174,6 +178,33 @@ func (a *Adapter) doRemote(ctx context.Context, op *host.Operation, name string,
 	return reply, nil
 }
 
+// maxFrame bounds one message from a server.
+const maxFrame = MaxReply + 64<<10
+
+// lineCap fails a line from a WASI server past maxFrame, and says so.
+type lineCap struct {
+	r    io.ReadCloser
+	n    int
+	over bool
+}
+
+func (l *lineCap) Read(p []byte) (int, error) {
+	if l.over {
+		return 0, &limitErr{fmt.Sprintf("a message over %d bytes", maxFrame)}
+	}
+	n, err := l.r.Read(p)
+	for _, c := range p[:n] {
+		if l.n++; c == '\n' {
+			l.n = 0
+		} else if l.n > maxFrame {
+			l.over = true
+		}
+	}
+	return n, err
+}
+
+func (l *lineCap) Close() error { return l.r.Close() }
+
 type bearer struct {
 	key  string
 	next http.RoundTripper
@@ -191,7 +222,7 @@ type capped struct{ next http.RoundTripper }
 func (c capped) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := c.next.RoundTrip(r)
 	if err == nil {
-		resp.Body = &cappedBody{rc: resp.Body, left: MaxReply + 64<<10}
+		resp.Body = &cappedBody{rc: resp.Body, left: maxFrame}
 	}
 	return resp, err
 }

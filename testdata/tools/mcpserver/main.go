@@ -3,7 +3,7 @@
 // encoding/json (the go-sdk would cost a minute to build as a guest).
 // Its tools: echo, add, read_file (inside its mounts only, which is what
 // the tests check), fail (a tool error), spin (never ends: fuel stops
-// it), garbage (answers with a line that is not JSON) and die (exits 3).
+// it), big (n bytes of text), garbage (answers with a line that is not JSON) and die (exits 3).
 package main
 
 import (
@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 )
 
 type request struct {
@@ -61,6 +62,7 @@ var tools = []map[string]any{
 	{"name": "fail", "description": "Fail as a tool.", "inputSchema": schema(map[string]any{})},
 	{"name": "spin", "description": "Never answer.", "inputSchema": schema(map[string]any{})},
 	{"name": "garbage", "description": "Answer with a line that is not JSON.", "inputSchema": schema(map[string]any{})},
+	{"name": "big", "description": "Answer with n bytes of text.", "inputSchema": schema(map[string]any{"n": map[string]any{"type": "integer"}}, "n")},
 	{"name": "die", "description": "Exit 3 at once.", "inputSchema": schema(map[string]any{})},
 }
 
@@ -74,6 +76,7 @@ func call(id json.RawMessage, params json.RawMessage) {
 		Arguments struct {
 			Text string `json:"text"`
 			A, B int64
+			N    int    `json:"n"`
 			Path string `json:"path"`
 		} `json:"arguments"`
 	}
@@ -108,6 +111,8 @@ func call(id json.RawMessage, params json.RawMessage) {
 	case "garbage":
 		out.WriteString("this is not JSON-RPC\n")
 		out.Flush()
+	case "big":
+		send(response{ID: id, Result: text(strings.Repeat("x", a.N), false)})
 	case "die":
 		fmt.Fprintln(os.Stderr, "mcpserver: dying as asked")
 		os.Exit(3)
