@@ -7,10 +7,13 @@ package tool
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/runehost/runehost/internal/testtools"
 )
 
 // A tool reads what the host writes as it writes it, and answers at once.
@@ -21,10 +24,12 @@ func TestStdinFileStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	outR, outW := io.Pipe()
+	module := testtools.Build(t, "cat")
 	done := make(chan *Result, 1)
 	go func() {
-		done <- run(t, r, "cat", Config{StdinFile: inR, StdinWriter: inW, Stdout: outW, StreamOnly: true})
+		res, _ := r.Run(context.Background(), module, Config{StdinFile: inR, StdinWriter: inW, Stdout: outW, StreamOnly: true})
 		outW.Close()
+		done <- res
 	}()
 	lines := bufio.NewReader(outR)
 	for _, s := range []string{"one\n", "two\n"} {
@@ -35,7 +40,7 @@ func TestStdinFileStreams(t *testing.T) {
 	}
 	inW.Close()
 	res := <-done
-	if !res.OK() || len(res.Stdout) != 0 {
+	if res == nil || !res.OK() || len(res.Stdout) != 0 {
 		t.Fatalf("%+v (stdout kept %q)", res, res.Stdout)
 	}
 }
@@ -48,10 +53,19 @@ func TestStdinFileDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer inR.Close()
-	start := time.Now()
-	res := run(t, r, "cat", Config{StdinFile: inR, StdinWriter: inW, Timeout: 300 * time.Millisecond})
-	if res.Stop != TimedOut || time.Since(start) > 10*time.Second {
-		t.Fatalf("%+v after %s", res, time.Since(start))
+	module := testtools.Build(t, "cat")
+	done := make(chan *Result, 1)
+	go func() {
+		res, _ := r.Run(context.Background(), module, Config{StdinFile: inR, StdinWriter: inW, Timeout: 300 * time.Millisecond})
+		done <- res
+	}()
+	select {
+	case res := <-done:
+		if res == nil || res.Stop != TimedOut {
+			t.Fatalf("%+v", res)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("still waiting on stdin 20s after its deadline")
 	}
 	if _, err := inW.Write([]byte("x")); err == nil {
 		t.Errorf("the write end is still open")
@@ -64,10 +78,14 @@ func TestStdoutPipeUnread(t *testing.T) {
 	_, outW := io.Pipe()
 	start := time.Now()
 	done := make(chan *Result, 1)
-	go func() { done <- run(t, r, "flood", Config{Stdout: outW, Timeout: 300 * time.Millisecond}) }()
+	module := testtools.Build(t, "flood")
+	go func() {
+		res, _ := r.Run(context.Background(), module, Config{Stdout: outW, Timeout: 300 * time.Millisecond})
+		done <- res
+	}()
 	select {
 	case res := <-done:
-		if res.Stop != TimedOut {
+		if res == nil || res.Stop != TimedOut {
 			t.Errorf("%+v", res)
 		}
 	case <-time.After(20 * time.Second):

@@ -1,5 +1,5 @@
 // Command mcpserver is an MCP server over stdio for the tests of mcp.call:
-// newline-delimited JSON-RPC read with bufio and answered with
+// newline-delimited JSON-RPC read with bufio (in a goroutine) and answered with
 // encoding/json (the go-sdk would cost a minute to build as a guest).
 // Its tools: echo, add, read_file (inside its mounts only, which is what
 // the tests check), fail (a tool error), spin (never ends: fuel stops
@@ -122,11 +122,21 @@ func call(id json.RawMessage, params json.RawMessage) {
 }
 
 func main() {
-	in := bufio.NewScanner(os.Stdin)
-	in.Buffer(make([]byte, 1<<16), 4<<20)
-	for in.Scan() {
+	// Lines are read in a goroutine, as the go-sdk reads them: on a stdin
+	// that wazero cannot poll, the read blocks the whole guest and the
+	// answer is never written (wasmvm/tool's Config.StdinFile).
+	lines := make(chan []byte)
+	go func() {
+		in := bufio.NewScanner(os.Stdin)
+		in.Buffer(make([]byte, 1<<16), 4<<20)
+		for in.Scan() {
+			lines <- append([]byte(nil), in.Bytes()...)
+		}
+		close(lines)
+	}()
+	for line := range lines {
 		var r request
-		if err := json.Unmarshal(in.Bytes(), &r); err != nil {
+		if err := json.Unmarshal(line, &r); err != nil {
 			send(response{ID: json.RawMessage("null"), Error: &rpcError{-32700, "parse error"}})
 			continue
 		}
