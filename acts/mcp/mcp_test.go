@@ -9,6 +9,7 @@ package mcp_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -212,6 +213,27 @@ func TestRemoteServer(t *testing.T) {
 	}
 	if got := run(`act "mcp.call" {server: "junk", tool: "shout"}`); !strings.HasPrefix(got, `["failed","mcp server junk: `) {
 		t.Errorf("junk: %s", got)
+	}
+}
+
+// A host granted by name that resolves to an internal address is not
+// dialled, as for the web acts.
+func TestRemoteNameResolvingInternal(t *testing.T) {
+	hs, seen := remoteServer(t)
+	port := hs.URL[strings.LastIndex(hs.URL, ":")+1:]
+	prev := web.LookupIP
+	web.LookupIP = func(ctx context.Context, h string) ([]net.IPAddr, error) {
+		if h == "intranet.example" {
+			return []net.IPAddr{{IP: net.ParseIP("127.0.0.1")}}, nil
+		}
+		return prev(ctx, h)
+	}
+	defer func() { web.LookupIP = prev }()
+	e := engine(t, map[string]mcp.Remote{"intra": {URL: "http://intranet.example:" + port + "/mcp", Key: testKey}})
+	acttest.Grant(t, e, "mcp.list:intra", "http.post:intranet.example:"+port)
+	got := runner(t, e)(`act "mcp.list" {server: "intra"}`)
+	if !strings.HasPrefix(got, `["denied","host intranet.example resolves to 127.0.0.1`) || len(seen()) != 0 {
+		t.Errorf("%s; %d requests", got, len(seen()))
 	}
 }
 
