@@ -291,9 +291,6 @@ func (a *Adapter) Lookup(context.Context, *host.Operation) (any, bool, error) {
 	return nil, false, errors.New("an MCP tool call may have taken effect: its outcome is unknown")
 }
 
-// Close releases nothing of its own: the sandbox is the tool adapter's.
-func (a *Adapter) Close(context.Context) error { return nil }
-
 func listTools(ctx context.Context, cs *sdk.ClientSession) (any, error) {
 	var list []any
 	cursor := ""
