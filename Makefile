@@ -53,7 +53,7 @@ race:
 	$(GO) test -race $(RACE_PKGS)
 
 ## tools: the test tools of testdata/tools, as WASI commands in testdata/tools/bin (tool.run finds them with RUNEHOST_TOOLS=testdata/tools/bin).
-TOOLS = cat wc grep spin grow flood escape envsnoop scribble racer
+TOOLS = cat wc grep spin grow flood escape envsnoop scribble racer mcpserver
 tools:
 	@mkdir -p testdata/tools/bin
 	@for t in $(TOOLS); do GOOS=wasip1 GOARCH=wasm $(GO) build -o testdata/tools/bin/$$t.wasm ./testdata/tools/$$t || exit 1; done

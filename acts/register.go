@@ -12,6 +12,7 @@ import (
 
 	"github.com/runehost/runehost/acts/approval"
 	"github.com/runehost/runehost/acts/fs"
+	"github.com/runehost/runehost/acts/mcp"
 	"github.com/runehost/runehost/acts/model"
 	"github.com/runehost/runehost/acts/tools"
 	"github.com/runehost/runehost/acts/web"
@@ -25,6 +26,7 @@ type Config struct {
 	ToolDir   string                    // where tool.run finds NAME.wasm
 	CacheDir  string                    // the sandbox's compilation cache
 	Endpoints map[string]model.Endpoint // model.chat's endpoints
+	MCP       map[string]mcp.Remote     // mcp.call's remote servers (its WASI ones are in ToolDir/mcp)
 	// EnvSecrets are the values of the host's environment variables whose
 	// name marks a secret (SLACK_BOT_TOKEN, RUNEHOST_MODEL_KEY, *_PASSWORD...).
 	EnvSecrets []string
@@ -32,7 +34,8 @@ type Config struct {
 
 // FromEnv reads the configuration from the environment: RUNEHOST_TOOLS
 // (default ./tools), RUNEHOST_CACHE_DIR, the model endpoints (see
-// model.FromEnv) and the secrets among the environment's values.
+// model.FromEnv), the remote MCP servers (mcp.FromEnv) and the secrets among
+// the environment's values.
 func FromEnv() Config {
 	dir := os.Getenv("RUNEHOST_TOOLS")
 	if dir == "" {
@@ -41,7 +44,7 @@ func FromEnv() Config {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	return Config{ToolDir: dir, CacheDir: os.Getenv("RUNEHOST_CACHE_DIR"), Endpoints: model.FromEnv(), EnvSecrets: EnvSecrets(os.Environ())}
+	return Config{ToolDir: dir, CacheDir: os.Getenv("RUNEHOST_CACHE_DIR"), Endpoints: model.FromEnv(), MCP: mcp.FromEnv(), EnvSecrets: EnvSecrets(os.Environ())}
 }
 
 // EnvSecrets returns the values of environ (NAME=VALUE) the redactor would
@@ -58,7 +61,8 @@ func EnvSecrets(environ []string) []string {
 	return out
 }
 
-// Secrets are the host's own secrets: the model endpoints' keys and the
+// Secrets are the host's own secrets: the model endpoints' and the remote
+// MCP servers' keys and the
 // secret values of its environment. They are taken out of every act's
 // reply and error, and redacted wherever they appear, in every encoding
 // the redactor knows.
@@ -67,6 +71,11 @@ func (c Config) Secrets() []string {
 	for _, e := range c.Endpoints {
 		if e.Key != "" {
 			out = append(out, e.Key)
+		}
+	}
+	for _, r := range c.MCP {
+		if r.Key != "" {
+			out = append(out, r.Key)
 		}
 	}
 	slices.Sort(out)
@@ -104,6 +113,9 @@ func Register(e *host.Engine, cfg Config) (closer func()) {
 	e.Adapters[approval.Tag] = approval.Adapter{}
 	t := &tools.Adapter{Dir: cfg.ToolDir, CacheDir: cfg.CacheDir, Grants: e.GrantsFor, Places: places}
 	e.Adapters[tools.Tag] = t
+	for tag, a := range mcp.New(&mcp.Servers{Tools: t, Remote: cfg.MCP}) {
+		e.Adapters[tag] = a
+	}
 	e.StatementTags = map[string]bool{tools.EnvTag: true}
 	return func() { t.Close(context.Background()) }
 }

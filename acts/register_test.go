@@ -6,6 +6,8 @@ package acts
 import (
 	"slices"
 	"testing"
+
+	"github.com/runehost/runehost/acts/mcp"
 )
 
 func TestEnvSecrets(t *testing.T) {
@@ -18,5 +20,13 @@ func TestEnvSecrets(t *testing.T) {
 	want := []string{"ghp_16C7e42F292c6912E7710c838347Ae178B4a", "hunter2", "9f2Kx81Lq0Zp7wRt", "/K7MDENG/bPxRfiCYEXAMPLEKEY"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("EnvSecrets = %q, want %q", got, want)
+	}
+}
+
+// A remote MCP server's key is one of the host's secrets.
+func TestMCPKeyIsASecret(t *testing.T) {
+	c := Config{MCP: map[string]mcp.Remote{"far": {URL: "https://x/mcp", Key: "k-far"}, "open": {URL: "https://y/mcp"}}}
+	if got := c.Secrets(); !slices.Equal(got, []string{"k-far"}) {
+		t.Errorf("Secrets = %q", got)
 	}
 }

@@ -79,7 +79,7 @@ func (a *Adapter) CheckGrant(tag, target string) (string, error) {
 	if tag != Tag {
 		return target, nil
 	}
-	name, fuel, err := parseGrant(target)
+	name, fuel, err := ParseGrant(target)
 	if err != nil {
 		return "", err
 	}
@@ -90,7 +90,7 @@ func (a *Adapter) CheckGrant(tag, target string) (string, error) {
 }
 
 // parseGrant splits a tool.run target into the tool and the fuel allowed.
-func parseGrant(target string) (string, uint64, error) {
+func ParseGrant(target string) (string, uint64, error) {
 	name, opt, hasOpt := strings.Cut(target, ",")
 	if name == "" || strings.ContainsAny(name, "/\\. =") {
 		return "", 0, errors.New("want a tool name: tool.run:wc, or tool.run:wc,fuel=N")
@@ -163,7 +163,7 @@ func (a *Adapter) Authorize(_ context.Context, op *host.Operation, grants []host
 	}
 	statement, most := "", uint64(0)
 	for _, g := range grants {
-		if name, fuel, err := parseGrant(g.Target()); err == nil && name == ar.name && fuel > most {
+		if name, fuel, err := ParseGrant(g.Target()); err == nil && name == ar.name && fuel > most {
 			statement, most = g.Statement, fuel
 		}
 	}
@@ -190,7 +190,7 @@ func fuel(ar *toolArgs, op *host.Operation) uint64 {
 	}
 	f := uint64(DefaultFuel)
 	if op.Attempt != nil {
-		if _, allowed, err := parseGrant(host.Grant{Statement: op.Attempt.Grant}.Target()); err == nil {
+		if _, allowed, err := ParseGrant(host.Grant{Statement: op.Attempt.Grant}.Target()); err == nil {
 			f = min(f, allowed)
 		}
 	}
@@ -252,10 +252,23 @@ func (a *Adapter) mounts(inv string) ([]tool.Mount, []string, error) {
 	return Mounts(read, write), env, nil
 }
 
-// readModule reads a tool's module: a regular file, not too large, opened
+// Sandbox returns the mounts and environment a tool of invocation inv is
+// given from its prog's fs and tool.env grants (mcp.call's servers get the
+// same).
+func (a *Adapter) Sandbox(inv string) ([]tool.Mount, []string, error) { return a.mounts(inv) }
+
+// Runner returns the adapter's sandbox, made on first use.
+func (a *Adapter) Runner() (*tool.Runner, error) {
+	a.once.Do(func() { a.runner, a.err = tool.NewRunner(context.Background(), a.CacheDir, a.MemoryPages) })
+	return a.runner, a.err
+}
+
+func (a *Adapter) readModule(name string) ([]byte, error) { return ReadModule(a.path(name)) }
+
+// ReadModule reads a module file: a regular file, not too large, opened
 // without blocking (a pipe named wc.wasm would wait for a writer).
-func (a *Adapter) readModule(name string) ([]byte, error) {
-	f, err := fs.OpenRegular(a.path(name))
+func ReadModule(path string) ([]byte, error) {
+	f, err := fs.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
@@ -273,9 +286,9 @@ func (a *Adapter) Do(ctx context.Context, op *host.Operation) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.once.Do(func() { a.runner, a.err = tool.NewRunner(context.Background(), a.CacheDir, a.MemoryPages) })
-	if a.err != nil {
-		return nil, a.err
+	runner, err := a.Runner()
+	if err != nil {
+		return nil, err
 	}
 	module, err := a.readModule(ar.name)
 	if err != nil {
@@ -285,7 +298,7 @@ func (a *Adapter) Do(ctx context.Context, op *host.Operation) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := a.runner.Run(ctx, module, tool.Config{Name: ar.name, Args: ar.argv, Stdin: ar.stdin, Env: env, Mounts: mounts, Fuel: fuel(ar, op), Timeout: a.Timeout})
+	res, err := runner.Run(ctx, module, tool.Config{Name: ar.name, Args: ar.argv, Stdin: ar.stdin, Env: env, Mounts: mounts, Fuel: fuel(ar, op), Timeout: a.Timeout})
 	if err != nil {
 		return nil, &checkpoint.Error{Kind: "failed", Msg: err.Error()}
 	}

@@ -77,6 +77,17 @@ func (a *Adapter) CheckGrant(_, target string) (string, error) {
 	return t, nil
 }
 
+// Allowed returns the grant among grants (of http.get or http.post) that
+// covers u's scheme, host and port, if any: the web ward's host rule, which
+// mcp.call's remote servers go through too.
+func Allowed(u *url.URL, grants []host.Grant) (string, bool) { return allowed(u, grants) }
+
+// DialGranted dials addr as the HTTP acts do: a host named by a grant must
+// not resolve to an internal address (see dialGranted).
+func DialGranted(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error) {
+	return dialGranted(ctx, d, network, addr)
+}
+
 // allowed returns the grant that covers u, if any.
 func allowed(u *url.URL, grants []host.Grant) (string, bool) {
 	if u.Scheme != "http" && u.Scheme != "https" {

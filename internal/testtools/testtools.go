@@ -13,7 +13,7 @@ import (
 )
 
 // Names are the test tools.
-var Names = []string{"cat", "wc", "grep", "spin", "grow", "flood", "escape", "envsnoop", "scribble", "racer"}
+var Names = []string{"cat", "wc", "grep", "spin", "grow", "flood", "escape", "envsnoop", "scribble", "racer", "mcpserver"}
 
 var (
 	mu    sync.Mutex

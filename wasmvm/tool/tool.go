@@ -60,13 +60,26 @@ type Config struct {
 	Env       []string // KEY=VALUE, the whole environment
 	Stdin     []byte
 	StdinFrom io.Reader // read instead of Stdin when set (the CLI passes its own)
-	Mounts    []Mount
-	Fuel      uint64        // DefaultFuel when 0
-	Timeout   time.Duration // DefaultTimeout when 0
-	OutputCap int           // DefaultOutputCap when 0
+	// StdinFile, if set, is the tool's stdin as it is: the read end of an
+	// os.Pipe, which wazero polls like a real descriptor (a Go guest that
+	// reads stdin in a goroutine deadlocks on a plain io.Reader, which
+	// wazero reports as always blocking). StdinWriter, its write end, is
+	// closed once the run's time is up (or it ended), so a tool waiting on
+	// stdin sees its end.
+	StdinFile   *os.File
+	StdinWriter io.Closer
+	Mounts      []Mount
+	Fuel        uint64        // DefaultFuel when 0
+	Timeout     time.Duration // DefaultTimeout when 0
+	OutputCap   int           // DefaultOutputCap when 0
 	// Stdout and Stderr, if set, also receive all of the tool's output as
-	// it is written (the captured copy alone is capped).
+	// it is written (the captured copy alone is capped). A writer with
+	// CloseWithError (an io.PipeWriter) is closed with it once the run's
+	// time is up, so a write blocked on a reader that went away returns.
 	Stdout, Stderr io.Writer
+	// StreamOnly keeps no copy of stdout: it only goes to Stdout (a
+	// server's replies, read as they come).
+	StreamOnly bool
 }
 
 // Stop says why a tool stopped.
@@ -289,7 +302,15 @@ func (r *Runner) Run(ctx context.Context, module []byte, cfg Config) (*Result, e
 	defer cancel()
 	stdin := stoppable(ctx, cfg)
 	stdout := &capped{max: cfg.OutputCap, also: cfg.Stdout, ctx: ctx}
+	if cfg.StreamOnly {
+		stdout.max = 0
+	}
 	stderr := &capped{max: cfg.OutputCap, also: cfg.Stderr, ctx: ctx}
+	for _, w := range []io.Writer{cfg.Stdout, cfg.Stderr} {
+		if c, ok := w.(interface{ CloseWithError(error) error }); ok {
+			defer context.AfterFunc(ctx, func() { c.CloseWithError(errStopped) })()
+		}
+	}
 	mc := wazero.NewModuleConfig().WithName("").WithStartFunctions().
 		WithArgs(append([]string{cfg.Name}, cfg.Args...)...).
 		WithStdin(stdin).WithStdout(stdout).WithStderr(stderr).
@@ -417,6 +438,12 @@ var errStopped = errors.New("the tool's time is up")
 // stoppable returns the tool's stdin, which fails once ctx is done, even
 // in the middle of a read that blocks.
 func stoppable(ctx context.Context, cfg Config) io.Reader {
+	if cfg.StdinFile != nil {
+		if cfg.StdinWriter != nil {
+			context.AfterFunc(ctx, func() { cfg.StdinWriter.Close() })
+		}
+		return cfg.StdinFile
+	}
 	if cfg.StdinFrom == nil {
 		return &ctxReader{ctx: ctx, r: bytes.NewReader(cfg.Stdin)}
 	}
