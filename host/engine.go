@@ -329,6 +329,7 @@ func (e *Engine) AdmitBound(ctx context.Context, inv, prog, origin string, bind 
 		return err
 	}
 	hash := fmt.Sprintf("%x", info.Hash)
+	tokens := tokensOf(ctx)
 	// Its tree is held until its run is kept: a Loop that found it
 	// runnable before would take the held lease for one a crash lost.
 	defer e.holds.lock(inv)()
@@ -350,6 +351,9 @@ func (e *Engine) AdmitBound(ctx context.Context, inv, prog, origin string, bind 
 		// The first lease of steps is reserved with the invocation: the
 		// run begins without a synced reservation of its own.
 		if err := tx.Put(allowanceKey(inv), Allowance{Limit: limit, Held: min(port.DefaultSlice, limit)}); err != nil {
+			return err
+		}
+		if err := tx.Put(tokenKey(inv), Allowance{Limit: tokens}); err != nil {
 			return err
 		}
 		if err := tx.PutRaw(srcKey(hash), source); err != nil {
