@@ -763,6 +763,9 @@ func (e *Engine) Cancel(inv string) error {
 	if _, err := e.accounts.Recover(inv); err != nil && !errors.Is(err, store.ErrCorrupt) {
 		return err // an unreadable allowance stays as it is; the invocation is cancelled
 	}
+	if err := e.accounts.recoverTokens(inv); err != nil && !errors.Is(err, store.ErrCorrupt) {
+		return err
+	}
 	if _, err := e.invs.Move(inv, Cancelled); err != nil {
 		return err
 	}

@@ -76,6 +76,25 @@ func (a *Accounts) Tokens(inv string) (Allowance, error) {
 	return al, err
 }
 
+// recoverTokens charges the tokens an invocation holds for an attempt left
+// open (a cancel): they may have been spent. Settling the attempt later
+// charges nothing more (chargeTokensTx).
+func (a *Accounts) recoverTokens(inv string) error {
+	return a.s.RetryInReserve(store.Synced, func(tx *store.Tx) error {
+		var al Allowance
+		found, err := tx.Get(tokenKey(inv), &al)
+		if err != nil || !found || al.Held == 0 {
+			return err
+		}
+		_, err = changeTokens(tx, inv, func(al *Allowance) error {
+			al.Charged += al.Held
+			al.Held = 0
+			return nil
+		})
+		return err
+	})
+}
+
 // changeTokens applies f to inv's token allowance within tx, checked as
 // changeAllowance checks. An invocation admitted before token allowances
 // (no record) starts from DefaultTokens.
