@@ -158,10 +158,17 @@ func (e *Engine) warnCharge(inv string, c *tokenCharge) {
 // spentBy is what an outcome spent of a reservation: the adapter's Spent of
 // its reply; the whole reservation when an operator settled it (it may have
 // been spent), when the reply is an error of kind "model" (the model
-// answered, but not as its contract says, and its usage is not kept), or
-// when the adapter is no longer Metered. Any other error spent nothing: it
-// was refused, or the server did not answer with a completion.
-func (e *Engine) spentBy(tag string, o Outcome, reply []byte, reserved uint64) uint64 {
+// answered, but not as its contract says, and its usage is not kept), when
+// the adapter is no longer Metered, or when its Spent panics (it runs inside
+// the outcome's transaction: it must not take the host down). Any other
+// error spent nothing: it was refused, or the server did not answer with a
+// completion.
+func (e *Engine) spentBy(tag string, o Outcome, reply []byte, reserved uint64) (spent uint64) {
+	defer func() {
+		if recover() != nil {
+			spent = reserved
+		}
+	}()
 	m, ok := e.Adapters[tag].(Metered)
 	if !ok || o.Source == "operator" {
 		return reserved

@@ -46,6 +46,9 @@ func (l *llm) Do(_ context.Context, op *Operation) (any, error) {
 	u.Set("total_tokens", llmArg(op, "spend"))
 	m := &checkpoint.Map{}
 	m.Set("usage", u)
+	if llmArg(op, "bad") != 0 {
+		m.Set("usage", "none") // Spent panics on it
+	}
 	return m, nil
 }
 
@@ -147,6 +150,11 @@ return n`
 	}
 	if al := tokensOfInv(t, e, "r1"); al != (Allowance{Limit: 600, Charged: 300}) || l.count() != 3 {
 		t.Fatalf("tokens %+v, %d calls", al, l.count())
+	}
+	// An adapter whose Spent panics on a reply is charged its reservation.
+	out, err = e.Start(WithTokens(context.Background(), 600), "r2", "p", []byte(`return act "llm" {reserve: 250, spend: 1, bad: 1}`), nil, 1_000_000, 1)
+	if err != nil || out.Status != Completed || tokensOfInv(t, e, "r2") != (Allowance{Limit: 600, Charged: 250}) {
+		t.Fatalf("got %+v %v, tokens %+v", out, err, tokensOfInv(t, e, "r2"))
 	}
 	in, err := e.Inspect("r1")
 	if err != nil || in.Tokens != (Allowance{Limit: 600, Charged: 300}) {
