@@ -233,7 +233,8 @@ func proposeTx(tx *store.Tx, op Operation) (*Operation, error) {
 // Attempt records, synced to disk, that the operation is about to be
 // dispatched under the given authority. Only a Proposed operation can be
 // attempted: any other phase is ErrAlreadyAttempted, and the caller must not
-// dispatch.
+// dispatch. It holds no model tokens: the engine attempts an act with its
+// reservation in one transaction (attemptPreparedTx, tokens.go).
 func (l *Ledger) Attempt(id OpID, a Attempt) (*Operation, error) {
 	var op *Operation
 	err := l.s.Retry(store.Synced, func(tx *store.Tx) error {
