@@ -329,7 +329,6 @@ func (e *Engine) AdmitBound(ctx context.Context, inv, prog, origin string, bind 
 		return err
 	}
 	hash := fmt.Sprintf("%x", info.Hash)
-	tokens := tokensOf(ctx)
 	// Its tree is held until its run is kept: a Loop that found it
 	// runnable before would take the held lease for one a crash lost.
 	defer e.holds.lock(inv)()
@@ -353,7 +352,7 @@ func (e *Engine) AdmitBound(ctx context.Context, inv, prog, origin string, bind 
 		if err := tx.Put(allowanceKey(inv), Allowance{Limit: limit, Held: min(port.DefaultSlice, limit)}); err != nil {
 			return err
 		}
-		if err := tx.Put(tokenKey(inv), Allowance{Limit: tokens}); err != nil {
+		if err := tx.Put(tokenKey(inv), Allowance{Limit: tokensOf(ctx)}); err != nil {
 			return err
 		}
 		if err := tx.PutRaw(srcKey(hash), source); err != nil {
