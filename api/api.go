@@ -97,7 +97,10 @@ type RunRequest struct {
 	Replace bool            `json:"replace,omitempty"` // bind the prog to this file (or source) instead, keeping its state and grants
 	Input   json.RawMessage `json:"input,omitempty"`   // the prog's input as JSON; null when absent
 	Limit   uint64          `json:"limit,omitempty"`   // the step limit; 10,000,000 when 0
-	Seed    *uint64         `json:"seed,omitempty"`    // random()'s seed; from the clock when absent
+	// Tokens is the model-token limit (host.DefaultTokens, 200,000, when
+	// absent); 0 allows no model calls.
+	Tokens *uint64 `json:"tokens,omitempty"`
+	Seed   *uint64 `json:"seed,omitempty"` // random()'s seed; from the clock when absent
 	// StrictGrants refuses a prog whose act tags are not all granted
 	// (CodeRefused), instead of admitting it with Missing listed.
 	StrictGrants bool `json:"strict_grants,omitempty"`

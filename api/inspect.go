@@ -25,14 +25,15 @@ type Inspection struct {
 	Prog         *string         `json:"prog,omitempty"` // the prog's record; absent when unreadable
 	ProgRevision *uint64         `json:"prog_revision,omitempty"`
 	Result       json.RawMessage `json:"result,omitempty"`
-	Status       string          `json:"status"` // persisted, or damaged
+	Status       string          `json:"status"`           // persisted, or damaged
+	Tokens       *Allowance      `json:"tokens,omitempty"` // model tokens; absent when unreadable
 
 	// Text is what the text form shows besides, redacted for a person; a
 	// client prints the JSON form without it.
 	Text *InspectionText `json:"text,omitempty"`
 }
 
-// Allowance is an invocation's steps.
+// Allowance is an invocation's steps, or its model tokens.
 type Allowance struct {
 	Charged uint64 `json:"charged"`
 	Held    uint64 `json:"held"`

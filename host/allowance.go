@@ -67,8 +67,14 @@ func (a *Accounts) changeIn(retry func(store.Durability, func(*store.Tx) error) 
 // changeAllowance applies f to an allowance within tx and checks the
 // invariant before writing it back.
 func changeAllowance(tx *store.Tx, inv string, f func(al *Allowance, found bool) error) (Allowance, error) {
+	return changeAt(tx, allowanceKey(inv), inv, f)
+}
+
+// changeAt is changeAllowance for the allowance stored at key: the steps'
+// (alw), or the model tokens' (tok, tokens.go).
+func changeAt(tx *store.Tx, key store.Key, inv string, f func(al *Allowance, found bool) error) (Allowance, error) {
 	var al Allowance
-	found, err := tx.Get(allowanceKey(inv), &al)
+	found, err := tx.Get(key, &al)
 	if err != nil {
 		return al, err
 	}
@@ -78,7 +84,7 @@ func changeAllowance(tx *store.Tx, inv string, f func(al *Allowance, found bool)
 	if err := al.check(inv); err != nil {
 		return al, err
 	}
-	return al, tx.Put(allowanceKey(inv), al)
+	return al, tx.Put(key, al)
 }
 
 // Open sets up the allowance of a new invocation.
@@ -159,10 +165,13 @@ func (a *Accounts) Recover(inv string) (Allowance, error) {
 }
 
 // Get returns an allowance.
-func (a *Accounts) Get(inv string) (Allowance, error) {
+func (a *Accounts) Get(inv string) (Allowance, error) { return a.getAt(allowanceKey(inv), inv) }
+
+// getAt is Get for the allowance stored at key.
+func (a *Accounts) getAt(key store.Key, inv string) (Allowance, error) {
 	var al Allowance
 	err := a.s.View(func(tx *store.Tx) error {
-		found, err := tx.Get(allowanceKey(inv), &al)
+		found, err := tx.Get(key, &al)
 		if err == nil && !found {
 			err = fmt.Errorf("%s: %w", inv, ErrNoAllowance)
 		}

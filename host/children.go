@@ -25,8 +25,10 @@ const (
 )
 
 // SpawnTag is the act that spawns a child. Its arguments are a map:
-// "steps" (the allowance lent, required), "input" (data) and "prog" (the
-// name of an admitted prog; the parent's own source when absent). Its reply
+// "steps" (the allowance lent, required), "tokens" (the model tokens lent;
+// none when absent: the child makes no model calls), "input" (data) and
+// "prog" (the name of an admitted prog; the parent's own source when
+// absent). Its reply
 // is {id: "r3.2"}; the child's report arrives as an event tagged with that id:
 // {id, status, result} or {id, status, error: {kind, msg}}.
 const SpawnTag = "spawn"
@@ -66,6 +68,24 @@ func (iv *Invocations) settleChild(tx *store.Tx, child *Invocation) error {
 	})
 	if err != nil {
 		return err
+	}
+	// Its model tokens return the same way: what it held for an attempt
+	// left open is charged, as it may have been spent.
+	var ctk Allowance
+	if found, err := tx.Get(tokenKey(child.ID), &ctk); err != nil {
+		return err
+	} else if found {
+		_, err = changeTokens(tx, parent.ID, func(al *Allowance) error {
+			if al.Lent < ctk.Limit {
+				return fmt.Errorf("settling child %s: its parent lent %d tokens, not %d: %w", child.ID, al.Lent, ctk.Limit, store.ErrCorrupt)
+			}
+			al.Lent -= ctk.Limit
+			al.Charged += ctk.Charged + ctk.Held
+			return nil
+		})
+		if err != nil {
+			return err
+		}
 	}
 	if err := tx.Delete(kidKey(parent.ID, child.ID)); err != nil {
 		return err
@@ -163,6 +183,14 @@ func (sp spawner) Do(ctx context.Context, op *Operation) (any, error) {
 	steps, ok := st.(int64)
 	if !ok || steps <= 0 {
 		return nil, &checkpoint.Error{Kind: "value", Msg: "spawn: steps must be a positive int"}
+	}
+	var tokens uint64
+	if tk, ok := m.Get("tokens"); ok {
+		n, ok := tk.(int64)
+		if !ok || n < 0 {
+			return nil, &checkpoint.Error{Kind: "value", Msg: "spawn: tokens must be an int, 0 or more"}
+		}
+		tokens = uint64(n)
 	}
 	var input []byte
 	if in, ok := m.Get("input"); ok {
@@ -265,6 +293,16 @@ func (sp spawner) Do(ctx context.Context, op *Operation) (any, error) {
 		if err != nil {
 			return err
 		}
+		_, err = changeTokens(tx, parent.ID, func(al *Allowance) error {
+			if al.Available() < tokens {
+				return limitErr("spawn: %s has %d model tokens to lend, not %d", parent.ID, al.Available(), tokens)
+			}
+			al.Lent += tokens
+			return nil
+		})
+		if err != nil {
+			return err
+		}
 		child, err := e.invs.admit(tx, id, progName, "", Binding{})
 		if err != nil {
 			return err
@@ -274,6 +312,9 @@ func (sp spawner) Do(ctx context.Context, op *Operation) (any, error) {
 			return err
 		}
 		if err := tx.Put(allowanceKey(id), Allowance{Limit: uint64(steps)}); err != nil {
+			return err
+		}
+		if err := tx.Put(tokenKey(id), Allowance{Limit: tokens}); err != nil {
 			return err
 		}
 		if err := tx.Put(kidKey(parent.ID, id), true); err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/store"
 )
 
 // answer finds or produces the reply to the suspension in h. It returns an
@@ -177,6 +178,10 @@ type prepared struct {
 	refused []byte     // a reply of kind "limit": a cap refused it
 	denied  error      // the ward denied it
 	adapter Adapter
+	tag     string
+	plain   Attempt // the attempt before its tokens are decided (attemptPreparedTx)
+	metered bool    // its adapter is Metered: it holds tokens
+	tokens  uint64  // what it reserves, when metered
 	limits  Limits
 	grants  []Grant
 }
@@ -193,7 +198,8 @@ func (e *Engine) prepare(ctx context.Context, op *Operation) (*prepared, error) 
 // prepareFor is prepare for an act of an invocation of prog.
 func (e *Engine) prepareFor(ctx context.Context, prog string, op *Operation) (*prepared, error) {
 	id := op.ID()
-	pr := &prepared{id: id, adapter: e.Adapters[op.Tag], attempt: Attempt{Generation: e.Generation, At: e.Clock()}}
+	pr := &prepared{id: id, tag: op.Tag, adapter: e.Adapters[op.Tag], attempt: Attempt{Generation: e.Generation, At: e.Clock()}}
+	defer func() { pr.plain = pr.attempt }()
 	pr.limits = e.limitsOf(pr.adapter)
 	if _, ok := pr.adapter.(Reconciler); ok {
 		pr.attempt.Contract = "lookup"
@@ -217,6 +223,18 @@ func (e *Engine) prepareFor(ctx context.Context, prog string, op *Operation) (*p
 			pr.attempt.Executor = "ward" // nothing is dispatched
 		}
 	}
+	if m, ok := pr.adapter.(Metered); ok && pr.refused == nil && pr.denied == nil {
+		want, err := m.Reserve(op)
+		if err != nil {
+			var ce *checkpoint.Error
+			if !errors.As(err, &ce) {
+				ce = &checkpoint.Error{Kind: "value", Msg: err.Error()}
+			}
+			pr.denied, pr.attempt.Executor = ce, "tokens" // nothing is dispatched
+		} else {
+			pr.metered, pr.tokens = true, want
+		}
+	}
 	return pr, nil
 }
 
@@ -227,7 +245,11 @@ func (e *Engine) dispatch(ctx context.Context, id OpID, op *Operation) (*Outcome
 	if err != nil {
 		return nil, err
 	}
-	if _, err := e.ledger.Attempt(id, pr.attempt); err != nil {
+	err = e.Store.Retry(store.Synced, func(tx *store.Tx) error {
+		_, err := attemptPreparedTx(tx, pr)
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	e.log(id.Invocation, e.callEvents(op, pr.attempt.At, pr.attempt.Grant)...) // the log is a view; the attempt is recorded
@@ -371,14 +393,27 @@ func encodeReply(r checkpoint.Reply) ([]byte, error) {
 
 // record settles an operation in the ledger and then logs its outcome.
 func (e *Engine) record(id OpID, tag string, o Outcome) (*Operation, error) {
+	reply := o.Reply
 	o, err := e.byRef(o)
 	if err != nil {
 		return nil, err
 	}
-	op, err := e.ledger.Record(id, o)
+	var op *Operation
+	var charge *tokenCharge
+	// The effect happened: its outcome may use the disk reserve. It is
+	// synced before anyone consumes it; the tokens the attempt held are
+	// charged with it.
+	err = e.Store.RetryInReserve(store.Synced, func(tx *store.Tx) error {
+		var err error
+		if op, charge, err = e.recordChargedTx(tx, id, o, reply); err != nil {
+			return err
+		}
+		return wakeTx(tx, id.Invocation)
+	})
 	if err != nil {
 		return nil, err
 	}
+	e.warnCharge(id.Invocation, charge)
 	return op, e.outcomeRecorded(op)
 }
 

@@ -489,7 +489,7 @@ func (e *Engine) commit(ctx context.Context, r *run, res *port.Result, emits *[]
 				return err
 			}
 			if op.Phase == Proposed {
-				if prep.op, err = attemptTx(tx, act.ID(), prep.attempt); err != nil {
+				if _, err = attemptPreparedTx(tx, prep); err != nil {
 					return err
 				}
 				attempted = true
@@ -631,11 +631,13 @@ func (e *Engine) settle(r *run, s *settlement, reserve bool) error {
 	lease := max(r.lease, port.DefaultSlice)
 	var held uint64
 	var stored []events.Event
+	var charge *tokenCharge
 	err := retry(d, func(tx *store.Tx) error {
 		stored = nil
 		if s != nil {
 			if s.outcome != nil {
-				recorded, err := recordTx(tx, s.id, o)
+				recorded, c, err := e.recordChargedTx(tx, s.id, o, s.outcome.Reply)
+				charge = c
 				if err != nil {
 					return err
 				}
@@ -679,5 +681,6 @@ func (e *Engine) settle(r *run, s *settlement, reserve bool) error {
 		r.held = held
 	}
 	e.published(stored)
+	e.warnCharge(inv, charge)
 	return nil
 }

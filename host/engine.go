@@ -352,6 +352,9 @@ func (e *Engine) AdmitBound(ctx context.Context, inv, prog, origin string, bind 
 		if err := tx.Put(allowanceKey(inv), Allowance{Limit: limit, Held: min(port.DefaultSlice, limit)}); err != nil {
 			return err
 		}
+		if err := tx.Put(tokenKey(inv), Allowance{Limit: tokensOf(ctx)}); err != nil {
+			return err
+		}
 		if err := tx.PutRaw(srcKey(hash), source); err != nil {
 			return err
 		}
@@ -758,6 +761,9 @@ func (e *Engine) Cancel(inv string) error {
 	e.dropRun(inv)
 	if _, err := e.accounts.Recover(inv); err != nil && !errors.Is(err, store.ErrCorrupt) {
 		return err // an unreadable allowance stays as it is; the invocation is cancelled
+	}
+	if err := e.accounts.recoverTokens(inv); err != nil && !errors.Is(err, store.ErrCorrupt) {
+		return err
 	}
 	if _, err := e.invs.Move(inv, Cancelled); err != nil {
 		return err

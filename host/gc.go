@@ -104,7 +104,7 @@ func (e *Engine) deleteInvocation(id string, dryRun bool) (int, error) {
 			return err
 		}
 		keys = append(keys, cks...)
-		for _, k := range []store.Key{allowanceKey(id), store.K("evn", id), store.K("box", id), waitKey(id), runKey(id), invKey(id)} {
+		for _, k := range []store.Key{allowanceKey(id), tokenKey(id), store.K("evn", id), store.K("box", id), waitKey(id), runKey(id), invKey(id)} {
 			if _, ok, err := tx.GetRaw(k); errors.Is(err, store.ErrCorrupt) || ok {
 				keys = append(keys, k) // unreadable, it goes with the rest
 			} else if err != nil {

@@ -97,6 +97,7 @@ type Inspection struct {
 	Invocation *Invocation // only its ID when its record is unreadable
 	Prog       *Prog       // nil when unreadable
 	Allowance  Allowance
+	Tokens     Allowance          // model tokens
 	Header     *checkpoint.Header // nil when the checkpoint is unreadable
 	Checkpoint []byte             // as stored
 	Operations []*Operation
@@ -136,6 +137,11 @@ func (e *Engine) Inspect(inv string) (*Inspection, error) {
 		}
 	}
 	if out.Allowance, err = e.accounts.Get(inv); err != nil && !errors.Is(err, ErrNoAllowance) {
+		if err := note(err); err != nil {
+			return nil, err
+		}
+	}
+	if out.Tokens, err = e.accounts.Tokens(inv); err != nil && !errors.Is(err, ErrNoAllowance) {
 		if err := note(err); err != nil {
 			return nil, err
 		}

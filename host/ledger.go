@@ -110,6 +110,7 @@ type Attempt struct {
 	Generation uint64 `cbor:"3,keyasint"`           // of the host process, to tell restarts apart
 	At         int64  `cbor:"4,keyasint"`           // unix ms
 	Contract   string `cbor:"5,keyasint,omitempty"` // "lookup" when the adapter can reconcile, else unknown on a crash
+	Tokens     uint64 `cbor:"6,keyasint,omitempty"` // model tokens held for it (a Metered adapter's reservation)
 }
 
 // Outcome is the settled result of an operation.
@@ -232,7 +233,8 @@ func proposeTx(tx *store.Tx, op Operation) (*Operation, error) {
 // Attempt records, synced to disk, that the operation is about to be
 // dispatched under the given authority. Only a Proposed operation can be
 // attempted: any other phase is ErrAlreadyAttempted, and the caller must not
-// dispatch.
+// dispatch. It holds no model tokens: the engine attempts an act with its
+// reservation in one transaction (attemptPreparedTx, tokens.go).
 func (l *Ledger) Attempt(id OpID, a Attempt) (*Operation, error) {
 	var op *Operation
 	err := l.s.Retry(store.Synced, func(tx *store.Tx) error {
@@ -451,6 +453,7 @@ func (l *Ledger) Reopen(id OpID) (*Operation, error) {
 	var op *Operation
 	err := l.s.Retry(store.Synced, func(tx *store.Tx) error {
 		var err error
+		var held uint64
 		op, err = updateTx(tx, id, func(cur *Operation, found bool) (*Operation, error) {
 			if !found {
 				return nil, &LedgerError{Op: id, Err: ErrUnknownOp}
@@ -458,11 +461,17 @@ func (l *Ledger) Reopen(id OpID) (*Operation, error) {
 			if cur.Phase != Unresolved {
 				return nil, &LedgerError{Op: id, Phase: cur.Phase, Err: errors.New("only an unresolved attempt can be reopened")}
 			}
+			held = cur.Attempt.Tokens
 			cur.Phase, cur.Attempt = Proposed, nil
 			cur.Reopened++
 			return cur, nil
 		})
 		if err != nil {
+			return err
+		}
+		// The tokens the attempt held may have been spent: they are
+		// charged, and the next attempt reserves anew (tokens.go).
+		if _, err := chargeTokensTx(tx, id.Invocation, held, held); err != nil {
 			return err
 		}
 		return wakeTx(tx, id.Invocation)

@@ -52,6 +52,7 @@ var recordKinds = map[string]struct {
 	"open": {2, flag},
 	"due":  {2, flag},
 	"alw":  {1, decodes[Allowance]},
+	"tok":  {1, decodes[Allowance]},
 	"cp":   {1, nil}, // verifyCheckpoint
 	"chk": {2, func(p []string, k store.Key, b []byte) error {
 		if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != p[1] {

@@ -35,10 +35,11 @@ func (s *Service) Inspect(inv string) (*api.Inspection, error) {
 		return nil, engineError(err)
 	}
 	r := s.redactor()
-	i, al := in.Invocation, in.Allowance
+	i, al, tk := in.Invocation, in.Allowance, in.Tokens
 	out := &api.Inspection{
 		Invocation: i.ID,
 		Allowance:  api.Allowance{Limit: al.Limit, Charged: al.Charged, Held: al.Held, Lent: al.Lent},
+		Tokens:     &api.Allowance{Limit: tk.Limit, Charged: tk.Charged, Held: tk.Held, Lent: tk.Lent},
 		Damage:     in.Damage,
 		Paused:     i.Paused,
 		Text:       &api.InspectionText{Prog: i.Prog},

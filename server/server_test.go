@@ -416,3 +416,23 @@ func TestRoutesAreDocumented(t *testing.T) {
 		}
 	}
 }
+
+// A run's token limit is the request's (the default without one), and
+// inspect shows it.
+func TestRunTokens(t *testing.T) {
+	f := newFixture(t)
+	for _, c := range []struct {
+		tokens *uint64
+		want   uint64
+	}{{nil, host.DefaultTokens}, {new(uint64), 0}} {
+		var r api.RunResponse
+		if code := f.do(t, "POST", "/v1/runs", api.RunRequest{Prog: "p", Source: "return 1", Tokens: c.tokens}, &r); code != http.StatusCreated {
+			t.Fatalf("run: status %d", code)
+		}
+		f.wait(t, r.Invocation, func(st *api.RunState) bool { return st.Status == "completed" })
+		var in api.Inspection
+		if code := f.do(t, "GET", "/v1/invocations/"+r.Invocation, nil, &in); code != http.StatusOK || in.Tokens == nil || *in.Tokens != (api.Allowance{Limit: c.want}) {
+			t.Fatalf("inspect: %d %+v", code, in.Tokens)
+		}
+	}
+}

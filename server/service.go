@@ -124,6 +124,9 @@ func (s *Service) Run(ctx context.Context, req api.RunRequest) (*api.RunResponse
 	if err != nil {
 		return nil, engineError(err)
 	}
+	if req.Tokens != nil {
+		ctx = host.WithTokens(ctx, *req.Tokens)
+	}
 	if err := s.E.AdmitBound(ctx, inv, req.Prog, "", bind, []byte(req.Source), input, limit, seed); err != nil {
 		return nil, engineError(err)
 	}

@@ -217,6 +217,7 @@ func (h *harness) check(what string, res result) *view {
 		if iv.Header != nil && al.Charged+al.Held < iv.Header.Used {
 			bad("%s: its checkpoint used %d steps, and only %d are charged and %d held", id, iv.Header.Used, al.Charged, al.Held)
 		}
+		h.checkTokens(v, id, iv, bad)
 		for _, op := range iv.Operations {
 			now := seenAct{tag: op.Tag, phase: op.Phase, outcome: outcomeOf(op), reopened: op.Reopened}
 			before, ok := s.acts[op.Ordinal]
@@ -380,4 +381,48 @@ func (v *view) root(prog string) string {
 		}
 	}
 	return ""
+}
+
+// checkTokens checks an invocation's model tokens: charged + held + lent <=
+// limit; what is held is the reservation of its attempt left open (held
+// with the attempt, released with the outcome, in the same transactions),
+// or less once it has ended (a cancel charges it); what it lent is the
+// limits of its children that have not ended; and what it charged covers
+// what its test.model acts spent, and in full each reservation a crash cut
+// short (reopened: it may have been spent).
+func (h *harness) checkTokens(v *view, id string, iv *invView, bad func(string, ...any)) {
+	tk := iv.Tokens
+	if tk.Charged+tk.Held+tk.Lent > tk.Limit {
+		bad("%s: model tokens charged %d + held %d + lent %d > limit %d", id, tk.Charged, tk.Held, tk.Lent, tk.Limit)
+	}
+	var open, spent uint64
+	for _, op := range iv.Operations {
+		if (op.Phase == host.Attempted || op.Phase == host.Unresolved) && op.Attempt != nil {
+			open += op.Attempt.Tokens
+		}
+		if op.Tag != crashtest.ModelTag {
+			continue
+		}
+		spent += op.Reopened * crashtest.ModelReserve
+		if op.Outcome != nil && len(op.Outcome.Reply) > 0 {
+			if rp, err := checkpoint.DecodeReply(op.Outcome.Reply); err == nil && rp.Err == nil {
+				spent += uint64(argN(op)) + 1
+			}
+		}
+	}
+	if tk.Charged+tk.Held < spent {
+		bad("%s: %d model tokens charged and %d held; its model acts spent %d (lost reservations included)", id, tk.Charged, tk.Held, spent)
+	}
+	if ended := terminal(iv.Invocation.Status); tk.Held != open && !(ended && tk.Held < open) {
+		bad("%s: %d model tokens held, and its open attempts reserved %d", id, tk.Held, open)
+	}
+	var lent uint64
+	for _, kid := range v.ids {
+		if k := v.invs[kid]; k.Invocation.Parent == id && !terminal(k.Invocation.Status) {
+			lent += k.Tokens.Limit
+		}
+	}
+	if tk.Lent != lent {
+		bad("%s: %d model tokens lent, and its unsettled children have %d", id, tk.Lent, lent)
+	}
 }

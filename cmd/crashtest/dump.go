@@ -160,8 +160,9 @@ func (h *harness) tree() ([]string, error) {
 		if i.Paused != "" {
 			paused = fmt.Sprintf(", paused: %q", i.Paused)
 		}
-		add("%s (%s): %s%s; runnable index %v, open attempts %v, live children %d %v, tree %d; allowance charged %d held %d lent %d of %d",
-			i.ID, i.Prog, i.Status, paused, runnable, open, i.Live, kids, i.Tree, in.Allowance.Charged, in.Allowance.Held, in.Allowance.Lent, in.Allowance.Limit)
+		add("%s (%s): %s%s; runnable index %v, open attempts %v, live children %d %v, tree %d; allowance charged %d held %d lent %d of %d; tokens charged %d held %d lent %d of %d",
+			i.ID, i.Prog, i.Status, paused, runnable, open, i.Live, kids, i.Tree, in.Allowance.Charged, in.Allowance.Held, in.Allowance.Lent, in.Allowance.Limit,
+			in.Tokens.Charged, in.Tokens.Held, in.Tokens.Lent, in.Tokens.Limit)
 		if i.Err != nil {
 			add("  error: %s: %s", i.Err.Kind, i.Err.Msg)
 		}

@@ -16,8 +16,8 @@ import (
 	"github.com/runehost/runehost/internal/crashtest"
 )
 
-// mainProg spawns two children that act on their own, acts itself through
-// both test adapters, computes for a while (lazy slices, checkpoints on the
+// mainProg spawns two children (lent steps and model tokens) that act on
+// their own, acts itself through the three test adapters, computes for a while (lazy slices, checkpoints on the
 // cadence only), waits for two events, and adds up everything it was
 // answered. Its ballast keeps every checkpoint over Badger's value
 // threshold (16 KiB), so that checkpoints go to the value log; some replies
@@ -28,6 +28,8 @@ const mainProg = `if input != nil {
   for i in range(4) {
     if i % 2 == 0 {
       t += act "test.record" {n: input + i}
+    } else if i == 3 {
+      t += (act "test.model" {n: input + i}).v
     } else {
       t += (act "test.lookup" {n: input + i}).v
     }
@@ -35,11 +37,13 @@ const mainProg = `if input != nil {
   return t + len(ballast)
 }
 let ballast = "x" * 70000
-let kids = [act "spawn" {steps: 200000, input: 100}, act "spawn" {steps: 200000, input: 200}]
+let kids = [act "spawn" {steps: 200000, tokens: 20000, input: 100}, act "spawn" {steps: 200000, tokens: 20000, input: 200}]
 var total = 0
 for i in range(16) {
   if i % 2 == 0 {
     total += act "test.record" {n: i}
+  } else if i % 4 == 3 {
+    total += (act "test.model" {n: i}).v
   } else {
     var pad = 0
     if i % 4 == 1 { pad = 70000 }
@@ -133,7 +137,7 @@ func (h *harness) round(want *ending) *ending {
 // script drives the round's store through every mutating command.
 func (h *harness) script() bool {
 	r := h.r
-	if !h.grant("*", crashtest.RecordTag, crashtest.LookupTag) || !h.grant("decoy", crashtest.RecordTag) {
+	if !h.grant("*", crashtest.RecordTag, crashtest.LookupTag, crashtest.ModelTag) || !h.grant("decoy", crashtest.RecordTag) {
 		return false
 	}
 	if r.keep = h.admit("keep", func(v *view, id string) bool { return v.invs[id].awaits == "never" }); r.keep == "" {
@@ -304,7 +308,7 @@ func (h *harness) settle(op *host.Operation) bool {
 	r := h.r
 	id := crashtest.OpID(op)
 	switch op.Tag {
-	case crashtest.LookupTag, "spawn": // resuming its invocation reconciles it
+	case crashtest.LookupTag, crashtest.ModelTag, "spawn": // resuming its invocation reconciles it
 		res, v := h.exec("resume", op.Invocation)
 		if v == nil {
 			return false

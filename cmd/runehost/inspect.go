@@ -93,6 +93,9 @@ func printInspection(c *cli.Context, in *api.Inspection) {
 	}
 	al := in.Allowance
 	fmt.Fprintf(w, "  allowance: %d limit, %d charged, %d held, %d lent\n", al.Limit, al.Charged, al.Held, al.Lent)
+	if tk := in.Tokens; tk != nil {
+		fmt.Fprintf(w, "  model tokens: %d limit, %d charged, %d held, %d lent\n", tk.Limit, tk.Charged, tk.Held, tk.Lent)
+	}
 	if h := in.Checkpoint; h != nil {
 		fmt.Fprintf(w, "  checkpoint: format %d, semantics %d, program %.32s, %d steps, %s\n", h.Format, h.Semantics, h.Program, h.Used, h.Status)
 	}

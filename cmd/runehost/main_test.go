@@ -190,6 +190,29 @@ func TestInspect(t *testing.T) {
 	}
 }
 
+// --tokens is the run's model-token limit (the default without it), and
+// inspect shows it.
+func TestRunTokens(t *testing.T) {
+	t.Setenv("RUNEHOST_STORE", filepath.Join(t.TempDir(), "store"))
+	f := writeProg(t, "return 1")
+	for i, c := range []struct{ args, want string }{{"", `"tokens":{"charged":0,"held":0,"lent":0,"limit":200000}`}, {"--tokens=1234", `"tokens":{"charged":0,"held":0,"lent":0,"limit":1234}`}} {
+		args := []string{"run", f}
+		if c.args != "" {
+			args = append(args, c.args)
+		}
+		if code, _, errs := invoke(t, args...); code != exitOK {
+			t.Fatalf("run: %d %s", code, errs)
+		}
+		inv := fmt.Sprintf("r%d", i+1)
+		if code, out, errs := invoke(t, "inspect", "--json", inv); code != exitOK || !strings.Contains(out, c.want) {
+			t.Fatalf("inspect %s: exit %d, stdout %s, stderr %s", inv, code, out, errs)
+		}
+		if code, out, _ := invoke(t, "inspect", inv); code != exitOK || !strings.Contains(out, "model tokens: "+strings.TrimSuffix(c.want[strings.LastIndex(c.want, ":")+1:], "}")+" limit, 0 charged") {
+			t.Fatalf("inspect %s: exit %d, stdout %s", inv, code, out)
+		}
+	}
+}
+
 func TestCancel(t *testing.T) {
 	t.Setenv("RUNEHOST_STORE", filepath.Join(t.TempDir(), "store"))
 	f := writeProg(t, "return await {key: \"go\"}")

@@ -19,6 +19,7 @@ import (
 	"github.com/runehost/runehost/guest/machine"
 	"github.com/runehost/runehost/guest/port"
 	"github.com/runehost/runehost/guest/syntax"
+	"github.com/runehost/runehost/host"
 	"github.com/runehost/runehost/wasmvm"
 )
 
@@ -42,6 +43,9 @@ func runCommand() *cli.Command {
 			"Before it runs, the prog's act tags are checked against the grants and\n" +
 			"each one missing is reported; --strict-grants refuses to run it then.\n" +
 			"--no-store runs without the store and denies every act.\n\n" +
+			"--limit bounds the run's steps, --tokens what its model calls may spend\n" +
+			"(200,000 tokens unless given; 0: none): a call that would exceed what is\n" +
+			"left is an error of kind \"limit\" before anything is sent.\n\n" +
 			"Ctrl-C stops the run at its next slice with its checkpoint stored and\n" +
 			"prints the runehost resume that goes on with it; a second Ctrl-C exits at\n" +
 			"once (an act in flight then has no outcome, and the next command says what\n" +
@@ -61,6 +65,7 @@ func runCommand() *cli.Command {
 			&cli.BoolFlag{Name: "strict-grants", Usage: "refuse to run a prog whose acts are not all granted"},
 			storeFlag(),
 			&cli.Uint64Flag{Name: "limit", Value: 10_000_000, Usage: "step limit of the run"},
+			&cli.Uint64Flag{Name: "tokens", Value: host.DefaultTokens, Usage: "model-token limit of the run: what its model calls may spend (0: no model calls)"},
 			&cli.Uint64Flag{Name: "slice", Value: port.DefaultSlice, Usage: "steps per slice"},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed of random()", DefaultText: "from the clock"},
 			nativeFlag(),
@@ -130,8 +135,9 @@ func runStored(c *cli.Context, file string, src, input []byte, seed uint64) erro
 		return err
 	}
 	defer b.Close()
+	tokens := c.Uint64("tokens")
 	resp, err := b.Run(c.Context, api.RunRequest{Prog: prog, Source: string(src), Path: path, Replace: c.Bool("replace"),
-		Input: json.RawMessage(input), Limit: c.Uint64("limit"), Seed: &seed, StrictGrants: c.Bool("strict-grants")})
+		Input: json.RawMessage(input), Limit: c.Uint64("limit"), Tokens: &tokens, Seed: &seed, StrictGrants: c.Bool("strict-grants")})
 	var ae *api.Error
 	switch {
 	case errors.As(err, &ae) && ae.Code == api.CodeCompile:

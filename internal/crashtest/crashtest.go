@@ -1,7 +1,7 @@
 // Package crashtest holds what the crash harness (cmd/crashtest) shares with
 // the runehost it tests: the journal of effects, kept outside the store, and
-// the two test adapters that write it, one without and one with the
-// reconciliation contract. runehost registers them only when it is built
+// the test adapters that write it: one without and one with the
+// reconciliation contract, and a metered one that spends model tokens. runehost registers them only when it is built
 // with the crashtest tag (cmd/runehost/testadapter_crashtest.go).
 package crashtest
 
@@ -30,7 +30,11 @@ const (
 const (
 	RecordTag = "test.record" // {n: N} answers N*2; no reconciliation: an unknown outcome waits for an operator
 	LookupTag = "test.lookup" // {n: N, pad: P} answers {v: N*2, pad: P bytes}; reconciled by looking the journal up
+	ModelTag  = "test.model"  // as test.lookup, and host.Metered: it reserves ModelReserve tokens and spends N+1 (usage.total_tokens)
 )
+
+// ModelReserve is what an act of test.model reserves of the token allowance.
+const ModelReserve = 1000
 
 // Sentinel errors; an *Error wraps one of them.
 var (
@@ -127,6 +131,26 @@ func OpID(op *host.Operation) string { return fmt.Sprintf("%s#%d", op.Invocation
 func Register(e *host.Engine, j Journal, delay time.Duration) {
 	e.Adapters[RecordTag] = recorder{j, delay}
 	e.Adapters[LookupTag] = looker{recorder{j, delay}}
+	e.Adapters[ModelTag] = meter{looker{recorder{j, delay}}}
+}
+
+// meter is test.model: test.lookup's effect and contract, spending model
+// tokens as host.Metered says. Its reservation is held with its attempt and
+// charged with its outcome, so a kill between the two is what the harness
+// checks the token allowance across.
+type meter struct{ looker }
+
+// Reserve holds ModelReserve tokens for any act.
+func (meter) Reserve(*host.Operation) (uint64, error) { return ModelReserve, nil }
+
+// Spent reads usage.total_tokens from a reply.
+func (meter) Spent(reply any) uint64 {
+	m, _ := reply.(*checkpoint.Map)
+	u, _ := m.Get("usage")
+	um, _ := u.(*checkpoint.Map)
+	v, _ := um.Get("total_tokens")
+	n, _ := v.(int64)
+	return uint64(n)
 }
 
 // recorder is test.record: an effect with no way to look it up afterwards.
@@ -174,6 +198,11 @@ func Reply(tag string, n int64, pad int) any {
 	m := &checkpoint.Map{}
 	m.Set("v", n*2)
 	m.Set("pad", strings.Repeat("y", pad))
+	if tag == ModelTag {
+		u := &checkpoint.Map{}
+		u.Set("total_tokens", n+1)
+		m.Set("usage", u)
+	}
 	return m
 }
 
