@@ -3,11 +3,11 @@
 package compile
 
 import (
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 
+	"github.com/runehost/runehost/guest/modules"
 	"github.com/runehost/runehost/guest/port/porttest"
 )
 
@@ -44,7 +44,7 @@ func FuzzCompile(f *testing.F) {
 func TestCompileDeterministic(t *testing.T) {
 	files, _ := filepath.Glob("../../testdata/progs/*.rune")
 	for _, file := range files {
-		src, _ := os.ReadFile(file)
+		src, _ := modules.Load(file, nil)
 		a, errA := Compile(src)
 		b, errB := Compile(src)
 		if (errA == nil) != (errB == nil) {
