@@ -73,3 +73,33 @@ func TestModuleErrors(t *testing.T) {
 		t.Fatalf("runtime error: exit %d, stderr %q", code, errs)
 	}
 }
+
+// A stored run goes on with the source set it started with; migrate with
+// the prog's file gathers its imports again and refuses a changed one.
+func TestModulesChangedImport(t *testing.T) {
+	t.Setenv("RUNEHOST_STORE", filepath.Join(t.TempDir(), "store"))
+	f := progTree(t, map[string]string{
+		"p.rune":     "import \"lib/k.rune\" as k\nlet v = await {key: \"go\"}\nreturn k.k() + v\n",
+		"lib/k.rune": "fn k() { return 10 }\n",
+	})
+	if code, _, errs := invoke(t, "run", f); code != exitWaiting {
+		t.Fatalf("run: %d %s", code, errs)
+	}
+	saved := filepath.Join(t.TempDir(), "cp")
+	if code, _, errs := invoke(t, "inspect", "r1", "--save-checkpoint", saved); code != exitOK {
+		t.Fatalf("inspect: %d %s", code, errs)
+	}
+	if code, _, errs := invoke(t, "migrate", "r1", saved, "--source", f, "--dry-run"); code != exitOK {
+		t.Fatalf("the same set: %d %s", code, errs)
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(f), "lib", "k.rune"), []byte("fn k() { return 20 }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := invoke(t, "migrate", "r1", saved, "--source", f, "--dry-run")
+	if code != exitFailed || !strings.Contains(errs, "the prog or one of its modules changed since the checkpoint was made") {
+		t.Fatalf("a changed import: %d %s", code, errs)
+	}
+	if code, out, errs := invoke(t, "send", "r1", "go", "5"); code != exitOK || out != "15\n" {
+		t.Fatalf("send: %d %q %s", code, out, errs)
+	}
+}

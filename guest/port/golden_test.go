@@ -183,7 +183,15 @@ func TestSlicing(t *testing.T) {
 	}
 }
 
-func addSeeds(f *testing.F) { porttest.AddProgSeeds(f, "../..") }
+// addSeeds adds every testdata prog, and the source set of each that imports.
+func addSeeds(f *testing.F) {
+	porttest.AddProgSeeds(f, "../..")
+	for _, file := range progFiles(f) {
+		if b, err := modules.Load(file, nil); err == nil && modules.IsSet(b) {
+			f.Add(b)
+		}
+	}
+}
 
 // readProg reads a testdata prog with the modules it imports (from beside
 // it and the standard library), as the host gives it.
