@@ -6,10 +6,15 @@ package host
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/guest/modules"
+	"github.com/runehost/runehost/guest/port"
+	"github.com/runehost/runehost/store"
 )
 
 // importing is a prog that imports lib/a.rune, whose k() gives k.
@@ -46,4 +51,47 @@ func TestImportsBoundToTheRun(t *testing.T) {
 	if err != nil || out.Status != Completed || porttestJSON(t, out.Result) != "15" {
 		t.Fatalf("after a restart: %+v %v", out, err)
 	}
+}
+
+// agentTurns is how many turns each run of BenchmarkStdAgentLoop makes.
+const agentTurns = 8
+
+// agentModel is a model.chat that calls the tool add until the last turn.
+type agentModel struct{}
+
+func (agentModel) Do(_ context.Context, op *Operation) (any, error) {
+	if op.Ordinal >= agentTurns {
+		return checkpoint.DataFromJSON([]byte(`{"content": "done", "tool_calls": []}`))
+	}
+	return checkpoint.DataFromJSON(fmt.Appendf(nil, `{"content": "", "tool_calls": [{"id": "c%d", "name": "add", "arguments": {"a": %d, "b": 1}}]}`, op.Ordinal, op.Ordinal))
+}
+
+// BenchmarkStdAgentLoop measures the host's overhead per turn of
+// std/agent.rune's loop through the engine, on a store on disk: the slice up
+// to model.chat, its checkpoint and attempt (synced), a model that answers at
+// once, the outcome, and the Rune tool the reply calls.
+func BenchmarkStdAgentLoop(b *testing.B) {
+	s, err := store.Open(store.Options{Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	e := NewEngine(s, port.NewNative(), 1, func() int64 { return time.Now().UnixMilli() })
+	e.Ward().Grant(AnyProg, "model.chat")
+	e.Adapters["model.chat"] = agentModel{}
+	std, _ := modules.Std("std/agent.rune")
+	src := modules.Encode(&modules.Set{Main: "p.rune", Files: map[string][]byte{
+		"p.rune": []byte(`import "std/agent.rune" as agent
+let tools = {add: {description: "Add", parameters: {type: "object", properties: {a: {type: "number"}, b: {type: "number"}}}, run: fn(a) { return a.a + a.b }}}
+return agent.run("add things", tools, {max_turns: 20}).turns`),
+		"std/agent.rune": std,
+	}})
+	b.ResetTimer()
+	for i := range b.N {
+		out, err := e.Start(context.Background(), fmt.Sprintf("r%d", i+1), "p", src, nil, 1<<40, 1)
+		if err != nil || out.Status != Completed {
+			b.Fatalf("%+v %v", out, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*agentTurns), "µs/turn")
 }
