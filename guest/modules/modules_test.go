@@ -160,6 +160,7 @@ func TestCompileSetErrors(t *testing.T) {
 		{enc(map[string]string{"p.rune": "import \"a.rune\" as a\nlet a = 1\n", "a.rune": "let x = 1\n"}), "2:5: a redeclared: it names an import"},
 		{enc(map[string]string{"p.rune": "import \"a.rune\" as a\n", "a.rune": "if true { return 1 }\n"}), "a.rune:1:11: return at the top level of a module"},
 		{enc(map[string]string{"p.rune": "import \"a.rune\" as a\n", "a.rune": "let y = undefined_name\n"}), "a.rune:1:9: undefined: undefined_name"},
+		{enc(map[string]string{"p.rune": "let secret = 1\nimport \"a.rune\" as a\n", "a.rune": "fn f() { return secret }\n"}), "a.rune:1:17: undefined: secret"},
 		{[]byte(modules.Magic + "6 3\np.rune1;2"), "1:1: source set: truncated entry"},
 	} {
 		_, err := compile.Compile(c.src)
