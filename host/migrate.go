@@ -12,6 +12,7 @@ import (
 	"github.com/runehost/runehost/events"
 	"github.com/runehost/runehost/guest/compile"
 	"github.com/runehost/runehost/guest/machine"
+	"github.com/runehost/runehost/guest/modules"
 	"github.com/runehost/runehost/store"
 )
 
@@ -49,6 +50,9 @@ func (e *Engine) Migrate(inv string, cp, source []byte, dryRun bool) (*checkpoin
 			return nil, bad("no source %.16s is stored; give it", hash)
 		}
 	} else if h := compile.HashSource(source); fmt.Sprintf("%x", h) != hash {
+		if modules.IsSet(source) {
+			return nil, bad("the source given (the prog and the modules it imports) is %.16x, the checkpoint's program %.16s: the prog or one of its modules changed since the checkpoint was made", h, hash)
+		}
 		return nil, bad("the source given is %.16x, the checkpoint's program %.16s", h, hash)
 	}
 	prog, err := compile.Compile(source)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/guest/modules"
 	"github.com/runehost/runehost/guest/port"
 	"github.com/runehost/runehost/guest/port/porttest"
 )
@@ -32,6 +33,11 @@ func sameErr(t *testing.T, what string, errN, errW error) {
 // acts and awaits alternately with their arguments and their sequence number.
 func FuzzRunParity(f *testing.F) {
 	porttest.AddProgSeeds(f, "..")
+	for _, file := range porttest.ProgFiles(f, "..") {
+		if b, err := modules.Load(file, nil); err == nil && modules.IsSet(b) {
+			f.Add(b) // the source sets of the progs that import
+		}
+	}
 	for _, p := range parityProgs {
 		if len(p.src) < 4096 {
 			f.Add([]byte(p.src))

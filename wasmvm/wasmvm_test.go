@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/guest/modules"
 	"github.com/runehost/runehost/guest/port"
 	"github.com/runehost/runehost/guest/port/porttest"
 )
@@ -79,10 +80,7 @@ func TestDifferential(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(file), ".rune")
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			src, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
+			src := readProg(t, file)
 			s := porttest.ParseScript(t, src)
 			if s.CompileErr != "" {
 				_, errN := native.Load(ctx, src)
@@ -234,7 +232,7 @@ func TestLazy(t *testing.T) {
 	for _, file := range porttest.ProgFiles(t, "..") {
 		name := strings.TrimSuffix(filepath.Base(file), ".rune")
 		t.Run(name, func(t *testing.T) {
-			src, _ := os.ReadFile(file)
+			src := readProg(t, file)
 			s := porttest.ParseScript(t, src)
 			if s.CompileErr != "" {
 				return
@@ -283,4 +281,13 @@ func TestLazyExpired(t *testing.T) {
 	if !errors.Is(err, port.ErrExpired) {
 		t.Fatalf("got %v, want ErrExpired", err)
 	}
+}
+
+// readProg reads a testdata prog with the modules it imports, as the host gives it.
+func readProg(t testing.TB, file string) []byte {
+	src, err := modules.Load(file, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return src
 }

@@ -3,13 +3,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/runehost/runehost/guest/compile"
+	"github.com/runehost/runehost/guest/modules"
+	"github.com/runehost/runehost/guest/syntax"
 )
 
 func checkCommand() *cli.Command {
@@ -49,15 +51,37 @@ func checkCommand() *cli.Command {
 	}
 }
 
-// compileFile reads and compiles a prog; errors name the file.
+// compileFile reads and compiles a prog with its modules; errors name the file.
 func compileFile(file string) (*compile.Program, error) {
-	src, err := os.ReadFile(file)
+	src, err := readProg(file)
 	if err != nil {
 		return nil, err
 	}
 	prog, err := compile.Compile(src)
 	if err != nil {
-		return nil, fmt.Errorf("%s:%v", file, err)
+		return nil, errors.New(compileMessage(file, err.Error()))
 	}
 	return prog, nil
+}
+
+// readProg reads a prog and, transitively, the modules it imports
+// (modules.Load, the library path from RUNEHOST_PATH): its source is the
+// plain file, or the source set when it imports. Errors name the file.
+func readProg(file string) ([]byte, error) {
+	src, err := modules.Load(file, modules.LibPath())
+	var se *syntax.Error
+	if errors.As(err, &se) {
+		return nil, errors.New(compileMessage(file, err.Error()))
+	}
+	return src, err
+}
+
+// compileMessage puts the prog's file before an error's text, unless the
+// text begins with a position in a module (MODULE.rune:line:col), which
+// already names its file.
+func compileMessage(file, msg string) string {
+	if i := strings.Index(msg, ".rune:"); i > 0 && !strings.Contains(msg[:i], ": ") && i+6 < len(msg) && msg[i+6] >= '0' && msg[i+6] <= '9' {
+		return msg
+	}
+	return file + ":" + msg
 }

@@ -207,7 +207,7 @@ func report(c *cli.Context, inv, file string, rs *api.RunState) error {
 				fmt.Fprintf(events, "\tat %s\n", redact.String(t))
 			}
 		}
-		return exitf(exitFailed, "%s:%v", file, redact.String(text))
+		return exitf(exitFailed, "%s", compileMessage(file, redact.String(text)))
 	case "waiting":
 		if a := rs.Unknown; a != nil {
 			n := strconv.FormatUint(a.Ordinal, 10)

@@ -39,7 +39,7 @@ func migrateCommand() *cli.Command {
 			}
 			var src []byte
 			if f := c.String("source"); f != "" {
-				if src, err = os.ReadFile(f); err != nil {
+				if src, err = readProg(f); err != nil {
 					return exitf(exitUsage, "migrate: %v", err)
 				}
 			}

@@ -76,7 +76,7 @@ func runCommand() *cli.Command {
 			if c.NArg() != 1 {
 				return exitf(exitUsage, "run: want exactly one FILE (usage: runehost run FILE [--input JSON])")
 			}
-			src, err := os.ReadFile(c.Args().First())
+			src, err := readProg(c.Args().First())
 			if err != nil {
 				return exitf(exitUsage, "run: %v", err)
 			}
@@ -141,7 +141,7 @@ func runStored(c *cli.Context, file string, src, input []byte, seed uint64) erro
 	var ae *api.Error
 	switch {
 	case errors.As(err, &ae) && ae.Code == api.CodeCompile:
-		return exitf(exitUsage, "%s:%v", file, ae.Message)
+		return exitf(exitUsage, "%s", compileMessage(file, ae.Message))
 	case errors.As(err, &ae) && ae.Bound != "":
 		other := otherName(path, prog)
 		return exitf(exitUsage, "run: %s\n\t%s   runs it as a prog of its own\n\t%s   makes it the prog %s, keeping %s's state and grants",
@@ -331,7 +331,7 @@ func (r *runner) run(ctx context.Context, in port.Input, slice uint64) error {
 	if err != nil {
 		var se *syntax.Error
 		if errors.As(err, &se) {
-			return exitf(exitUsage, "%s:%v", r.file, err)
+			return exitf(exitUsage, "%s", compileMessage(r.file, err.Error()))
 		}
 		return exitf(exitUsage, "run: %v", err)
 	}
@@ -389,7 +389,7 @@ func (r *runner) run(ctx context.Context, in port.Input, slice uint64) error {
 			for _, t := range res.Err.Trace {
 				fmt.Fprintf(r.events, "\tat %s\n", t)
 			}
-			return exitf(exitFailed, "%s:%v", r.file, res.Err)
+			return exitf(exitFailed, "%s", compileMessage(r.file, res.Err.Error()))
 		}
 	}
 }

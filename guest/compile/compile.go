@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/guest/modules"
 	"github.com/runehost/runehost/guest/resolve"
 	"github.com/runehost/runehost/guest/syntax"
 )
@@ -17,20 +18,34 @@ const (
 	MaxCode   = MaxArg // instructions per function
 )
 
-// Compile parses, resolves and compiles a prog.
+// Compile parses, resolves and compiles a prog: a plain source, or an
+// encoded source set (modules.Encode) of a main file and the modules it
+// imports, compiled into one program whose hash covers every file.
 func Compile(src []byte) (*Program, error) {
-	f, err := syntax.Parse(src)
-	if err != nil {
-		return nil, err
-	}
-	mod, err := resolve.File(f, Builtins)
-	if err != nil {
-		return nil, err
+	var mod *resolve.Module
+	if modules.IsSet(src) {
+		m, err := compileSet(src)
+		if err != nil {
+			return nil, err
+		}
+		mod = m
+	} else {
+		f, err := syntax.Parse(src)
+		if err != nil {
+			return nil, err
+		}
+		if ims := modules.Imports(f); len(ims) > 0 {
+			return nil, &syntax.Error{Pos: ims[0].Pos, Msg: fmt.Sprintf("module %q is not in the source set: a prog that imports is compiled with its modules (runehost gathers them)", ims[0].Path)}
+		}
+		if mod, err = resolve.File(f, Builtins); err != nil {
+			return nil, err
+		}
 	}
 	c := &compiler{
 		prog:   &Program{Hash: HashSource(src), Source: src},
 		consts: make(map[constKey]int),
 		tags:   make(map[string]int),
+		mod:    mod,
 	}
 	for _, g := range mod.Globals {
 		c.prog.Globals = append(c.prog.Globals, g.Name)
@@ -42,9 +57,36 @@ func Compile(src []byte) (*Program, error) {
 	return c.prog, nil
 }
 
+// compileSet decodes, orders and resolves a source set.
+func compileSet(src []byte) (*resolve.Module, error) {
+	set, err := modules.Decode(src)
+	if err != nil {
+		return nil, &syntax.Error{Pos: syntax.Pos{Line: 1, Col: 1}, Msg: err.Error()}
+	}
+	names, files, err := modules.Order(set)
+	if err != nil {
+		return nil, err
+	}
+	index := make(map[string]int, len(names))
+	for i, n := range names {
+		index[n] = i
+	}
+	has := func(n string) bool { _, ok := index[n]; return ok }
+	units := make([]resolve.Unit, len(names))
+	for i, n := range names {
+		units[i] = resolve.Unit{Name: n, File: files[n], Imports: make(map[string]int)}
+		for _, im := range modules.Imports(files[n]) {
+			units[i].Imports[im.Path] = index[modules.Resolve(n, im.Path, has)]
+		}
+	}
+	return resolve.Files(units, Builtins)
+}
+
 type bailout struct{}
 
 type compiler struct {
+	mod    *resolve.Module
+	file   string // the module being compiled; "" for the main file
 	prog   *Program
 	consts map[constKey]int
 	tags   map[string]int
@@ -72,7 +114,7 @@ type fcomp struct {
 }
 
 func (c *compiler) errorf(pos syntax.Pos, format string, args ...any) {
-	c.err = &syntax.Error{Pos: pos, Msg: fmt.Sprintf(format, args...)}
+	c.err = &syntax.Error{File: c.file, Pos: pos, Msg: fmt.Sprintf(format, args...)}
 	panic(bailout{})
 }
 
@@ -95,7 +137,7 @@ func (c *compiler) function(f *syntax.Function) int {
 		c.errorf(f.Pos, "too many functions (limit %d)", MaxFuncs)
 	}
 	info := f.Info.(*resolve.Function)
-	fc := &Funcode{Index: len(c.prog.Funcs), Name: f.Name, Pos: f.Pos, NumParams: len(f.Params), NumFree: len(info.FreeVars)}
+	fc := &Funcode{Index: len(c.prog.Funcs), Name: f.Name, File: c.file, Pos: f.Pos, NumParams: len(f.Params), NumFree: len(info.FreeVars)}
 	if fc.Name == "" {
 		fc.Name = "fn"
 	}
@@ -113,12 +155,39 @@ func (c *compiler) function(f *syntax.Function) int {
 			c.emit(WRAPCELL, i)
 		}
 	}
+	if fc.Index == 0 {
+		c.inits(f.Body.Stmts)
+	}
 	c.stmts(f.Body.Stmts)
 	c.setPos(f.Body.Lbrace)
 	c.emit(NIL, 0)
 	c.emit(RETURN, 0)
 	c.fn = saved
 	return fc.Index
+}
+
+// inits emits, at the start of the entry function, a call of each imported
+// module's body, in order: each module runs once, before the main file's
+// first statement, after the modules it imports.
+func (c *compiler) inits(stmts []syntax.Stmt) {
+	if len(c.mod.Inits) == 0 {
+		return
+	}
+	pos := c.fn.pos
+	for _, s := range stmts {
+		if im, ok := s.(*syntax.ImportStmt); ok {
+			pos = im.Pos
+			break
+		}
+	}
+	for i, f := range c.mod.Inits {
+		c.setPos(pos)
+		c.file = c.mod.Names[i]
+		c.closure(f)
+		c.file = ""
+		c.emit(CALL, 0)
+		c.emit(POP, 0)
+	}
 }
 
 // stackEffect gives each opcode's fixed change of stack depth; variable ones are computed in emit.
@@ -366,6 +435,8 @@ func (c *compiler) stmt(s syntax.Stmt) {
 		c.expr(s.X)
 		c.setPos(s.Pos)
 		c.emit(THROW, 0)
+	case *syntax.ImportStmt:
+		// the module ran in the entry's prologue (inits)
 	case *syntax.Block:
 		c.block(s)
 	default:
@@ -591,6 +662,9 @@ func (c *compiler) link(e syntax.Expr) {
 		c.setPos(e.Lbrack)
 		c.emit(INDEX, 0)
 	case *syntax.DotExpr:
+		if e.Member {
+			return // the import's name was compiled as the module's global
+		}
 		c.setPos(e.Dot)
 		c.emit(ATTR, c.stringConst(e.Name))
 	}

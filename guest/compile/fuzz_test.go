@@ -3,16 +3,17 @@
 package compile
 
 import (
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 
+	"github.com/runehost/runehost/guest/modules"
 	"github.com/runehost/runehost/guest/port/porttest"
 )
 
 func FuzzCompile(f *testing.F) {
 	porttest.AddProgSeeds(f, "../..")
+	addSetSeeds(f)
 	f.Fuzz(func(t *testing.T, src []byte) {
 		p, err := Compile(src)
 		if err != nil {
@@ -44,7 +45,7 @@ func FuzzCompile(f *testing.F) {
 func TestCompileDeterministic(t *testing.T) {
 	files, _ := filepath.Glob("../../testdata/progs/*.rune")
 	for _, file := range files {
-		src, _ := os.ReadFile(file)
+		src, _ := modules.Load(file, nil)
 		a, errA := Compile(src)
 		b, errB := Compile(src)
 		if (errA == nil) != (errB == nil) {
@@ -52,6 +53,16 @@ func TestCompileDeterministic(t *testing.T) {
 		}
 		if errA == nil && !reflect.DeepEqual(a, b) {
 			t.Fatalf("%s: two compilations differ", file)
+		}
+	}
+}
+
+// addSetSeeds adds the source set of every testdata prog that imports.
+func addSetSeeds(f *testing.F) {
+	files, _ := filepath.Glob("../../testdata/progs/*.rune")
+	for _, file := range files {
+		if b, err := modules.Load(file, nil); err == nil && modules.IsSet(b) {
+			f.Add(b)
 		}
 	}
 }

@@ -19,12 +19,12 @@ const Version = 2
 // Program is a compiled prog. It is a pure function of its source.
 type Program struct {
 	Hash      [32]byte // sha256 of the source
-	Source    []byte
+	Source    []byte   // the plain source, or the encoded source set (package modules)
 	Consts    []Const
 	Funcs     []*Funcode // Funcs[0] is the entry function
 	Globals   []string   // global slot names; input and state first
 	GlobalPos []syntax.Pos
-	ActTags   []string // every act tag in the source, in the order compiled
+	ActTags   []string // every act tag in the source and its modules, in the order compiled
 }
 
 // ConstKind says which field of a Const is meaningful.
@@ -49,6 +49,7 @@ type Const struct {
 type Funcode struct {
 	Index     int
 	Name      string
+	File      string // the module it is from; "" for the main file
 	Pos       syntax.Pos
 	NumParams int
 	Locals    []string // slot names, parameters first
@@ -66,6 +67,15 @@ func (f *Funcode) Position(pc int) syntax.Pos {
 		return f.Lines[pc]
 	}
 	return f.Pos
+}
+
+// Where returns the source position of the instruction at pc as text:
+// line:col in the main file, FILE:line:col in a module.
+func (f *Funcode) Where(pc int) string {
+	if f.File != "" {
+		return f.File + ":" + f.Position(pc).String()
+	}
+	return f.Position(pc).String()
 }
 
 // HashSource returns the program hash of src.

@@ -557,7 +557,7 @@ func (m *Machine) slow(end uint64) {
 		save()
 		v := rethrow
 		if thrown != nil {
-			v = errorValue(&errorObj{kind: thrown.kind, msg: thrown.msg, data: thrown.data, pos: fn.Position(pc - 1).String()})
+			v = errorValue(&errorObj{kind: thrown.kind, msg: thrown.msg, data: thrown.data, pos: fn.Where(pc - 1)})
 		}
 		thrown, rethrow = nil, nilValue
 		m.raise(v)

@@ -8,7 +8,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/guest/compile"
 	"github.com/runehost/runehost/guest/machine"
+	"github.com/runehost/runehost/guest/modules"
 	"github.com/runehost/runehost/guest/port"
 	"github.com/runehost/runehost/guest/port/porttest"
 )
@@ -204,10 +204,7 @@ func TestFastPathChangesNothing(t *testing.T) {
 	defer machine.SetFast(true)
 	var progs []prog
 	for _, file := range porttest.ProgFiles(t, "../..") {
-		src, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
+		src := readProg(t, file)
 		if s := porttest.ParseScript(t, src); s.CompileErr == "" {
 			progs = append(progs, prog{name: strings.TrimSuffix(filepath.Base(file), ".rune"), src: src, s: s})
 		}
@@ -313,4 +310,13 @@ func FuzzFastPath(f *testing.F) {
 			}
 		}
 	})
+}
+
+// readProg reads a testdata prog with the modules it imports, as the host gives it.
+func readProg(t testing.TB, file string) []byte {
+	src, err := modules.Load(file, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return src
 }

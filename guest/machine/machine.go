@@ -226,7 +226,7 @@ func (m *Machine) position() string {
 		return ""
 	}
 	fr := &m.frames[len(m.frames)-1]
-	return fr.fn.Position(fr.pc - 1).String()
+	return fr.fn.Where(fr.pc - 1)
 }
 
 // Run executes at most budget steps beyond Used, stopping early at an act,
@@ -278,7 +278,7 @@ func (m *Machine) fail(e *errorObj, trace bool) {
 	if trace {
 		for i := len(m.frames) - 1; i >= 0 && len(f.Trace) < 16; i-- {
 			fr := &m.frames[i]
-			f.Trace = append(f.Trace, fmt.Sprintf("%s at %s", fr.fn.Name, fr.fn.Position(fr.pc-1)))
+			f.Trace = append(f.Trace, fmt.Sprintf("%s at %s", fr.fn.Name, fr.fn.Where(fr.pc-1)))
 		}
 	}
 	m.failure = f

@@ -84,3 +84,20 @@ func BenchmarkCheckpoint1000(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkStdAgentTurn runs testdata/progs/std_agent.rune, three turns of
+// std/agent.rune's loop against scripted replies, from its source set to its
+// result natively, a checkpoint at every act: the machine's share of a turn
+// of the standard agent loop (the engine's and the model's are not in it).
+func BenchmarkStdAgentTurn(b *testing.B) {
+	src := readProg(b, "../../testdata/progs/std_agent.rune")
+	s := parseScript(b, src)
+	rt := NewNative()
+	var used uint64
+	for b.Loop() {
+		used = runScript(b, rt, src, s, unsliced).used
+	}
+	const turns = 3
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/turns, "ns/turn")
+	b.ReportMetric(float64(used)/turns, "steps/turn")
+}

@@ -6,13 +6,13 @@ package port
 import (
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/guest/modules"
 	"github.com/runehost/runehost/guest/port/porttest"
 )
 
@@ -113,10 +113,7 @@ func TestGolden(t *testing.T) {
 	for _, file := range progFiles(t) {
 		name := strings.TrimSuffix(filepath.Base(file), ".rune")
 		t.Run(name, func(t *testing.T) {
-			src, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
+			src := readProg(t, file)
 			s := parseScript(t, src)
 			rt := NewNative()
 			if s.CompileErr != "" {
@@ -157,10 +154,7 @@ func TestSlicing(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(file), ".rune")
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			src, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
+			src := readProg(t, file)
 			s := parseScript(t, src)
 			if s.CompileErr != "" {
 				return
@@ -189,4 +183,22 @@ func TestSlicing(t *testing.T) {
 	}
 }
 
-func addSeeds(f *testing.F) { porttest.AddProgSeeds(f, "../..") }
+// addSeeds adds every testdata prog, and the source set of each that imports.
+func addSeeds(f *testing.F) {
+	porttest.AddProgSeeds(f, "../..")
+	for _, file := range progFiles(f) {
+		if b, err := modules.Load(file, nil); err == nil && modules.IsSet(b) {
+			f.Add(b)
+		}
+	}
+}
+
+// readProg reads a testdata prog with the modules it imports (from beside
+// it and the standard library), as the host gives it.
+func readProg(t testing.TB, file string) []byte {
+	src, err := modules.Load(file, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return src
+}

@@ -93,6 +93,7 @@ type wireAnswer struct {
 	Line int32  `cbor:"3,keyasint,omitempty"` // syntax errors
 	Col  int32  `cbor:"4,keyasint,omitempty"`
 	Body []byte `cbor:"5,keyasint,omitempty"`
+	File string `cbor:"6,keyasint,omitempty"` // syntax errors in a module
 }
 
 // Operations a wire call can name.
@@ -133,7 +134,7 @@ func encodeAnswer(body []byte, err error) []byte {
 		a.Code, a.Msg = codeOther, err.Error()
 		var se *syntax.Error
 		if errors.As(err, &se) {
-			a.Code, a.Msg, a.Line, a.Col = codeSyntax, se.Msg, se.Pos.Line, se.Pos.Col
+			a.Code, a.Msg, a.Line, a.Col, a.File = codeSyntax, se.Msg, se.Pos.Line, se.Pos.Col, se.File
 		} else {
 			for code, s := range codeSentinels {
 				if errors.Is(err, s) {
@@ -218,7 +219,7 @@ func DecodeAnswer(op int, b []byte) (any, error) {
 	if a.Code != codeOK {
 		switch {
 		case a.Code == codeSyntax:
-			return nil, &syntax.Error{Pos: syntax.Pos{Line: a.Line, Col: a.Col}, Msg: a.Msg}
+			return nil, &syntax.Error{File: a.File, Pos: syntax.Pos{Line: a.Line, Col: a.Col}, Msg: a.Msg}
 		case codeSentinels[a.Code] != nil:
 			return nil, &wireError{sentinel: codeSentinels[a.Code], msg: a.Msg}
 		case a.Code == codeOther:

@@ -32,6 +32,7 @@ func wireSamples() ([]wireRequest, []wireResult, []wireAnswer) {
 		{},
 		{Body: []byte{1, 2}},
 		{Code: codeSyntax, Msg: "undefined: x", Line: 3, Col: 17},
+		{Code: codeSyntax, Msg: "undefined: x", Line: 3, Col: 17, File: "lib/a.rune"},
 		{Code: codeOther, Msg: "boom"},
 	}
 	return reqs, results, answers

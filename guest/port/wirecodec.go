@@ -91,7 +91,7 @@ func encodeWireResultAt(b []byte, r *wireResult) []byte {
 }
 
 func encodeWireAnswer(a *wireAnswer) []byte {
-	b := detcbor.AppendHead(make([]byte, 0, 16+len(a.Body)+len(a.Msg)), 5, detcbor.Count(a.Code != 0, a.Msg != "", a.Line != 0, a.Col != 0, len(a.Body) > 0))
+	b := detcbor.AppendHead(make([]byte, 0, 16+len(a.Body)+len(a.Msg)+len(a.File)), 5, detcbor.Count(a.Code != 0, a.Msg != "", a.Line != 0, a.Col != 0, len(a.Body) > 0, a.File != ""))
 	if a.Code != 0 {
 		b = detcbor.AppendInt(append(b, 1), int64(a.Code))
 	}
@@ -106,6 +106,9 @@ func encodeWireAnswer(a *wireAnswer) []byte {
 	}
 	if len(a.Body) > 0 {
 		b = detcbor.AppendBytes(append(b, 5), a.Body)
+	}
+	if a.File != "" {
+		b = detcbor.AppendText(append(b, 6), a.File)
 	}
 	return b
 }
@@ -329,7 +332,7 @@ func (r *wreader) error() (*checkpoint.Error, error) {
 func decodeWireAnswer(b []byte) (*wireAnswer, error) {
 	r := &wreader{detcbor.Reader{B: b}}
 	var a wireAnswer
-	err := r.mapKeys(5, func(k uint64) error {
+	err := r.mapKeys(6, func(k uint64) error {
 		var err error
 		var v int64
 		switch k {
@@ -360,6 +363,9 @@ func decodeWireAnswer(b []byte) (*wireAnswer, error) {
 				return orEmpty(e, r)
 			}
 			a.Body = v // the answer is already a private copy
+		case 6:
+			a.File, err = r.text()
+			err = r.nonZero(a.File == "", err)
 		}
 		return err
 	})

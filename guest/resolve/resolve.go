@@ -47,10 +47,30 @@ type Function struct {
 	// Hoisted holds, per block, the function declarations to emit at its start.
 }
 
-// Module is the resolver's annotation of a syntax.File.
+// Module is the resolver's annotation of a syntax.File, or of a prog of
+// many files (Files).
 type Module struct {
 	Entry   *syntax.Function
 	Globals []*Binding // input and state first
+	// Inits are the bodies of the imported modules, as functions, in the
+	// order they run (before Entry's first statement); Names their files.
+	Inits []*syntax.Function
+	Names []string
+}
+
+// Unit is one file of a prog, for Files.
+type Unit struct {
+	Name string // the file's name in the source set
+	File *syntax.File
+	// Imports maps each import path of the file to the index, in the
+	// units given to Files, of the module it resolves to: an earlier unit.
+	Imports map[string]int
+}
+
+// exports are a module's top-level names.
+type exports struct {
+	name  string
+	names map[string]*Binding
 }
 
 // Predeclared names, in global slot order.
@@ -77,11 +97,84 @@ func File(f *syntax.File, builtins []string) (*Module, error) {
 	return mod, nil
 }
 
+// Files resolves a prog of many files: units in initialisation order, every
+// module after the modules it imports, the main file last. Each file has its
+// own top-level names; a file reads a module's top-level name x, through
+// import "PATH" as NAME, as NAME.x. All share one table of global slots.
+// Errors name the module's file (syntax.Error.File), not the main file's.
+func Files(units []Unit, builtins []string) (*Module, error) {
+	mod := &Module{}
+	for _, name := range Predeclared {
+		mod.Globals = append(mod.Globals, &Binding{Scope: Global, Index: len(mod.Globals), Name: name, Let: true})
+	}
+	done := make([]*exports, len(units))
+	for i, u := range units {
+		main := i == len(units)-1
+		r := &resolver{builtins: make(map[string]int, len(builtins)), globals: make(map[string]*Binding), mod: mod,
+			imports: make(map[string]*exports), module: !main}
+		if !main {
+			r.file = u.Name
+		}
+		for j, name := range builtins {
+			r.builtins[name] = j
+		}
+		for j := range Predeclared {
+			r.globals[Predeclared[j]] = mod.Globals[j]
+		}
+		fn := &syntax.Function{Pos: syntax.Pos{Line: 1, Col: 1}, Name: "main", Body: u.File.Body}
+		if !main {
+			fn.Name = u.Name
+		}
+		err := r.guard(func() {
+			for _, s := range u.File.Body.Stmts {
+				im, ok := s.(*syntax.ImportStmt)
+				if !ok {
+					continue
+				}
+				k, ok := u.Imports[im.Path]
+				if !ok || k >= i {
+					r.errorf(im.Pos, "module %q is not resolved", im.Path)
+				}
+				name := im.Name.Name
+				if _, dup := r.imports[name]; dup {
+					r.errorf(im.Name.Pos, "%s redeclared: two imports are named %s", name, name)
+				}
+				if _, ok := r.globals[name]; ok {
+					r.errorf(im.Name.Pos, "cannot redeclare predeclared name %s", name)
+				}
+				r.imports[name] = done[k]
+			}
+			r.function(fn)
+		})
+		if err != nil {
+			return nil, err
+		}
+		ex := &exports{name: u.Name, names: make(map[string]*Binding)}
+		for name, b := range r.globals {
+			if b.Index >= len(Predeclared) {
+				ex.names[name] = b
+			}
+		}
+		done[i] = ex
+		u.File.Module = mod
+		if main {
+			mod.Entry = fn
+		} else {
+			mod.Inits = append(mod.Inits, fn)
+			mod.Names = append(mod.Names, u.Name)
+		}
+	}
+	return mod, nil
+}
+
 type bailout struct{}
 
 type resolver struct {
 	builtins map[string]int
 	globals  map[string]*Binding
+	imports  map[string]*exports // import name -> the module's names
+	module   bool                // resolving an imported module, not the main file
+	file     string              // the module's name, for errors
 	mod      *Module
 	fn       *fnScope
 	err      error
@@ -100,8 +193,22 @@ type fnScope struct {
 }
 
 func (r *resolver) errorf(pos syntax.Pos, format string, args ...any) {
-	r.err = &syntax.Error{Pos: pos, Msg: fmt.Sprintf(format, args...)}
+	r.err = &syntax.Error{File: r.file, Pos: pos, Msg: fmt.Sprintf(format, args...)}
 	panic(bailout{})
+}
+
+// guard runs do, turning an errorf into an error.
+func (r *resolver) guard(do func()) (err error) {
+	defer func() {
+		if x := recover(); x != nil {
+			if _, ok := x.(bailout); !ok {
+				panic(x)
+			}
+			err = r.err
+		}
+	}()
+	do()
+	return nil
 }
 
 func (r *resolver) run(entry *syntax.Function) (err error) {
@@ -146,6 +253,9 @@ func (r *resolver) declare(id *syntax.Ident, let bool) *Binding {
 	}
 	var b *Binding
 	if r.isTop() {
+		if _, ok := r.imports[id.Name]; ok {
+			r.errorf(id.Pos, "%s redeclared: it names an import", id.Name)
+		}
 		if _, ok := r.globals[id.Name]; ok {
 			r.errorf(id.Pos, "cannot redeclare predeclared name %s", id.Name)
 		}
@@ -217,6 +327,9 @@ func (r *resolver) stmt(s syntax.Stmt) {
 			}
 		} else {
 			r.expr(s.LHS)
+			if d, ok := s.LHS.(*syntax.DotExpr); ok && d.Member {
+				r.errorf(s.OpPos, "cannot assign to %s.%s: a module's names are read-only", syntax.Leftmost(d).(*syntax.Ident).Name, d.Name)
+			}
 		}
 		r.expr(s.RHS)
 	case *syntax.ExprStmt:
@@ -247,7 +360,15 @@ func (r *resolver) stmt(s syntax.Stmt) {
 	case *syntax.TryStmt:
 		r.block(s.Body)
 		r.block(s.Catch, s.Name)
+	case *syntax.ImportStmt:
+		// bound before the file's statements (Files)
+		if r.imports == nil {
+			r.errorf(s.Pos, "import in a prog compiled alone: compile its source set")
+		}
 	case *syntax.ReturnStmt:
+		if r.module && r.fn.parent == nil {
+			r.errorf(s.Pos, "return at the top level of a module")
+		}
 		if s.X != nil {
 			r.expr(s.X)
 		}
@@ -278,7 +399,9 @@ func (r *resolver) original(b *Binding) *Binding {
 func (r *resolver) expr(e syntax.Expr) {
 	var buf [8]syntax.Expr
 	spine, leaf := syntax.Spine(e, buf[:0])
-	r.operand(leaf)
+	if !r.member(spine, leaf) {
+		r.operand(leaf)
+	}
 	for i := len(spine) - 1; i >= 0; i-- {
 		switch e := spine[i].(type) {
 		case *syntax.BinaryExpr:
@@ -323,10 +446,36 @@ func (r *resolver) operand(e syntax.Expr) {
 	}
 }
 
+// member resolves NAME.x, where NAME is an import and no local hides it,
+// to the module's top-level x, and reports whether it did.
+func (r *resolver) member(spine []syntax.Expr, leaf syntax.Expr) bool {
+	id, ok := leaf.(*syntax.Ident)
+	if !ok || len(spine) == 0 {
+		return false
+	}
+	ex, ok := r.imports[id.Name]
+	if !ok || r.lookup(r.fn, id.Name) != nil {
+		return false
+	}
+	d, ok := spine[len(spine)-1].(*syntax.DotExpr)
+	if !ok {
+		return false // use reports it
+	}
+	b, ok := ex.names[d.Name]
+	if !ok {
+		r.errorf(d.Dot, "%s.%s undefined: %s has no top-level %s", id.Name, d.Name, ex.name, d.Name)
+	}
+	id.Binding, d.Member = b, true
+	return true
+}
+
 // use resolves a reference to id and records its binding.
 func (r *resolver) use(id *syntax.Ident) *Binding {
 	b := r.lookup(r.fn, id.Name)
 	if b == nil {
+		if _, ok := r.imports[id.Name]; ok {
+			r.errorf(id.Pos, "%s is a module, not a value: use %s.NAME", id.Name, id.Name)
+		}
 		if g, ok := r.globals[id.Name]; ok {
 			b = g
 		} else if i, ok := r.builtins[id.Name]; ok {

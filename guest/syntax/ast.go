@@ -91,11 +91,14 @@ type (
 		X      Expr
 		Index  Expr
 	}
-	// DotExpr is x.name, the same as x["name"].
+	// DotExpr is x.name, the same as x["name"]. When X names an import,
+	// the resolver sets Member: X then stands for the module's top-level
+	// name, and the DotExpr itself compiles to nothing.
 	DotExpr struct {
-		Dot  Pos
-		X    Expr
-		Name string
+		Dot    Pos
+		X      Expr
+		Name   string
+		Member bool
 	}
 	// ActExpr is act "tag" args: suspend for a host act.
 	ActExpr struct {
@@ -181,6 +184,13 @@ type (
 		Pos Pos
 		X   Expr
 	}
+	// ImportStmt is import "PATH" as NAME, at the top level of a file.
+	ImportStmt struct {
+		Pos     Pos
+		Path    string
+		PathPos Pos
+		Name    *Ident
+	}
 )
 
 func (x *Ident) Span() Pos      { return x.Pos }
@@ -256,6 +266,7 @@ func (s *TryStmt) Span() Pos    { return s.Pos }
 func (s *ReturnStmt) Span() Pos { return s.Pos }
 func (s *BranchStmt) Span() Pos { return s.Pos }
 func (s *ThrowStmt) Span() Pos  { return s.Pos }
+func (s *ImportStmt) Span() Pos { return s.Pos }
 func (b *Block) Span() Pos      { return b.Lbrace }
 
 func (*FnDecl) stmt()     {}
@@ -269,4 +280,5 @@ func (*TryStmt) stmt()    {}
 func (*ReturnStmt) stmt() {}
 func (*BranchStmt) stmt() {}
 func (*ThrowStmt) stmt()  {}
+func (*ImportStmt) stmt() {}
 func (*Block) stmt()      {}

@@ -149,6 +149,11 @@ func (p *parser) ident() *Ident {
 func (p *parser) stmt() Stmt {
 	pos := p.tok.pos
 	switch p.tok.tok {
+	case IDENT:
+		// "import" is a name like any other unless a string follows it.
+		if p.tok.raw == "import" && p.sc.peekStringAfterIdent() {
+			return p.importStmt()
+		}
 	case FN:
 		if p.sc.peekIdentAfterFn() {
 			p.next()
@@ -220,6 +225,25 @@ func (p *parser) stmt() Stmt {
 		return &AssignStmt{OpPos: opPos, Op: op, LHS: x, RHS: p.expr()}
 	}
 	return &ExprStmt{X: x}
+}
+
+// importStmt parses import "PATH" as NAME, at the top level only.
+func (p *parser) importStmt() *ImportStmt {
+	pos := p.tok.pos
+	if p.depth > 0 {
+		p.errorf(pos, "import only at the top level of a file")
+	}
+	p.next()
+	path, pathPos := p.tok.str, p.tok.pos
+	if path == "" {
+		p.errorf(pathPos, "empty import path")
+	}
+	p.next()
+	if p.tok.tok != IDENT || p.tok.raw != "as" {
+		p.errorf(p.tok.pos, "got %s, want as NAME after the import path", p.describe())
+	}
+	p.next()
+	return &ImportStmt{Pos: pos, Path: path, PathPos: pathPos, Name: p.ident()}
 }
 
 // ifStmt parses an if statement; an else-if chain is flat in the source,
@@ -504,6 +528,16 @@ func (p *parser) mapLit() *MapExpr {
 	p.expect(RBRACE)
 	p.noBrace = saved
 	return m
+}
+
+// peekStringAfterIdent reports whether the identifier just scanned is
+// followed, on its line, by a string literal.
+func (s *scanner) peekStringAfterIdent() bool {
+	i := s.off
+	for i < len(s.src) && (s.src[i] == ' ' || s.src[i] == '\t') {
+		i++
+	}
+	return i < len(s.src) && (s.src[i] == '"' || s.src[i] == '`')
 }
 
 // peekIdentAfterFn reports whether the "fn" just scanned is followed by a

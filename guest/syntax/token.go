@@ -112,8 +112,14 @@ func (p Pos) IsValid() bool { return p.Line > 0 }
 
 // Error is a syntax or resolution error at a position.
 type Error struct {
-	Pos Pos
-	Msg string
+	File string // the module's name; "" for the main file
+	Pos  Pos
+	Msg  string
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("%d:%d: %s", e.Pos.Line, e.Pos.Col, e.Msg) }
+func (e *Error) Error() string {
+	if e.File != "" {
+		return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Pos.Line, e.Pos.Col, e.Msg)
+	}
+	return fmt.Sprintf("%d:%d: %s", e.Pos.Line, e.Pos.Col, e.Msg)
+}

@@ -4,6 +4,7 @@
 package porttest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -86,6 +87,7 @@ func ParseReply(t testing.TB, text string) []byte {
 
 func ParseScript(t testing.TB, src []byte) *Script {
 	s := &Script{}
+	src = mainOf(src)
 	for _, line := range strings.Split(string(src), "\n") {
 		line = strings.TrimSpace(line)
 		if !strings.HasPrefix(line, "// ") {
@@ -158,6 +160,23 @@ func ProgFiles(t testing.TB, root string) []string {
 		t.Fatalf("no testdata progs: %v", err)
 	}
 	return files
+}
+
+// mainOf is the main file of a source set (package modules, which this
+// cannot import: syntax's tests import this), or src itself: the directives
+// are the main file's, not its modules'.
+func mainOf(src []byte) []byte {
+	const magic = "#rune modules 1\n"
+	rest, ok := strings.CutPrefix(string(src), magic)
+	if !ok {
+		return src
+	}
+	head, rest, _ := strings.Cut(rest, "\n")
+	var n, m int
+	if _, err := fmt.Sscanf(head, "%d %d", &n, &m); err != nil || n+m > len(rest) {
+		return src
+	}
+	return []byte(rest[n : n+m])
 }
 
 // AddProgSeeds adds every testdata prog to a fuzz target's seed corpus.
