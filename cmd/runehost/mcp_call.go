@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -165,7 +164,7 @@ func (h *mcpHost) callProg(ctx context.Context, req *mcp.CallToolRequest, p mcpP
 	}
 	src, path := p.source, ""
 	if p.file != "" {
-		b, err := os.ReadFile(p.file)
+		b, err := readProg(p.file) // and the modules it imports
 		if err != nil {
 			return toolError(fmt.Sprintf("prog %s: %v", p.name, err), nil)
 		}

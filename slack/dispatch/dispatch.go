@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -22,6 +21,8 @@ import (
 
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/events"
+	"github.com/runehost/runehost/guest/modules"
+	"github.com/runehost/runehost/guest/syntax"
 	"github.com/runehost/runehost/host"
 	"github.com/runehost/runehost/slack/clock"
 	"github.com/runehost/runehost/slack/status"
@@ -242,8 +243,13 @@ func (d *Dispatcher) Mention(ctx context.Context, channel, user, text, ts string
 		d.say(ctx, channel, ts, "runehost: the host cannot find its progs: "+err.Error())
 		return
 	}
-	src, err := os.ReadFile(path)
-	if err != nil {
+	src, err := modules.Load(path, modules.LibPath()) // the prog and the modules it imports
+	var se *syntax.Error
+	switch {
+	case errors.As(err, &se):
+		d.say(ctx, channel, ts, fmt.Sprintf("runehost: prog %s cannot be compiled: %s", echo(name), d.e.Clean(err.Error(), 300)))
+		return
+	case err != nil:
 		d.say(ctx, channel, ts, fmt.Sprintf("runehost: no prog %s here", echo(name)))
 		return
 	}

@@ -209,6 +209,39 @@ func TestUnknownProg(t *testing.T) {
 	}
 }
 
+// A prog that imports modules runs with them (its own, beside it, and the
+// standard library's); one whose import is missing is answered with the
+// compile error, and no card.
+func TestProgWithModules(t *testing.T) {
+	fake, d, _ := setup(t)
+	os.WriteFile(filepath.Join(d.cfg.ProgDir, "greet.rune"), []byte("let hello = \"hi from a module\"\n"), 0o644)
+	os.WriteFile(filepath.Join(d.cfg.ProgDir, "mods.rune"), []byte(`import "greet.rune" as greet
+import "std/json.rune" as json
+return {answer: greet.hello + ", " + json.at({a: {b: "and std"}}, "a.b", "?")}
+`), 0o644)
+	os.WriteFile(filepath.Join(d.cfg.ProgDir, "broken.rune"), []byte("import \"gone.rune\" as gone\nreturn 1\n"), 0o644)
+	fake.Mention("C1", "U1", "mods")
+	waitFor(t, "the close", 5*time.Second, func() bool { c := card(fake); return c != nil && strings.Contains(c.Text, "mods completed") })
+	if c := card(fake); !strings.Contains(c.Blocks, "hi from a module, and std") {
+		t.Fatalf("the close: %s\n%s", c.Text, c.Blocks)
+	}
+	thread := fake.Mention("C1", "U1", "broken")
+	waitFor(t, "the reply", 3*time.Second, func() bool {
+		for _, m := range fake.Messages() {
+			if m.ThreadTS == thread && m.Blocks == "" {
+				return true
+			}
+		}
+		return false
+	})
+	d.Wait()
+	for _, m := range fake.Messages() {
+		if m.ThreadTS == thread && !strings.Contains(m.Text, "cannot be compiled") || m.ThreadTS == thread && !strings.Contains(m.Text, "gone.rune") {
+			t.Fatalf("the reply to a prog with a missing module: %+v", m)
+		}
+	}
+}
+
 // An act refused by the ward makes the close ⚠️ even when the prog completes.
 func TestRefusedActWarns(t *testing.T) {
 	fake, d, _ := setup(t)
