@@ -18,6 +18,7 @@ import (
 	"github.com/runehost/runehost/acts/acttest"
 	"github.com/runehost/runehost/acts/model"
 	"github.com/runehost/runehost/acts/model/modeltest"
+	"github.com/runehost/runehost/events"
 	"github.com/runehost/runehost/host"
 )
 
@@ -122,4 +123,42 @@ func BenchmarkStreamLatency(b *testing.B) {
 	}
 	slices.Sort(ds)
 	b.ReportMetric(float64(ds[len(ds)/2]), "chunk-to-show-p50-ns")
+}
+
+// BenchmarkStreamEventLatency is the time from the server writing a call's
+// first content chunk to its assistant event being published by an engine
+// (stored in the run's log, then handed to OnEvent): what a terminal, a
+// card or a page waits before the model's first words.
+func BenchmarkStreamEventLatency(b *testing.B) {
+	srv := modeltest.Script("", modeltest.Reply{Content: "Hi there "})
+	srv.Cycle = true
+	defer srv.Close()
+	var written, seen atomic.Int64
+	srv.OnChunk = func(ev []byte) {
+		if strings.Contains(string(ev), `"content":"Hi`) {
+			written.Store(time.Now().UnixNano())
+		}
+	}
+	e := acttest.Engine(b, map[string]host.Adapter{model.Tag: &model.Adapter{Endpoints: map[string]model.Endpoint{"default": {Name: "default", BaseURL: srv.URL + "/v1"}}}})
+	acttest.Grant(b, e, "model.chat:default")
+	e.OnEvent = func(ev events.Event) {
+		if ev.Kind == events.KindAssistant {
+			seen.CompareAndSwap(0, time.Now().UnixNano())
+		}
+	}
+	src := `return (act "model.chat" {messages: [{role: "user", content: "hi"}], stream: true}).content`
+	ds := make([]time.Duration, 0, b.N)
+	for b.Loop() {
+		seen.Store(0)
+		if got, _ := acttest.Run(b, e, src, nil); got != `"Hi there "` {
+			b.Fatalf("got %s", got)
+		}
+		if seen.Load() == 0 {
+			b.Fatal("no assistant event")
+		}
+		ds = append(ds, time.Duration(seen.Load()-written.Load()))
+	}
+	slices.Sort(ds)
+	b.ReportMetric(float64(ds[len(ds)/2]), "chunk-to-event-p50-ns")
+	b.ReportMetric(float64(ds[len(ds)*99/100]), "chunk-to-event-p99-ns")
 }
