@@ -223,8 +223,12 @@ func attemptPreparedTx(tx *store.Tx, pr *prepared) (*Operation, error) {
 			a.Tokens = pr.tokens
 		} else {
 			a.Executor = "tokens"
-			pr.refused = limitReply("act %s: it may spend %d model tokens, and the allowance has %d left (%d of %d charged, %d held, %d lent)",
+			why := fmt.Sprintf("act %s: it may spend %d model tokens, and the allowance has %d left (%d of %d charged, %d held, %d lent)",
 				pr.tag, pr.tokens, al.Available(), al.Charged, al.Limit, al.Held, al.Lent)
+			if al.Limit == 0 {
+				why += "; it was given none: run it with --tokens N, or spawn it with tokens: N"
+			}
+			pr.refused = limitReply("%s", why)
 		}
 	}
 	op, err := attemptTx(tx, pr.id, a)

@@ -129,7 +129,7 @@ func TestTokensRefusedBeforeSent(t *testing.T) {
 		t.Fatalf("attempt %+v", op.Attempt)
 	}
 	// A limit of 0 allows no model calls; the default allows some.
-	if out, _ := e.Start(WithTokens(context.Background(), 0), "r2", "p", []byte(catchLLM), llmInput(t, 1, 1), 1_000_000, 1); !strings.HasPrefix(porttestJSON(t, out.Result), `["limit",`) {
+	if out, _ := e.Start(WithTokens(context.Background(), 0), "r2", "p", []byte(catchLLM), llmInput(t, 1, 1), 1_000_000, 1); !strings.HasPrefix(porttestJSON(t, out.Result), `["limit",`) || !strings.Contains(porttestJSON(t, out.Result), "given none: run it with --tokens N") {
 		t.Fatalf("limit 0: %s", porttestJSON(t, out.Result))
 	}
 	if out, _ := e.Start(context.Background(), "r3", "p", []byte(catchLLM), llmInput(t, 1000, 10), 1_000_000, 1); out.Status != Completed || tokensOfInv(t, e, "r3") != (Allowance{Limit: DefaultTokens, Charged: 10}) {
