@@ -17,7 +17,6 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -229,17 +228,16 @@ func exampleAgentKilled(t *testing.T, prog, notes string) {
 		modeltest.Reply{Content: "notes.txt has 3 lines, 2 with TODO"},
 	)
 	cut, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
 	chunks := 0
-	srv.OnChunk = func([]byte) {
+	srv.SetOnChunk(func([]byte) { // the client is another process: set under the server's lock
 		if srv.Calls() != 3 {
 			return
 		}
 		if chunks++; chunks == 20 { // well into turn 3's text
-			once.Do(func() { close(cut) })
+			close(cut)
 			<-release // until the process is dead: the stream never ends
 		}
-	}
+	})
 	defer srv.Close()
 	defer func() {
 		select {
