@@ -6,8 +6,10 @@ package acts_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -17,22 +19,30 @@ import (
 	"github.com/runehost/runehost/acts/model"
 	"github.com/runehost/runehost/acts/model/modeltest"
 	"github.com/runehost/runehost/acts/tools"
+	"github.com/runehost/runehost/guest/modules"
 	"github.com/runehost/runehost/guest/port"
 	"github.com/runehost/runehost/host"
 	"github.com/runehost/runehost/internal/testtools"
 	"github.com/runehost/runehost/store"
 )
 
-func TestAgent(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join(testtools.Root(), "testdata/progs/agent.rune"))
+// agentProg is testdata/progs/agent.rune with the modules it imports.
+func agentProg(t *testing.T) []byte {
+	src, err := modules.Load(filepath.Join(testtools.Root(), "testdata/progs/agent.rune"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := modeltest.New("sk-agent-key",
-		`{"tool": "wc", "stdin": "the quick brown fox"}`,
-		`let me think`,
-		`{"tool": "grep", "args": ["x"]}`,
-		`{"answer": "4 words"}`)
+	return src
+}
+
+func TestAgent(t *testing.T) {
+	src := agentProg(t)
+	srv := modeltest.Script("sk-agent-key",
+		modeltest.Reply{ToolCalls: []modeltest.ToolCall{{ID: "call_1", Name: "wc", Arguments: `{"stdin": "the quick brown fox"}`}}},
+		modeltest.Reply{Content: "Let me check with grep too.", ToolCalls: []modeltest.ToolCall{
+			{ID: "call_2", Name: "grep", Arguments: `{"args": ["o"], "stdin": "the quick brown fox"}`},
+			{ID: "call_3", Name: "wc", Arguments: `{"stdin": `}}}, // not JSON
+		modeltest.Reply{Content: "4 words"})
 	defer srv.Close()
 	toolDir := t.TempDir()
 	for _, n := range []string{"wc", "grep"} {
@@ -50,26 +60,65 @@ func TestAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Status != host.Completed || acttest.JSON(t, out.Result) != `{"answer":"4 words","turns":4}` {
+	if out.Status != host.Completed || acttest.JSON(t, out.Result) != `{"answer":"4 words","turns":3}` {
 		t.Fatalf("got %+v %s", out, out.Err)
 	}
-	if srv.Calls() != 4 {
-		t.Fatalf("%d model calls, want 4", srv.Calls())
+	if srv.Calls() != 3 {
+		t.Fatalf("%d model calls, want 3", srv.Calls())
 	}
-	last := func(i int) string { m := srv.Requests[i].Messages; return m[len(m)-1].Content }
-	for i, want := range []string{"How many words", "Tool wc said: exit 0: 0 4 19", "Reply with a JSON object only", "Tool grep said: error denied: tool grep is not granted"} {
-		if !strings.Contains(last(i), want) {
-			t.Errorf("request %d ends with %q, want %q", i+1, last(i), want)
+	// Every request offers both tools, as functions with their schemas.
+	for i, b := range srv.Bodies() {
+		var body struct {
+			Tools []struct {
+				Type     string
+				Function struct {
+					Name       string
+					Parameters map[string]any
+				}
+			}
+		}
+		json.Unmarshal([]byte(b), &body)
+		if len(body.Tools) != 2 || body.Tools[0].Type != "function" || body.Tools[0].Function.Name != "wc" || body.Tools[1].Function.Name != "grep" ||
+			body.Tools[1].Function.Parameters["required"] == nil {
+			t.Errorf("request %d's tools: %s", i+1, b)
 		}
 	}
-	if got := strings.Join(emits, "\n"); !strings.Contains(got, `tool {"result":"exit 0: 0 4 19\n","tool":"wc"}`) && !strings.Contains(got, `"tool":"wc"`) {
-		t.Errorf("emits: %s", got)
+	// Each tool's result, or its error, goes back as a tool message
+	// answering its call, after the assistant message that made the calls.
+	type toolMsg struct{ id, content string }
+	tail := func(i, n int) []toolMsg {
+		m := srv.Requests[i].Messages
+		var out []toolMsg
+		for _, msg := range m[len(m)-n:] {
+			if msg.Role != "tool" {
+				t.Errorf("request %d: %+v is not a tool message", i+1, msg)
+			}
+			out = append(out, toolMsg{msg.ToolCallID, msg.Content})
+		}
+		if a := m[len(m)-n-1]; a.Role != "assistant" || len(a.ToolCalls) != n || a.ToolCalls[0].Type != "function" {
+			t.Errorf("request %d: the calls are not sent back before their results: %+v", i+1, a)
+		}
+		return out
+	}
+	if got := tail(1, 1); !reflect.DeepEqual(got, []toolMsg{{"call_1", "exit 0: 0 4 19\n"}}) {
+		t.Errorf("request 2's tool messages: %q", got)
+	}
+	if got := tail(2, 2); !reflect.DeepEqual(got, []toolMsg{{"call_2", "error denied: tool grep is not granted (runehost grant --prog agent tool.run:grep)"},
+		{"call_3", "error: the arguments are not JSON (invalid JSON: unexpected end of input)"}}) {
+		t.Errorf("request 3's tool messages: %q", got)
+	}
+	if a := srv.Requests[2].Messages[4]; a.Content != "Let me check with grep too." || a.ToolCalls[1].Function.Arguments != `{"stdin": ` {
+		t.Errorf("the second turn's assistant message: %+v", a)
+	}
+	if got := strings.Join(emits, "\n"); !strings.Contains(got, `agent.tool {"turn":2,"name":"grep","id":"call_2","error":true}`) ||
+		!strings.HasSuffix(got, `answer {"turns":3,"stopped":"answer"}`) {
+		t.Errorf("emits:\n%s", got)
 	}
 	// Resuming the finished run asks nothing of the model again.
 	if _, err := e.Resume(context.Background(), "r1"); err != nil {
 		t.Fatal(err)
 	}
-	if srv.Calls() != 4 {
+	if srv.Calls() != 3 {
 		t.Fatalf("the model was called again: %d", srv.Calls())
 	}
 }
@@ -93,8 +142,9 @@ func (d dying) Do(ctx context.Context, op *host.Operation) (any, error) {
 // recorded reply is replayed, never asked for again, and the tool (which
 // could write nothing) is run again by reconciliation.
 func TestAgentSurvivesACrash(t *testing.T) {
-	src, _ := os.ReadFile(filepath.Join(testtools.Root(), "testdata/progs/agent.rune"))
-	srv := modeltest.New("", `{"tool": "wc", "stdin": "a b"}`, `{"answer": "2"}`)
+	src := agentProg(t)
+	srv := modeltest.Script("", modeltest.Reply{ToolCalls: []modeltest.ToolCall{{ID: "c1", Name: "wc", Arguments: `{"stdin": "a b"}`}}},
+		modeltest.Reply{Content: "2"})
 	defer srv.Close()
 	toolDir := t.TempDir()
 	os.WriteFile(filepath.Join(toolDir, "wc.wasm"), testtools.Build(t, "wc"), 0o644)
@@ -135,5 +185,8 @@ func TestAgentSurvivesACrash(t *testing.T) {
 	}
 	if srv.Calls() != 2 {
 		t.Fatalf("%d model calls, want 2: a recorded reply was asked for again", srv.Calls())
+	}
+	if m := srv.Requests[1].Messages; m[len(m)-1].Role != "tool" || m[len(m)-1].Content != "exit 0: 0 2 3\n" {
+		t.Fatalf("the tool run again after the restart said %+v", m[len(m)-1])
 	}
 }

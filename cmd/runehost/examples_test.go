@@ -8,12 +8,14 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -136,8 +138,9 @@ func exWriteFiles(t *testing.T, dir string, files map[string]string) {
 
 func exLastMessage(r modeltest.Request) string { return r.Messages[len(r.Messages)-1].Content }
 
-// The agent reads a file, runs a tool on it, is denied a file outside its
-// grant, is told off for prose, and stops at an answer in a ```json fence.
+// The agent reads a file, runs two tools on it at once, is denied a file
+// outside its grant, and stops at a streamed answer; the tools are offered
+// natively and each result goes back as its call's tool message.
 func exampleAgent(t *testing.T, prog string) {
 	data := t.TempDir()
 	notes := filepath.Join(data, "notes.txt")
@@ -146,13 +149,17 @@ func exampleAgent(t *testing.T, prog string) {
 	exWriteFiles(t, filepath.Dir(secret), map[string]string{"secret.txt": "not for the agent"})
 	tools := t.TempDir()
 	os.WriteFile(filepath.Join(tools, "grep.wasm"), testtools.Build(t, "grep"), 0o644)
+	os.WriteFile(filepath.Join(tools, "wc.wasm"), testtools.Build(t, "wc"), 0o644)
 	t.Setenv("RUNEHOST_TOOLS", tools)
-	srv := modeltest.New("sk-examples-agent-key",
-		`{"read": "`+notes+`"}`,
-		`{"tool": "grep", "args": ["TODO"], "file": "`+notes+`"}`,
-		`{"read": "`+secret+`"}`,
-		`Let me think about it.`,
-		"Here it is:\n```json\n{\"answer\": \"2 lines of notes.txt mention TODO\"}\n```",
+	call := func(id, name, args string) []modeltest.ToolCall {
+		return []modeltest.ToolCall{{ID: id, Name: name, Arguments: args}}
+	}
+	srv := modeltest.Script("sk-examples-agent-key",
+		modeltest.Reply{ToolCalls: call("call_1", "read", `{"path": `+exJS(notes)+`}`)},
+		modeltest.Reply{Content: "Two tools at once.", ToolCalls: append(call("call_2", "grep", `{"pattern": "TODO", "file": `+exJS(notes)+`}`),
+			call("call_3", "wc", `{"text": "one two three"}`)...)},
+		modeltest.Reply{ToolCalls: call("call_4", "read", `{"path": `+exJS(secret)+`}`)},
+		modeltest.Reply{Content: "2 lines of notes.txt mention TODO"},
 	)
 	defer srv.Close()
 	t.Setenv("RUNEHOST_MODEL_URL", srv.URL+"/v1")
@@ -160,30 +167,162 @@ func exampleAgent(t *testing.T, prog string) {
 	t.Setenv("RUNEHOST_MODEL_KEY", srv.Key)
 	exGrant(t, "agent", "model.chat:default", "fs.read:"+data, "tool.run:grep", "tool.run:wc")
 	res, errs := exRun(t, exitOK, "run", prog, "--input", `{"task": "How many lines of `+notes+` mention TODO?"}`)
-	exWantJSON(t, res, `{"answer": "2 lines of notes.txt mention TODO", "turns": 5}`)
-	if srv.Calls() != 5 {
-		t.Fatalf("model calls: %d, want 5", srv.Calls())
+	exWantJSON(t, res, `{"answer": "2 lines of notes.txt mention TODO", "turns": 4, "stopped": "answer"}`)
+	if srv.Calls() != 4 {
+		t.Fatalf("model calls: %d, want 4", srv.Calls())
 	}
 	rq := srv.Requests
-	if rq[0].Model != "fake-model" || rq[0].Messages[0].Role != "system" || !strings.Contains(rq[0].Messages[0].Content, `{"read": PATH}`) || !strings.Contains(exLastMessage(rq[0]), "mention TODO?") {
-		t.Errorf("first request: %+v", rq[0])
-	}
-	for i, want := range []string{
-		"File " + notes + ":\nalpha\nbeta TODO\ngamma TODO\n",
-		"Tool grep exited 0:\nbeta TODO\ngamma TODO\n",
-		"Error denied: fs.read " + secret + ": the path is outside every granted directory (runehost grant --prog agent fs.read:" + filepath.Dir(secret) + ")",
-		"Reply with one JSON object only.",
-	} {
-		if got := exLastMessage(rq[i+1]); got != want {
-			t.Errorf("request %d: the agent said %q, want %q", i+2, got, want)
+	for i, b := range srv.Bodies() {
+		if !rq[i].Stream || rq[i].Model != "fake-model" || !strings.Contains(b, `"tools":[{"type":"function","function":{"name":"read"`) ||
+			!strings.Contains(b, `"name":"wc"`) || !strings.Contains(b, `"name":"grep"`) {
+			t.Errorf("request %d does not stream or offer the three tools: %s", i+1, b)
 		}
 	}
-	if n := len(rq[4].Messages); n != 10 { // system, task, and four turns of two
-		t.Errorf("the last request has %d messages, want 10", n)
+	if rq[0].Messages[0].Role != "system" || !strings.Contains(exLastMessage(rq[0]), "mention TODO?") {
+		t.Errorf("first request: %+v", rq[0])
 	}
-	if !strings.Contains(errs, `move {"turn":2,"said":"Tool grep exited 0:\nbeta TODO`) {
-		t.Errorf("no move event for the tool in %s", errs)
+	deny := "error denied: fs.read " + secret + ": the path is outside every granted directory (runehost grant --prog agent fs.read:" + filepath.Dir(secret) + ")"
+	for _, c := range []struct {
+		req  int
+		id   string
+		want string
+	}{
+		{1, "call_1", "alpha\nbeta TODO\ngamma TODO\n"},
+		{2, "call_2", "exit 0:\nbeta TODO\ngamma TODO\n"},
+		{2, "call_3", "exit 0:\n0 3 13\n"},
+		{3, "call_4", deny},
+	} {
+		found := false
+		for _, m := range rq[c.req].Messages {
+			if m.Role == "tool" && m.ToolCallID == c.id {
+				found = true
+				if m.Content != c.want {
+					t.Errorf("request %d: %s's tool message is %q, want %q", c.req+1, c.id, m.Content, c.want)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("request %d has no tool message for %s", c.req+1, c.id)
+		}
 	}
+	if n := len(rq[3].Messages); n != 9 { // system, task, then the calls of three turns and their four results
+		t.Errorf("the last request has %d messages, want 9", n)
+	}
+	if !strings.Contains(errs, "✎") || !strings.Contains(errs, "mention TODO") || !strings.Contains(errs, `agent.tool {"turn":3,"name":"read","id":"call_4","error":true}`) {
+		t.Errorf("no streamed text or tool events on the terminal:\n%s", errs)
+	}
+	exampleAgentKilled(t, prog, notes)
+}
+
+// exampleAgentKilled kills (SIGKILL) a runehost running the agent while the
+// model streams its third reply; the resume asks again for that reply
+// alone, with the same request, and for none the killed run had recorded.
+func exampleAgentKilled(t *testing.T, prog, notes string) {
+	long := strings.Repeat("Reading the notes again, slowly and carefully, word by word. ", 8)
+	turn3 := modeltest.Reply{Content: long, ToolCalls: []modeltest.ToolCall{{ID: "call_3", Name: "wc", Arguments: `{"file": ` + exJS(notes) + `}`}}}
+	srv := modeltest.Script("",
+		modeltest.Reply{ToolCalls: []modeltest.ToolCall{{ID: "call_1", Name: "read", Arguments: `{"path": ` + exJS(notes) + `}`}}},
+		modeltest.Reply{ToolCalls: []modeltest.ToolCall{{ID: "call_2", Name: "grep", Arguments: `{"pattern": "TODO", "file": ` + exJS(notes) + `}`}}},
+		turn3, // cut by the kill
+		turn3, // asked again on resume
+		modeltest.Reply{Content: "notes.txt has 3 lines, 2 with TODO"},
+	)
+	cut, release := make(chan struct{}), make(chan struct{})
+	chunks := 0
+	srv.SetOnChunk(func([]byte) { // the client is another process: set under the server's lock
+		if srv.Calls() != 3 {
+			return
+		}
+		if chunks++; chunks == 20 { // well into turn 3's text
+			close(cut)
+			<-release // until the process is dead: the stream never ends
+		}
+	})
+	defer srv.Close()
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	t.Setenv("RUNEHOST_MODEL_URL", srv.URL+"/v1")
+	t.Setenv("RUNEHOST_MODEL_KEY", "")
+	cmd := exec.Command(os.Args[0], "run", prog, "--tokens", "50000", "--input", `{"task": "Count the lines of `+notes+`"}`)
+	cmd.Env = append(os.Environ(), "RUNEHOST_TEST_AS_CLI=1")
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-cut:
+	case err := <-done:
+		t.Fatalf("the run ended before turn 3 streamed: %v\n%s", err, stderr)
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("turn 3 did not stream in 30 s:\n%s", stderr)
+	}
+	// The terminal shows the text as it streams, before the reply is whole.
+	for deadline := time.Now().Add(10 * time.Second); !regexp.MustCompile(`r2 ✎ +\d+ model Reading`).MatchString(stderr.String()); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no streamed text of turn 3 on the terminal:\n%s", stderr)
+		}
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	if err := <-done; err == nil || cmd.ProcessState.ExitCode() == 0 {
+		t.Fatalf("the run ended before it was killed: %v\n%s", err, stderr)
+	}
+	close(release)
+	if strings.Contains(stderr.String(), "model.chat: Reading") {
+		t.Fatalf("turn 3's reply was recorded before the kill:\n%s", stderr)
+	}
+	if code, out, _ := invoke(t, "ps"); code != exitOK || !strings.Contains(out, "r2         running") {
+		t.Fatalf("ps after the kill:\n%s", out)
+	}
+	res, errs := exRun(t, exitOK, "resume", "r2")
+	exWantJSON(t, res, `{"answer": "notes.txt has 3 lines, 2 with TODO", "turns": 4, "stopped": "answer"}`)
+	bodies := srv.Bodies()
+	if len(bodies) != 5 {
+		t.Fatalf("%d model requests, want 5 (four turns, the cut one twice):\n%s", len(bodies), strings.Join(bodies, "\n"))
+	}
+	if bodies[3] != bodies[2] {
+		t.Fatalf("the cut turn was asked again with another request:\n%s\n%s", bodies[2], bodies[3])
+	}
+	for i := range bodies {
+		for j := range i {
+			if bodies[i] == bodies[j] && !(j == 2 && i == 3) {
+				t.Fatalf("requests %d and %d are the same: a recorded reply was asked for again", j+1, i+1)
+			}
+		}
+	}
+	// Only turn 3's tool (wc on the file: one fs.read) runs after the resume.
+	if strings.Count(errs, "fs.read "+notes) != 1 || strings.Contains(errs, "tool.run grep") || !strings.Contains(errs, "tool.run wc") {
+		t.Errorf("the resume ran turn 1 or 2's tools again:\n%s", errs)
+	}
+	// The tokens: held with each attempt, charged from usage, the cut
+	// attempt's as spent; nothing held once it ended.
+	_, out, _ := invoke(t, "inspect", "r2")
+	var limit, charged, held, lent int
+	if i := strings.Index(out, "model tokens: "); i < 0 {
+		t.Fatalf("inspect shows no model tokens:\n%s", out)
+	} else if _, err := fmt.Sscanf(out[i:], "model tokens: %d limit, %d charged, %d held, %d lent", &limit, &charged, &held, &lent); err != nil {
+		t.Fatalf("inspect: %v\n%s", err, out)
+	}
+	// modeltest's usage: the words of the last message and of the reply.
+	used := 0
+	for i, r := range []modeltest.Reply{{}, {}, {}, turn3, {Content: "notes.txt has 3 lines, 2 with TODO"}} {
+		if i != 2 {
+			used += len(strings.Fields(exLastMessage(srv.Requests[i]))) + len(strings.Fields(r.Content))
+		}
+	}
+	if limit != 50000 || charged <= used || held != 0 || lent != 0 {
+		t.Fatalf("model tokens: %d limit, %d charged, %d held, %d lent; want more charged than the %d the recorded replies used", limit, charged, held, lent, used)
+	}
+	t.Logf("model tokens: %d charged, %d of them used by the four recorded replies", charged, used)
 }
 
 // The summariser counts what wc would, skips what is not text, asks the

@@ -82,7 +82,9 @@ type Server struct {
 	*httptest.Server
 	Key string
 	// OnChunk, when set, is called with each stream event just before it
-	// is written (and flushed).
+	// is written (and flushed). Set it before the first request, or with
+	// SetOnChunk while the server may be serving (the client another
+	// process, say).
 	OnChunk func(event []byte)
 	// Cycle answers from the script's start again once it is exhausted,
 	// rather than with HTTP 500 (for benchmarks).
@@ -116,6 +118,14 @@ func (s *Server) Add(replies ...Reply) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.script = append(s.script, replies...)
+}
+
+// SetOnChunk sets OnChunk under the server's lock, which each request
+// takes before it reads OnChunk.
+func (s *Server) SetOnChunk(f func(event []byte)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.OnChunk = f
 }
 
 // Calls returns how many completions were asked for.
@@ -155,6 +165,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	n := len(s.Requests)
 	s.Requests = append(s.Requests, req)
+	onChunk := s.OnChunk
 	var reply Reply
 	ok := n < len(s.script)
 	if ok {
@@ -188,7 +199,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	id := fmt.Sprintf("chatcmpl-%d", n)
 	if req.Stream {
-		s.stream(w, r, id, req.Model, reply)
+		s.stream(w, r, id, req.Model, reply, onChunk)
 		return
 	}
 	calls := []any{}
@@ -215,7 +226,7 @@ func usage(u *Usage) map[string]any {
 }
 
 // stream sends reply as chunks (research: the wire format of OpenAI's).
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, id, model string, reply Reply) {
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, id, model string, reply Reply, onChunk func([]byte)) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	fl, _ := w.(http.Flusher)
@@ -223,8 +234,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id, model string
 		if reply.Style == Comments {
 			fmt.Fprint(w, ": keep-alive\n\n")
 		}
-		if s.OnChunk != nil {
-			s.OnChunk([]byte(text))
+		if onChunk != nil {
+			onChunk([]byte(text))
 		}
 		fmt.Fprint(w, text)
 		if fl != nil {
