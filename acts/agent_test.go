@@ -20,10 +20,8 @@ import (
 	"github.com/runehost/runehost/acts/model/modeltest"
 	"github.com/runehost/runehost/acts/tools"
 	"github.com/runehost/runehost/guest/modules"
-	"github.com/runehost/runehost/guest/port"
 	"github.com/runehost/runehost/host"
 	"github.com/runehost/runehost/internal/testtools"
-	"github.com/runehost/runehost/store"
 )
 
 // agentProg is testdata/progs/agent.rune with the modules it imports.
@@ -152,16 +150,9 @@ func TestAgentSurvivesACrash(t *testing.T) {
 	cfg := acts.Config{ToolDir: toolDir, CacheDir: filepath.Join(os.TempDir(), "runehost-test-wazero-cache"),
 		Endpoints: map[string]model.Endpoint{"default": {Name: "default", BaseURL: srv.URL + "/v1"}}}
 	open := func() (*host.Engine, func()) {
-		s, err := store.Open(store.Options{Dir: dir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, _, err := host.Open(s, port.NewNative(), func() int64 { return 1 })
-		if err != nil {
-			t.Fatal(err)
-		}
+		e, done := acttest.Open(t, dir)
 		closer := acts.Register(e, cfg)
-		return e, func() { closer(); s.Close() }
+		return e, func() { closer(); done() }
 	}
 	e, done := open()
 	acttest.Grant(t, e, "model.chat:default", "tool.run:wc")

@@ -15,10 +15,8 @@ import (
 	"github.com/runehost/runehost/acts"
 	"github.com/runehost/runehost/acts/acttest"
 	"github.com/runehost/runehost/acts/mcp"
-	"github.com/runehost/runehost/guest/port"
 	"github.com/runehost/runehost/host"
 	"github.com/runehost/runehost/internal/testtools"
-	"github.com/runehost/runehost/store"
 )
 
 // dyingOnce dies (the goroutine ends, as if the host were killed) in its
@@ -49,16 +47,9 @@ return [n, (act "mcp.call" {server: "demo", tool: "echo", arguments: {text: "hi"
 	} {
 		dir := t.TempDir()
 		open := func() (*host.Engine, func()) {
-			s, err := store.Open(store.Options{Dir: dir})
-			if err != nil {
-				t.Fatal(err)
-			}
-			e, _, err := host.Open(s, port.NewNative(), func() int64 { return 1 })
-			if err != nil {
-				t.Fatal(err)
-			}
+			e, done := acttest.Open(t, dir)
 			closer := acts.Register(e, cfg)
-			return e, func() { closer(); s.Close() }
+			return e, func() { closer(); done() }
 		}
 		e, done := open()
 		acttest.Grant(t, e, "mcp.list:demo", "mcp.call:demo")

@@ -18,9 +18,7 @@ import (
 	"github.com/runehost/runehost/acts/model/modeltest"
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/events"
-	"github.com/runehost/runehost/guest/port"
 	"github.com/runehost/runehost/host"
-	"github.com/runehost/runehost/store"
 )
 
 // toolAgent adds numbers with a tool "add" until the model answers.
@@ -146,16 +144,9 @@ func TestToolCallingAgentCrash(t *testing.T) {
 	a := &model.Adapter{Endpoints: map[string]model.Endpoint{"default": {Name: "default", BaseURL: srv.URL + "/v1"}}}
 	dir := t.TempDir()
 	open := func(ad host.Adapter) (*host.Engine, func()) {
-		s, err := store.Open(store.Options{Dir: dir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, _, err := host.Open(s, port.NewNative(), func() int64 { return 1 })
-		if err != nil {
-			t.Fatal(err)
-		}
+		e, done := acttest.Open(t, dir)
 		e.Adapters[model.Tag] = ad
-		return e, func() { s.Close() }
+		return e, done
 	}
 	e, done := open(&crashing{Adapter: a, at: 3})
 	acttest.Grant(t, e, "model.chat:default")

@@ -79,3 +79,21 @@ func Catch(expr string) string {
 
 // Data encodes a JSON text as a data value.
 func Data(t testing.TB, jsonText string) []byte { t.Helper(); return porttest.EncodeJSON(t, jsonText) }
+
+// Open opens the store in dir and an engine on it as a host process does
+// when it starts (host.Open: the next generation, its recovery run), for
+// tests that crash a host and start another on the same store; done closes
+// the store.
+func Open(t testing.TB, dir string) (e *host.Engine, done func()) {
+	t.Helper()
+	s, err := store.Open(store.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _, err = host.Open(s, port.NewNative(), func() int64 { return 1 })
+	if err != nil {
+		s.Close()
+		t.Fatal(err)
+	}
+	return e, func() { s.Close() }
+}
