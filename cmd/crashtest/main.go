@@ -37,7 +37,9 @@
 // -break builds a runehost that is wrong on purpose, to show the harness
 // notices: nosync (Synced commits do not sync), rotation (a sync reaches
 // only what Badger's DB.Sync does), dispatch-first (the act is performed
-// before its attempt is recorded). Each must end with violations.
+// before its attempt is recorded), reopen-free (an attempt reopened after
+// a crash charges none of the model tokens it held). Each must end with
+// violations.
 //
 // Usage: go run ./cmd/crashtest [-kills N] [-seed S] [-break MODE] [-v]   (make crash)
 package main
@@ -90,7 +92,7 @@ type kindStats struct {
 func main() {
 	kills := flag.Int("kills", 300, "kills in all")
 	seed := flag.Int64("seed", time.Now().UnixNano(), "seed of the kill points")
-	brk := flag.String("break", "", "build a broken runehost: nosync, rotation or dispatch-first")
+	brk := flag.String("break", "", "build a broken runehost: nosync, rotation, dispatch-first or reopen-free")
 	verbose := flag.Bool("v", false, "print every command")
 	flag.Parse()
 	tmp, err := os.MkdirTemp("", "crashtest")
@@ -148,14 +150,14 @@ func build(bin, tmp, brk string) error {
 	case "":
 	case "nosync", "rotation":
 		args = append(args, "-ldflags", "-X github.com/runehost/runehost/store.crashBreak="+brk)
-	case "dispatch-first":
-		overlay, err := dispatchFirst(tmp)
+	case "dispatch-first", "reopen-free":
+		overlay, err := overlays[brk](tmp)
 		if err != nil {
 			return err
 		}
 		args = append(args, "-overlay", overlay)
 	default:
-		return fmt.Errorf("-break %q: want nosync, rotation or dispatch-first", brk)
+		return fmt.Errorf("-break %q: want nosync, rotation, dispatch-first or reopen-free", brk)
 	}
 	c := exec.Command("go", append(args, "./cmd/runehost")...)
 	c.Stdout, c.Stderr = os.Stdout, os.Stderr
@@ -165,35 +167,62 @@ func build(bin, tmp, brk string) error {
 	return nil
 }
 
-// dispatchFirst writes a build overlay in which the engine performs an act
-// before the transaction that records its attempt, and returns its path.
-func dispatchFirst(tmp string) (string, error) {
-	src, err := filepath.Abs("host/engine.go")
-	if err != nil {
-		return "", err
-	}
-	b, err := os.ReadFile(src)
-	if err != nil {
-		return "", err
-	}
-	s := string(b)
-	for _, e := range []struct{ old, new string }{
-		{"type prepared struct {\n", "type prepared struct {\n\tearly *Outcome // crashtest -break dispatch-first\n"},
-		{"\t\tattempted := false\n", "\t\tif act != nil && prep != nil {\n\t\t\tprep.early = e.perform(context.WithoutCancel(ctx), act, prep)\n\t\t}\n\t\tattempted := false\n"},
-		{"\t\t\to := e.perform(context.WithoutCancel(ctx), op, fresh)\n", "\t\t\to := fresh.early\n"},
-	} {
-		if strings.Count(s, e.old) != 1 {
-			return "", fmt.Errorf("-break dispatch-first: host/engine.go no longer has %q once; update cmd/crashtest's overlay", e.old)
+// edit is one replacement in a source file of the host, which must hold
+// old once.
+type edit struct{ file, old, new string }
+
+// overlays are the broken builds made by editing the host's source: each
+// writes a build overlay and returns its path.
+var overlays = map[string]func(tmp string) (string, error){
+	// The engine performs an act before the transaction that records its
+	// attempt.
+	"dispatch-first": func(tmp string) (string, error) {
+		return overlay(tmp, "dispatch-first",
+			edit{"host/dispatch.go", "type prepared struct {\n", "type prepared struct {\n\tearly *Outcome // crashtest -break dispatch-first\n"},
+			edit{"host/drive.go", "\tattempted := false\n", "\tif act != nil && prep != nil {\n\t\tprep.early = e.perform(context.WithoutCancel(ctx), act, prep)\n\t}\n\tattempted := false\n"},
+			edit{"host/dispatch.go", "\t\t\to := e.perform(context.WithoutCancel(ctx), op, fresh)\n", "\t\t\to := fresh.early\n"})
+	},
+	// An attempt reopened after a crash charges nothing for the model
+	// tokens it held, which it may have spent.
+	"reopen-free": func(tmp string) (string, error) {
+		return overlay(tmp, "reopen-free",
+			edit{"host/ledger.go", "chargeTokensTx(tx, id.Invocation, held, held)", "chargeTokensTx(tx, id.Invocation, held, 0)"})
+	},
+}
+
+// overlay writes a build overlay replacing each file edited with a copy
+// of it, edited.
+func overlay(tmp, brk string, edits ...edit) (string, error) {
+	texts := map[string]string{}
+	for _, e := range edits {
+		s, ok := texts[e.file]
+		if !ok {
+			b, err := os.ReadFile(e.file)
+			if err != nil {
+				return "", err
+			}
+			s = string(b)
 		}
-		s = strings.Replace(s, e.old, e.new, 1)
+		if strings.Count(s, e.old) != 1 {
+			return "", fmt.Errorf("-break %s: %s no longer has %q once; update cmd/crashtest's overlay", brk, e.file, e.old)
+		}
+		texts[e.file] = strings.Replace(s, e.old, e.new, 1)
 	}
-	patched := filepath.Join(tmp, "engine.go")
-	if err := os.WriteFile(patched, []byte(s), 0o644); err != nil {
-		return "", err
+	replace := map[string]string{}
+	for file, s := range texts {
+		src, err := filepath.Abs(file)
+		if err != nil {
+			return "", err
+		}
+		patched := filepath.Join(tmp, filepath.Base(file))
+		if err := os.WriteFile(patched, []byte(s), 0o644); err != nil {
+			return "", err
+		}
+		replace[src] = patched
 	}
-	j, _ := json.Marshal(map[string]map[string]string{"Replace": {src: patched}})
-	overlay := filepath.Join(tmp, "overlay.json")
-	return overlay, os.WriteFile(overlay, j, 0o644)
+	j, _ := json.Marshal(map[string]map[string]string{"Replace": replace})
+	path := filepath.Join(tmp, "overlay.json")
+	return path, os.WriteFile(path, j, 0o644)
 }
 
 // plan decides how the next command of kind is killed, if at all.
