@@ -359,6 +359,10 @@ func TestRetryAfter(t *testing.T) {
 		if ce == nil || ce.Kind != "rate" || !strings.Contains(ce.Msg, "HTTP 429 after 1 attempt: the server asked to wait 30s") || srv.Calls() != 1 {
 			t.Fatalf("got %+v after %d calls", ce, srv.Calls())
 		}
+		// The wait is the error's data, for the prog's own retry.
+		if d, err := checkpoint.DecodeData(ce.Data); err != nil || acttest.JSON(t, ce.Data) != `{"retry_after_ms":30000}` {
+			t.Fatalf("data %v %v", d, err)
+		}
 	})
 }
 

@@ -225,7 +225,11 @@ func (a *Adapter) post(ctx context.Context, ep Endpoint, name string, body []byt
 			if said {
 				asked = "asked to wait " + wait.String()
 			}
-			return nil, a.failed(ep, "rate", "model.chat %s: HTTP %d after %s: the server %s: %s", name, resp.StatusCode, attempts(attempt), asked, b)
+			err := a.failed(ep, "rate", "model.chat %s: HTTP %d after %s: the server %s: %s", name, resp.StatusCode, attempts(attempt), asked, b)
+			if said {
+				err.(*checkpoint.Error).Data = retryData(wait) // for the prog's own retry (std/retry.rune)
+			}
+			return nil, err
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -238,6 +242,14 @@ func (a *Adapter) post(ctx context.Context, ep Endpoint, name string, body []byt
 			return nil, a.failed(ep, "rate", "model.chat %s: HTTP %d: the act's time ran out waiting %s to ask again", name, resp.StatusCode, wait)
 		}
 	}
+}
+
+// retryData is a rate error's data: the wait the server asked for.
+func retryData(wait time.Duration) checkpoint.RawData {
+	m := &checkpoint.Map{}
+	m.Set("retry_after_ms", wait.Milliseconds())
+	b, _ := checkpoint.EncodeData(m)
+	return b
 }
 
 func attempts(n int) string {

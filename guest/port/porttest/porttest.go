@@ -65,12 +65,24 @@ func EncodeJSON(t testing.TB, text string) []byte {
 	return b
 }
 
-// parseReply reads "JSON" or "!kind: msg".
+// ParseReply reads "JSON", or "!kind: msg" for an error, with its data
+// as JSON after " #" when it has some ("!rate: slow down #{"retry_after_ms": 2000}").
 func ParseReply(t testing.TB, text string) []byte {
 	var r checkpoint.Reply
 	if strings.HasPrefix(text, "!") {
 		kind, msg, _ := strings.Cut(text[1:], ":")
 		r.Err = &checkpoint.Error{Kind: strings.TrimSpace(kind), Msg: strings.TrimSpace(msg)}
+		if i := strings.LastIndex(msg, " #"); i >= 0 {
+			d, err := checkpoint.DataFromJSON([]byte(msg[i+2:]))
+			if err != nil {
+				t.Fatalf("bad error data in %q: %v", text, err)
+			}
+			b, err := checkpoint.EncodeData(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Err.Msg, r.Err.Data = strings.TrimSpace(msg[:i]), b
+		}
 	} else {
 		d, err := checkpoint.DataFromJSON([]byte(text))
 		if err != nil {
