@@ -233,14 +233,14 @@ func (a *Adapter) mounts(inv string) ([]tool.Mount, []string, error) {
 	for _, g := range append(read, write...) {
 		dir, _ := fs.SplitTarget(g.Target())
 		if err := fs.CheckPlace(dir, a.Places); err != nil {
-			return nil, nil, &checkpoint.Error{Kind: "denied", Msg: fmt.Sprintf("tool.run: the mount %s is refused: %v", g.Statement, err)}
+			return nil, nil, &checkpoint.Error{Kind: "denied", Msg: fmt.Sprintf("sandbox: the mount %s is refused: %v", g.Statement, err)}
 		}
 	}
 	var env []string
 	for _, g := range envs {
 		if tool.HostOwn(g.Target()) {
 			// A grant recorded before the ward refused it gives nothing.
-			return nil, nil, &checkpoint.Error{Kind: "denied", Msg: fmt.Sprintf("tool.run: the grant %s is refused: the host's own configuration is never given to a tool", g.Statement)}
+			return nil, nil, &checkpoint.Error{Kind: "denied", Msg: fmt.Sprintf("sandbox: the grant %s is refused: the host's own configuration is never given to a tool or an MCP server", g.Statement)}
 		}
 		if v, ok := os.LookupEnv(g.Target()); ok {
 			if err := tool.CheckEnv(g.Target() + "=" + v); err != nil {
