@@ -66,7 +66,8 @@ func (a *accumulator) add(ch *wireResponse) string {
 
 // call adds a tool call fragment: by its index, except that a new id at an
 // index already taken opens a new call (ollama sends each call whole, all
-// at index 0).
+// at index 0). A name the same as the call's so far is a repeat, not a
+// piece of it.
 func (a *accumulator) call(tc wireToolCall) {
 	idx := 0
 	if tc.Index != nil {
@@ -85,7 +86,9 @@ func (a *accumulator) call(tc wireToolCall) {
 	if tc.ID != "" {
 		c.ID = tc.ID
 	}
-	c.Function.Name += tc.Function.Name
+	if tc.Function.Name != c.Function.Name { // some servers repeat the name in every fragment
+		c.Function.Name += tc.Function.Name
+	}
 	c.Function.Arguments += tc.Function.Arguments
 }
 
@@ -178,8 +181,19 @@ func readStream(body io.Reader, a *accumulator, show func(string)) error {
 		}
 		return &streamError{kind: "failed", msg: "reading the stream: " + err.Error()}
 	}
-	// The body ended: an event not closed by a blank line is dropped, as
-	// the format says; a cut chunk is a truncated stream.
+	// The body ended. An event not closed by a blank line is taken when it
+	// is whole (some servers end so); a cut one means the stream was cut.
+	if data.Len() > 0 {
+		done, err := dispatch()
+		var se *streamError
+		if errors.As(err, &se) && se.kind == "model" {
+			return &streamError{kind: "model", msg: errTruncated.Error()}
+		}
+		if done {
+			err = nil
+		}
+		return finished(a, err)
+	}
 	return finished(a, nil)
 }
 

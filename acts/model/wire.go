@@ -7,6 +7,7 @@ package model
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 )
 
 // wireRequest is ChatCompletionNewParams: a field left at its zero value is
@@ -41,6 +42,48 @@ type wireMessage struct {
 	Content    *string        `json:"content,omitempty"`
 	ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string         `json:"tool_call_id,omitempty"`
+}
+
+// UnmarshalJSON reads a message as servers send it: content a string, null,
+// or a list of parts whose text parts are joined (other parts, images and
+// the like, are left out).
+func (m *wireMessage) UnmarshalJSON(b []byte) error {
+	type plain wireMessage
+	var aux struct {
+		plain
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	*m = wireMessage(aux.plain)
+	c := bytes.TrimSpace(aux.Content)
+	switch {
+	case len(c) == 0 || bytes.Equal(c, []byte("null")):
+	case c[0] == '[':
+		var parts []struct {
+			Type string  `json:"type"`
+			Text *string `json:"text"`
+		}
+		if err := json.Unmarshal(c, &parts); err != nil {
+			return err
+		}
+		var s strings.Builder
+		for _, p := range parts {
+			if p.Text != nil && (p.Type == "text" || p.Type == "output_text") {
+				s.WriteString(*p.Text)
+			}
+		}
+		text := s.String()
+		m.Content = &text
+	default:
+		var s string
+		if err := json.Unmarshal(c, &s); err != nil {
+			return err
+		}
+		m.Content = &s
+	}
+	return nil
 }
 
 // wireToolCall is a function tool call; in a stream, a fragment of one

@@ -1,0 +1,90 @@
+// servers_test.go reads replies as real servers write them, beyond the
+// scripted server's styles: CRLF lines, data without a space, a first chunk
+// with no choices (Azure), null content deltas (vLLM), the last event not
+// closed by a blank line, a tool's name repeated in each fragment, content
+// as a list of parts, reasoning text beside the content.
+
+package model_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/runehost/runehost/acts/model/modeltest"
+)
+
+// raw is a reply written exactly as given.
+func raw(contentType, body string) modeltest.Reply {
+	return modeltest.Reply{Status: 200, Header: map[string]string{"Content-Type": contentType}, Body: body}
+}
+
+func sse(events ...string) string {
+	var b strings.Builder
+	for _, e := range events {
+		b.WriteString(e + "\n\n")
+	}
+	return b.String()
+}
+
+func TestRealServerVariants(t *testing.T) {
+	const stream = `{"messages": [{"role": "user", "content": "hi"}], "stream": true}`
+	const whole = `{"messages": [{"role": "user", "content": "hi"}]}`
+	for _, c := range []struct {
+		name, args string
+		reply      modeltest.Reply
+		want       string // in the reply's JSON
+	}{
+		{"CRLF lines and no space after data:", stream, raw("text/event-stream",
+			strings.ReplaceAll(sse(`data:{"choices":[{"index":0,"delta":{"content":"Hel"}}]}`,
+				`data:{"choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":"stop"}]}`, `data:[DONE]`), "\n", "\r\n")),
+			`"content":"Hello"`},
+		{"Azure: a first chunk of prompt filter results, no choices", stream, raw("text/event-stream", sse(
+			`data: {"choices":[],"prompt_filter_results":[{"prompt_index":0,"content_filter_results":{}}]}`,
+			`data: {"choices":[{"index":0,"delta":{"role":"assistant","content":"ok"},"content_filter_results":{}}]}`,
+			`data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`, `data: [DONE]`)),
+			`"content":"ok"`},
+		{"vLLM: null content deltas around a tool call", stream, raw("text/event-stream", sse(
+			`data: {"choices":[{"index":0,"delta":{"role":"assistant","content":null}}]}`,
+			`data: {"choices":[{"index":0,"delta":{"content":null,"tool_calls":[{"index":0,"id":"chatcmpl-tool-1","type":"function","function":{"name":"add","arguments":""}}]}}]}`,
+			`data: {"choices":[{"index":0,"delta":{"content":null,"tool_calls":[{"index":0,"function":{"arguments":"{\"a\": 1}"}}]}}]}`,
+			`data: {"choices":[{"index":0,"delta":{"content":null},"finish_reason":"tool_calls"}]}`, `data: [DONE]`)),
+			`"tool_calls":[{"id":"chatcmpl-tool-1","name":"add","arguments":{"a":1}}]`},
+		{"the last event not closed by a blank line", stream, raw("text/event-stream",
+			sse(`data: {"choices":[{"index":0,"delta":{"content":"done"}}]}`)+`data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`),
+			`"finish_reason":"stop"`},
+		{"a tool's name repeated in every fragment", stream, raw("text/event-stream", sse(
+			`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"add","arguments":"{\"a\""}}]}}]}`,
+			`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"add","arguments":": 2}"}}]}}]}`,
+			`data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`)),
+			`"tool_calls":[{"id":"c1","name":"add","arguments":{"a":2}}]`},
+		{"reasoning text beside the content", stream, raw("text/event-stream", sse(
+			`data: {"choices":[{"index":0,"delta":{"reasoning_content":"let me think"}}]}`,
+			`data: {"choices":[{"index":0,"delta":{"content":"4"},"finish_reason":"stop"}]}`)),
+			`"content":"4"`},
+		{"content as a list of parts", whole, raw("application/json",
+			`{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":[{"type":"text","text":"Hello"},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":" there"}]}}]}`),
+			`"content":"Hello there"`},
+		{"content null with a tool call, whole", whole, raw("application/json",
+			`{"choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[{"id":"c9","type":"function","function":{"name":"add","arguments":"{}"}}]}}]}`),
+			`"content":"","tool_calls":[{"id":"c9","name":"add","arguments":{}}]`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, a := serve(t, c.reply)
+			got, ce := do(t, context.Background(), a, c.args)
+			if ce != nil || !strings.Contains(got, c.want) {
+				t.Fatalf("got %s %v, want %s in it", got, ce, c.want)
+			}
+		})
+	}
+}
+
+// A chunk cut by the end of the body is a truncated stream, not a
+// malformed one: the server stopped, it did not send bad JSON.
+func TestCutChunkIsTruncated(t *testing.T) {
+	_, a := serve(t, raw("text/event-stream", sse(`data: {"choices":[{"index":0,"delta":{"content":"Hel"}}]}`)+`data: {"choices":[{"ind`))
+	_, ce := do(t, context.Background(), a, `{"messages": [{"role": "user", "content": "hi"}], "stream": true}`)
+	if ce == nil || ce.Kind != "model" || !strings.Contains(ce.Msg, "the stream ended before the reply was complete") {
+		t.Fatalf("got %+v", ce)
+	}
+}
