@@ -125,6 +125,12 @@ func (a *Adapter) Do(ctx context.Context, op *host.Operation) (any, error) {
 	if _, ok := a.Endpoints[name]; !ok {
 		return nil, fmt.Errorf("model.chat: no endpoint %q is configured", name)
 	}
+	timeout := ep.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	body, err := json.Marshal(&p.req)
 	if err != nil {
 		return nil, a.failed(ep, "failed", "model.chat %s: %v", name, err)

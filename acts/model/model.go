@@ -37,7 +37,14 @@ type Endpoint struct {
 	// MaxTokens is the max_tokens sent when the prog gives none;
 	// DefaultMaxTokens when 0.
 	MaxTokens int64
+	// Timeout is how long a call may take, a stream's last chunk
+	// included; DefaultTimeout when 0 (a slow local model streaming a long
+	// reply may want more).
+	Timeout time.Duration
 }
+
+// DefaultTimeout is how long a call may take when its endpoint says not.
+const DefaultTimeout = 2 * time.Minute
 
 // DefaultMaxTokens is the max_tokens an act sends when neither the prog nor
 // the endpoint names one: sent, so that the server keeps to what the
@@ -48,8 +55,9 @@ const DefaultMaxTokens = 1024
 const DefaultContextTokens = 8192
 
 // FromEnv reads endpoints from the environment: RUNEHOST_MODEL_URL,
-// RUNEHOST_MODEL, RUNEHOST_MODEL_KEY, RUNEHOST_MODEL_CONTEXT_TOKENS and
-// RUNEHOST_MODEL_MAX_TOKENS configure "default"; RUNEHOST_MODEL_<NAME>_URL,
+// RUNEHOST_MODEL, RUNEHOST_MODEL_KEY, RUNEHOST_MODEL_CONTEXT_TOKENS,
+// RUNEHOST_MODEL_MAX_TOKENS and RUNEHOST_MODEL_TIMEOUT (a duration: 10m)
+// configure "default"; RUNEHOST_MODEL_<NAME>_URL,
 // _MODEL, _KEY, _CONTEXT_TOKENS and _MAX_TOKENS configure <name>.
 func FromEnv() map[string]Endpoint {
 	out := map[string]Endpoint{}
@@ -69,8 +77,9 @@ func FromEnv() map[string]Endpoint {
 		}
 		budget, _ := strconv.ParseInt(os.Getenv(prefix+"CONTEXT_TOKENS"), 10, 64)
 		maxTokens, _ := strconv.ParseInt(os.Getenv(prefix+"MAX_TOKENS"), 10, 64)
+		timeout, _ := time.ParseDuration(os.Getenv(prefix + "TIMEOUT"))
 		out[name] = Endpoint{Name: name, BaseURL: strings.TrimSuffix(v, "/"), Model: model, Key: os.Getenv(prefix + "KEY"),
-			ContextTokens: budget, MaxTokens: max(maxTokens, 0)}
+			ContextTokens: budget, MaxTokens: max(maxTokens, 0), Timeout: max(timeout, 0)}
 	}
 	return out
 }
@@ -90,7 +99,11 @@ type Adapter struct {
 
 // Limits declares model.chat's limits.
 func (a *Adapter) Limits() host.Limits {
-	return host.Limits{Args: 1 << 20, Reply: 1 << 20, Time: 2 * time.Minute}
+	t := DefaultTimeout
+	for _, ep := range a.Endpoints {
+		t = max(t, ep.Timeout) // Do keeps each call to its endpoint's
+	}
+	return host.Limits{Args: 1 << 20, Reply: 1 << 20, Time: t}
 }
 
 // Secrets returns the keys of the configured endpoints, which are redacted

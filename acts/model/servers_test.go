@@ -10,7 +10,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/runehost/runehost/acts/model"
 	"github.com/runehost/runehost/acts/model/modeltest"
 )
 
@@ -86,5 +88,34 @@ func TestCutChunkIsTruncated(t *testing.T) {
 	_, ce := do(t, context.Background(), a, `{"messages": [{"role": "user", "content": "hi"}], "stream": true}`)
 	if ce == nil || ce.Kind != "model" || !strings.Contains(ce.Msg, "the stream ended before the reply was complete") {
 		t.Fatalf("got %+v", ce)
+	}
+}
+
+// An endpoint's timeout bounds a call, its stream included, and the act's
+// limit is the longest endpoint's; FromEnv reads it.
+func TestEndpointTimeout(t *testing.T) {
+	t.Setenv("RUNEHOST_MODEL_URL", "http://127.0.0.1:1/v1")
+	t.Setenv("RUNEHOST_MODEL_TIMEOUT", "250ms")
+	t.Setenv("RUNEHOST_MODEL_SLOW_URL", "http://127.0.0.1:1/v1")
+	t.Setenv("RUNEHOST_MODEL_SLOW_TIMEOUT", "15m")
+	eps := model.FromEnv()
+	if eps["default"].Timeout != 250*time.Millisecond || eps["slow"].Timeout != 15*time.Minute {
+		t.Fatalf("endpoints %+v", eps)
+	}
+	if l := (&model.Adapter{Endpoints: eps}).Limits(); l.Time != 15*time.Minute {
+		t.Fatalf("the act's limit is %s, not the slowest endpoint's", l.Time)
+	}
+	srv, a := serve(t, modeltest.Reply{Content: "a reply that comes slowly, chunk by chunk"})
+	srv.SetOnChunk(func([]byte) { time.Sleep(100 * time.Millisecond) })
+	ep := a.Endpoints["default"]
+	ep.Timeout = 250 * time.Millisecond
+	a.Endpoints["default"] = ep
+	start := time.Now()
+	_, ce := do(t, context.Background(), a, `{"messages": [{"role": "user", "content": "hi"}], "stream": true}`)
+	if ce == nil || ce.Kind != "failed" || !strings.Contains(ce.Msg, "deadline exceeded") {
+		t.Fatalf("got %+v after %s", ce, time.Since(start))
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the call took %s, its endpoint allows 250ms", d)
 	}
 }
