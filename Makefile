@@ -18,7 +18,8 @@ FUZZ_TARGETS := \
 	./wasmvm:FuzzRunParity \
 	./wasmvm:FuzzStepParity \
 	./wasmvm:FuzzDataParity \
-	./guest/machine:FuzzFastPath
+	./guest/machine:FuzzFastPath \
+	./acts/model:FuzzReply
 
 .PHONY: all build guest guest-check browser-check test test-steps test-lane-unit test-lane-rest test-unit test-long vet unit fuzz fuzz-short crash crash-short crash-red park tools load-cards race bench bench-check bench-redact clean mount-race
 
