@@ -166,6 +166,9 @@ func cadenceFromEnv() (host.Cadence, error) {
 // are most of a short run's start, and need nothing of the store, which
 // opens meanwhile.
 func startRuntime(c *cli.Context) func() (port.RuntimePort, func(), error) {
+	if rt, ok := c.Context.Value(sharedRuntime{}).(port.RuntimePort); ok && !c.Bool("native") {
+		return func() (port.RuntimePort, func(), error) { return rt, func() {}, nil }
+	}
 	type started struct {
 		rt    port.RuntimePort
 		close func()
@@ -185,6 +188,25 @@ func startRuntime(c *cli.Context) func() (port.RuntimePort, func(), error) {
 		s := <-ch
 		return s.rt, s.close, s.err
 	}
+}
+
+// sharedRuntime is the context key of a sandbox that outlives the engines
+// a long command opens one after another (runehost mcp opens one a call):
+// starting the sandbox is most of a short run's time.
+type sharedRuntime struct{}
+
+// withSharedRuntime gives c's later engines one sandbox, started now; the
+// func returned closes it.
+func withSharedRuntime(c *cli.Context) (func(), error) {
+	if c.Bool("native") {
+		return func() {}, nil
+	}
+	rt, closeRT, err := startRuntime(c)()
+	if err != nil {
+		return nil, err
+	}
+	c.Context = context.WithValue(c.Context, sharedRuntime{}, rt)
+	return closeRT, nil
 }
 
 // report prints where a run stands and returns the command's outcome.

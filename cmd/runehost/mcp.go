@@ -167,6 +167,15 @@ func mcpServe(c *cli.Context) error {
 	} else {
 		fmt.Fprintf(h.log, "mcp: serving on stdio: %s\n", strings.Join(names, ", "))
 	}
+	if _, served, err := findServer(c); len(progs) > 0 && err == nil && !served {
+		// The store is opened for each call, the sandbox once: starting
+		// it is most of a short prog's call.
+		closeRT, err := withSharedRuntime(c)
+		if err != nil {
+			return err
+		}
+		defer closeRT()
+	}
 	return h.serve(s)
 }
 
