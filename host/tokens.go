@@ -156,13 +156,13 @@ func (e *Engine) warnCharge(inv string, c *tokenCharge) {
 }
 
 // spentBy is what an outcome spent of a reservation: the adapter's Spent of
-// its reply; the whole reservation when an operator settled it (it may have
-// been spent), when the reply is an error of kind "model" (the model
-// answered, but not as its contract says, and its usage is not kept), when
-// the adapter is no longer Metered, or when its Spent panics (it runs inside
-// the outcome's transaction: it must not take the host down). Any other
-// error spent nothing: it was refused, or the server did not answer with a
-// completion.
+// its reply; for an error, what its data says it spent (errorSpent), else
+// the whole reservation for an error of kind "model" (the model answered,
+// but not as its contract says) and nothing for any other (refused, or the
+// server never answered); the whole reservation when an operator settled it
+// (it may have been spent), when the adapter is no longer Metered, or when
+// its Spent panics (it runs inside the outcome's transaction: it must not
+// take the host down).
 func (e *Engine) spentBy(tag string, o Outcome, reply []byte, reserved uint64) (spent uint64) {
 	defer func() {
 		if recover() != nil {
@@ -177,12 +177,36 @@ func (e *Engine) spentBy(tag string, o Outcome, reply []byte, reserved uint64) (
 	switch {
 	case err != nil:
 		return reserved
-	case r.Err != nil && r.Err.Kind == "model":
-		return reserved
 	case r.Err != nil:
+		if n, ok := errorSpent(r.Err); ok {
+			return n
+		}
+		if r.Err.Kind == "model" {
+			return reserved
+		}
 		return 0
 	}
 	return m.Spent(r.Value)
+}
+
+// errorSpent is what a failed act says it spent: its error's data
+// {spent_tokens: N}, which an adapter gives an error that came once the
+// model had begun to answer (a stream cut, a reply over its cap).
+func errorSpent(ce *checkpoint.Error) (uint64, bool) {
+	if len(ce.Data) == 0 {
+		return 0, false
+	}
+	d, err := checkpoint.DecodeData(ce.Data)
+	m, ok := d.(*checkpoint.Map)
+	if err != nil || !ok {
+		return 0, false
+	}
+	v, _ := m.Get("spent_tokens")
+	n, ok := v.(int64)
+	if !ok || n < 0 {
+		return 0, false
+	}
+	return uint64(n), true
 }
 
 // recordChargedTx is recordTx that also charges the tokens the attempt

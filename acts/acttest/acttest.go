@@ -42,6 +42,9 @@ func Grant(t testing.TB, e *host.Engine, statements ...string) {
 
 var n int
 
+// Last is the invocation of the last Run.
+func Last() string { return fmt.Sprintf("t%d", n) }
+
 // Run runs src to its end (or suspension) as a new invocation and returns
 // its result as JSON, or "error KIND: MSG" when it failed.
 func Run(t testing.TB, e *host.Engine, src string, input any) (string, *host.RunState) {

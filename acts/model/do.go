@@ -153,7 +153,7 @@ func (a *Adapter) Do(ctx context.Context, op *host.Operation) (any, error) {
 			}
 			var se *streamError
 			errors.As(err, &se)
-			return nil, a.failed(ep, se.kind, "model.chat %s: %s", name, se.msg)
+			return nil, p.spentOn(a.failed(ep, se.kind, "model.chat %s: %s", name, se.msg), acc.usage, acc.content.Len())
 		}
 		msg, finish, model, usage = acc.message(), acc.finish, acc.model, acc.usage
 	} else {
@@ -162,14 +162,14 @@ func (a *Adapter) Do(ctx context.Context, op *host.Operation) (any, error) {
 			if ctx.Err() == context.Canceled {
 				return nil, ctx.Err()
 			}
-			return nil, a.failed(ep, "failed", "model.chat %s: reading the reply: %v", name, err)
+			return nil, p.spentOn(a.failed(ep, "failed", "model.chat %s: reading the reply: %v", name, err), nil, len(b))
 		}
 		if len(b) > 1<<20 {
-			return nil, a.failed(ep, "failed", "model.chat %s: the reply is over 1 MiB", name)
+			return nil, p.spentOn(a.failed(ep, "failed", "model.chat %s: the reply is over 1 MiB", name), nil, len(b))
 		}
 		var r wireResponse
 		if err := json.Unmarshal(b, &r); err != nil || len(r.Choices) == 0 {
-			return nil, a.failed(ep, "model", "model.chat %s: not a chat completion: %s", name, b)
+			return nil, p.spentOn(a.failed(ep, "model", "model.chat %s: not a chat completion: %s", name, b), r.Usage, len(b))
 		}
 		ch := r.Choices[0]
 		msg, model, usage = ch.Message, r.Model, r.Usage
@@ -184,9 +184,33 @@ func (a *Adapter) Do(ctx context.Context, op *host.Operation) (any, error) {
 	if err != nil {
 		var se *streamError
 		errors.As(err, &se)
-		return nil, a.failed(ep, se.kind, "model.chat %s: %s", name, se.msg)
+		n := 0
+		if msg.Content != nil {
+			n = len(*msg.Content)
+		}
+		return nil, p.spentOn(a.failed(ep, se.kind, "model.chat %s: %s", name, se.msg), usage, n)
 	}
 	return out, nil
+}
+
+// spentOn gives an error that came once the server had begun to answer
+// the tokens that answer spent, as its data {spent_tokens}: the usage, when
+// the server sent it, else the prompt's estimate and that of the n bytes
+// that came. The engine charges them (host.Metered); an error before the
+// server answered (refused, rate-limited, unreachable) spent none.
+func (p *prepared) spentOn(err error, usage *wireUsage, n int) error {
+	ce, ok := err.(*checkpoint.Error)
+	if !ok {
+		return err
+	}
+	spent := p.prompt + estimate(n)
+	if usage != nil && usage.TotalTokens > 0 {
+		spent = usage.TotalTokens
+	}
+	m := &checkpoint.Map{}
+	m.Set("spent_tokens", spent)
+	ce.Data, _ = checkpoint.EncodeData(m)
+	return ce
 }
 
 // post sends the request: a 3xx is an error (no redirect is followed, so

@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runehost/runehost/acts/acttest"
 	"github.com/runehost/runehost/acts/model"
 	"github.com/runehost/runehost/acts/model/modeltest"
+	"github.com/runehost/runehost/host"
 )
 
 // raw is a reply written exactly as given.
@@ -117,5 +119,45 @@ func TestEndpointTimeout(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("the call took %s, its endpoint allows 250ms", d)
+	}
+}
+
+// An act that failed once the model had begun to answer charges what that
+// answer spent (its error's data, spent_tokens); one the server refused
+// charges nothing. Through an engine, so the token allowance shows it.
+func TestFailedCallsCharge(t *testing.T) {
+	srv := modeltest.Script(key,
+		modeltest.Reply{Content: strings.Repeat("many words here ", 40), Style: modeltest.ErrorEvent},
+		modeltest.Reply{Status: 401, Body: `{"error":{"message":"no"}}`},
+		modeltest.Reply{Content: `{"n": "not an int"}`, Usage: &modeltest.Usage{PromptTokens: 20, CompletionTokens: 9, TotalTokens: 29}})
+	defer srv.Close()
+	e := acttest.Engine(t, map[string]host.Adapter{model.Tag: &model.Adapter{Endpoints: map[string]model.Endpoint{
+		"default": {Name: "default", BaseURL: srv.URL + "/v1", Key: key}}}})
+	acttest.Grant(t, e, "model.chat:default")
+	var charged []uint64
+	for i, args := range []string{
+		`{messages: [{role: "user", content: "hi"}], stream: true}`,
+		`{messages: [{role: "user", content: "hi"}]}`,
+		`{messages: [{role: "user", content: "hi"}], response_format: {schema: {type: "object", properties: {n: {type: "integer"}}}}}`,
+	} {
+		got, _ := acttest.Run(t, e, acttest.Catch(`act "model.chat" `+args), nil)
+		want := []string{`["failed",`, `["failed",`, `["model",`}[i]
+		if !strings.HasPrefix(got, want) {
+			t.Fatalf("call %d: %s, want %s…", i+1, got, want)
+		}
+		in, err := e.Inspect(acttest.Last())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in.Tokens.Held != 0 {
+			t.Fatalf("call %d: %+v held after the call", i+1, in.Tokens)
+		}
+		charged = append(charged, in.Tokens.Charged)
+	}
+	// The cut stream: its prompt and the text that came before the error
+	// (not its whole reservation of 1,024 and more); the refused call: none;
+	// the reply that broke its schema: its usage.
+	if charged[0] < 20 || charged[0] > 500 || charged[1] != 0 || charged[2] != 29 {
+		t.Fatalf("charged %v", charged)
 	}
 }
