@@ -189,7 +189,7 @@ func TestActTagsAcrossModules(t *testing.T) {
 }
 
 func TestStdCompiles(t *testing.T) {
-	for _, name := range []string{"std/agent.rune", "std/retry.rune", "std/json.rune"} {
+	for _, name := range []string{"std/agent.rune", "std/retry.rune", "std/json.rune", "std/mcp.rune"} {
 		src, ok := modules.Std(name)
 		if !ok {
 			t.Fatalf("%s is not embedded", name)
