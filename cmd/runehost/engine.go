@@ -125,7 +125,7 @@ func recovery(ctx context.Context, e *host.Engine, op *host.Operation, hint func
 // makesStore are the commands that make a store where there is none: the
 // others, given a directory with no store (a mistyped --store), say so
 // rather than leave an empty store behind.
-var makesStore = map[string]bool{"run": true, "grant": true, "serve": true, "slack": true}
+var makesStore = map[string]bool{"run": true, "grant": true, "serve": true, "slack": true, "mcp": true}
 
 func storeExists(c *cli.Context) error {
 	if makesStore[c.Command.Name] {

@@ -28,9 +28,6 @@ import (
 	"github.com/runehost/runehost/store"
 )
 
-// mcp makes the store when there is none: a prog it serves runs there.
-func init() { makesStore["mcp"] = true }
-
 // mcpSubject is whose grants name the WASI tools served, by default: a
 // subject of its own, so an MCP client gets only what was granted to it.
 const mcpSubject = "mcp"
