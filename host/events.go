@@ -153,6 +153,13 @@ func (mb *Mailboxes) Take(inv string, a Await, now int64) (*Event, error) {
 	var got *Event
 	err := mb.s.Retry(store.Synced, func(tx *store.Tx) error {
 		got = nil
+		// Read the delivery counter, which every delivery writes: one that
+		// commits after this transaction began then conflicts with it. The
+		// scan alone would not see it (a scan conflicts only on the keys it
+		// read), and the invocation would wait beside the event it awaits.
+		if _, err := tx.Get(store.K("box", inv), &mailbox{}); err != nil {
+			return err
+		}
 		var first *Event
 		err := tx.Scan(store.K("rcv", inv), func(key store.Key, decode func(any) error) (bool, error) {
 			var ev Event
@@ -168,6 +175,9 @@ func (mb *Mailboxes) Take(inv string, a Await, now int64) (*Event, error) {
 			}
 			return true, nil
 		})
+		if takeScanned != nil {
+			takeScanned()
+		}
 		if err != nil || got != nil {
 			return err
 		}
@@ -214,6 +224,10 @@ func (mb *Mailboxes) Take(inv string, a Await, now int64) (*Event, error) {
 	}
 	return got, err
 }
+
+// takeScanned, when a test sets it, runs in Take's transaction after its
+// scan of the mailbox: where a concurrent delivery must not be missed.
+var takeScanned func()
 
 // Deadline returns the deadline (unix ms) of the await inv is parked at, or 0.
 func (mb *Mailboxes) Deadline(inv string) (int64, error) {

@@ -81,3 +81,32 @@ func TestAwaitTimeout(t *testing.T) {
 		t.Fatalf("deadline left behind: %d", d)
 	}
 }
+
+// A delivery that commits while an await looks for its event (between
+// Take's scan and its commit) is never missed: the await takes it, or the
+// invocation is left runnable; never waiting beside the event it awaits.
+func TestTakeDoesNotMissAConcurrentDelivery(t *testing.T) {
+	s := memStore(t)
+	iv, mb := NewInvocations(s), NewMailboxes(s)
+	if _, err := iv.Admit("r1", "p"); err != nil {
+		t.Fatal(err)
+	}
+	delivered := false
+	takeScanned = func() {
+		if !delivered {
+			delivered = true
+			if _, err := mb.Deliver("r1", "go", nil); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	defer func() { takeScanned = nil }()
+	ev, err := mb.Take("r1", Await{Seq: 1, Tags: []string{"go"}}, 1000)
+	inv, _ := iv.get("r1")
+	if !delivered {
+		t.Fatal("the delivery did not run inside Take")
+	}
+	if err != nil || ev == nil || ev.Tag != "go" {
+		t.Fatalf("Take: %+v %v, the invocation %s: the delivery made during the await was missed", ev, err, inv.Status)
+	}
+}
