@@ -1,26 +1,25 @@
 // Package store keeps runehost's durable records in Badger, an embedded
 // key-value store. Badger stays inside this package: callers see records
 // (Go values encoded as deterministic CBOR), keys built with Key, and
-// transactions with a stated durability. The key layout and the durability of
-// each record kind are written down in docs/store.md. The package knows
+// transactions with a stated durability, over an unexported backend
+// (backend.go) of which Badger (badger.go) is the one implementation. The key
+// layout and the durability of each record kind are written down in
+// docs/store.md. The package knows
 // nothing of the engine above it, of Slack or of the sandbox.
 package store
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
-	"github.com/dgraph-io/badger/v4/options"
 )
 
 // Sentinel errors; a *RecordError or *LockedError wraps one of them.
@@ -57,16 +56,10 @@ const (
 
 // Store is an open store. It is safe for concurrent use.
 type Store struct {
-	db    *badger.DB
-	dir   string
-	logs  logState   // the logs the last sync left (sync.go)
-	lock  *os.File   // holds the directory (lockName) from before Badger opens it until after it closed
-	log   *badgerLog // the errors Badger logs instead of returning
-	space *reserve   // nil in memory
+	*badgerStore          // the one backend; the Badger-only features below use it directly
+	be           backend  // what transactions go through
+	lock         *os.File // holds the directory (lockName) from before Badger opens it until after it closed
 
-	synced   atomic.Uint64 // at most the mark's version, as of the newest synced commit that wrote it
-	group    syncGroup     // Synced commits waiting for one shared sync (sync.go)
-	marked   atomic.Int64  // when a synced transaction last carried the mark (unix ns)
 	sealMu   sync.Mutex
 	sealed   *seal
 	sealMark [2]int64             // the MANIFEST's size and time when sealed
@@ -79,6 +72,9 @@ type Store struct {
 	collected atomic.Bool  // since the store opened
 	written   atomic.Int64 // bytes of records put
 }
+
+// newStore is a Store over the Badger backend b.
+func newStore(b *badgerStore) *Store { return &Store{badgerStore: b, be: b} }
 
 // Options configure Open.
 type Options struct {
@@ -150,32 +146,6 @@ const lockName = "RUNEHOST.LOCK"
 // errBusy is a lock another process holds.
 var errBusy = errors.New("busy")
 
-// badgerOptions are Badger's options for a store in dir.
-func badgerOptions(dir string) badger.Options {
-	return badger.DefaultOptions(dir).
-		WithLogger(nil).
-		WithSyncWrites(false).
-		WithMemTableSize(16 << 20).
-		WithNumMemtables(2).
-		WithBlockCacheSize(16 << 20).
-		WithIndexCacheSize(8 << 20).
-		WithValueLogFileSize(64 << 20).
-		// Values of 16 KiB and more (checkpoints' chunks, replies,
-		// arguments) go to the value log, so that a transaction's size,
-		// which Badger caps at 15% of a memtable, counts them as pointers.
-		WithValueThreshold(valueThreshold).
-		WithNumVersionsToKeep(1).
-		WithNumCompactors(2).
-		// Checksums on every read: a damaged block or value is found, not
-		// read as garbage.
-		WithChecksumVerificationMode(options.OnBlockRead).
-		WithVerifyValueChecksum(true)
-}
-
-// storeOptions are badgerOptions as the build wants them (the crash-test
-// build shrinks the logs).
-func storeOptions(dir string) badger.Options { return testOptions(badgerOptions(dir)) }
-
 // Open opens (creating if need be) the store in opts.Dir. If another
 // process has it open, Open fails at once with a *LockedError naming it.
 // Before Badger may touch the files, they are checked against the store's
@@ -188,7 +158,7 @@ func Open(opts Options) (*Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
-		return &Store{db: db, log: &badgerLog{}}, nil
+		return newStore(&badgerStore{db: db, log: &badgerLog{}}), nil
 	}
 	if opts.Dir == "" {
 		dir, err := DefaultDir()
@@ -266,8 +236,8 @@ func open(opts Options, lock *os.File) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, dir: dir, lock: lock, log: log, space: newReserve(dir, opts.Reserve, opts.FreeSpace),
-		verified: verified, sealStop: make(chan struct{}), sealDone: make(chan struct{})}
+	s := newStore(&badgerStore{db: db, dir: dir, log: log, space: newReserve(dir, opts.Reserve, opts.FreeSpace)})
+	s.lock, s.verified, s.sealStop, s.sealDone = lock, verified, make(chan struct{}), make(chan struct{})
 	if err := s.afterOpen(files, sl); err != nil && !opts.AcceptDamage {
 		db.Close()
 		return nil, err
@@ -287,26 +257,6 @@ func open(opts Options, lock *os.File) (*Store, error) {
 	}
 	go s.sealLoop()
 	return s, nil
-}
-
-// openBadger opens Badger, a panic of its (over a file it could not read)
-// an error.
-func openBadger(bo badger.Options) (db *badger.DB, err error) {
-	old := debug.SetPanicOnFault(true)
-	defer func() {
-		debug.SetPanicOnFault(old)
-		if r := recover(); r != nil {
-			db, err = nil, damaged(bo.Dir, "Badger failed opening it: %s", firstLine(fmt.Errorf("%v", r)))
-		}
-	}()
-	db, err = badger.Open(bo)
-	if err != nil && (strings.Contains(err.Error(), "sanity text") || strings.Contains(err.Error(), "key registry")) {
-		return nil, damaged(filepath.Join(bo.Dir, badger.KeyRegistryFileName), "Badger cannot read it: %v", firstLine(err))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store %s: %w", bo.Dir, err)
-	}
-	return db, nil
 }
 
 // afterOpen checks what only an open Badger can tell: that it kept every
@@ -354,41 +304,6 @@ func joinDamage(dir string, problems []*RecordError, opened bool) error {
 	return &e
 }
 
-// markKey is the store's own record, written by a synced commit every
-// markEvery: its version is that commit's.
-var markKey = K("seal")
-
-// markValue is the mark's value: CBOR true.
-var markValue = []byte{0xf5}
-
-// markEvery is how often a synced transaction carries the mark: often
-// enough that a lost write-ahead log's tail holds one, seldom enough to
-// cost nothing (a one-record transaction with the mark is three entries).
-const markEvery = 100 * time.Millisecond
-
-// markDue reports whether this synced transaction is to carry the mark.
-func (s *Store) markDue() bool {
-	if s.dir == "" {
-		return false
-	}
-	now := time.Now().UnixNano()
-	last := s.marked.Load()
-	return now-last >= int64(markEvery) && s.marked.CompareAndSwap(last, now)
-}
-
-// markVersion is the version of the mark as it stands (0 when none).
-func (s *Store) markVersion() (v uint64) {
-	defer func() { recover() }() // a damaged table under an open store: unknown, 0
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	s.db.View(func(t *badger.Txn) error {
-		if item, err := t.Get(markKey); err == nil {
-			v = item.Version()
-		}
-		return nil
-	})
-	return v
-}
-
 func readHolder(dir string) *Holder {
 	b, err := os.ReadFile(filepath.Join(dir, holderFile))
 	if err != nil {
@@ -432,7 +347,7 @@ func (s *Store) Dir() string { return s.dir }
 // Close flushes and closes the store, and seals it as it is then.
 func (s *Store) Close() error {
 	if s.dir == "" {
-		return s.db.Close()
+		return s.be.close()
 	}
 	close(s.sealStop)
 	<-s.sealDone
@@ -442,9 +357,9 @@ func (s *Store) Close() error {
 	// between would leave the table naming values never on disk.
 	err := s.sync()
 	if err == nil {
-		err = s.db.Close()
+		err = s.be.close()
 	} else {
-		s.db.Close()
+		s.be.close()
 	}
 	if err == nil {
 		err = s.renewSeal(true, false)
@@ -471,56 +386,22 @@ func (s *Store) UpdateInReserve(d Durability, fn func(tx *Tx) error) error {
 	return s.update(d, true, fn)
 }
 
+// update runs fn in a backend transaction; one that wrote nothing has
+// nothing to commit or to sync.
 func (s *Store) update(d Durability, inReserve bool, fn func(tx *Tx) error) error {
-	txn := s.db.NewTransaction(true)
-	defer txn.Discard()
-	tx := &Tx{t: txn, s: s}
-	err := fn(tx)
-	if err == nil && tx.size == 0 {
-		return nil // it wrote nothing: nothing to commit or to sync
-	}
-	if err == nil && s.space != nil {
-		err = s.space.admit(tx.size, inReserve)
-	}
-	var after uint64
-	if err == nil && d == Synced && s.markDue() {
-		err = txn.Set(markKey, markValue)
-		// The commit's version, and so the mark's after it, is above the
-		// transaction's read timestamp.
-		after = txn.ReadTs() + 1
-	}
-	if err == nil {
-		err = txn.Commit()
-	}
-	if errors.Is(err, badger.ErrConflict) {
-		return ErrConflict
-	}
-	if errors.Is(err, badger.ErrTxnTooBig) || err != nil && strings.HasPrefix(err.Error(), "Value with size") {
-		return fmt.Errorf("%w: one transaction's records are too large together (%v)", ErrTooLarge, firstLine(err))
-	}
+	b, err := s.be.begin(true)
 	if err != nil {
 		return err
 	}
-	if d == Synced {
-		return s.syncCommit(after)
+	defer b.discard()
+	tx := &Tx{b: b, s: s}
+	if err := fn(tx); err != nil {
+		return b.abort(err)
 	}
-	return nil
-}
-
-// syncCommit makes a commit, and every one before it, survive a crash of the
-// machine: the one place a Synced transaction is flushed to disk. Commits
-// that finish while a sync runs share the next one (group commit). version
-// is at most the mark's version once the commit that wrote it is synced:
-// the seal records it as synced.
-func (s *Store) syncCommit(version uint64) error {
-	return s.group.wait(version, func(upTo uint64) error {
-		if err := s.sync(); err != nil { // synchook.go
-			return fmt.Errorf("store: sync: %w", err)
-		}
-		for old := s.synced.Load(); upTo > old && !s.synced.CompareAndSwap(old, upTo); old = s.synced.Load() {
-		}
+	if tx.size == 0 {
 		return nil
-	})
+	}
+	return b.commit(d, inReserve, tx.size)
 }
 
 func firstLine(err error) string {
@@ -550,7 +431,12 @@ func (s *Store) retry(d Durability, inReserve bool, fn func(tx *Tx) error) error
 
 // View runs fn in a read-only transaction.
 func (s *Store) View(fn func(tx *Tx) error) error {
-	return s.db.View(func(t *badger.Txn) error { return fn(&Tx{t: t, s: s, readOnly: true}) })
+	b, err := s.be.begin(false)
+	if err != nil {
+		return err
+	}
+	defer b.discard()
+	return fn(&Tx{b: b, s: s, readOnly: true})
 }
 
 // RecordError says which record, or which file of the store, could not be
@@ -572,98 +458,3 @@ func (e *RecordError) Error() string {
 	return fmt.Sprintf("record %s: %v: %s", e.Key, e.Err, e.Msg)
 }
 func (e *RecordError) Unwrap() error { return e.Err }
-
-// badgerLog keeps the errors Badger logs instead of returning them: a value
-// it could not read from its value log is logged, and read as empty.
-type badgerLog struct {
-	mu     sync.Mutex
-	errors int
-	last   string
-	fid    string // the value log file the last message named
-}
-
-func (l *badgerLog) Errorf(format string, args ...any) {
-	m := firstLine(fmt.Errorf(format, args...))
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.errors++
-	if f := fidRE.FindStringSubmatch(m); f != nil {
-		l.fid = f[1]
-	}
-	if _, after, ok := strings.Cut(m, " Error: "); ok {
-		l.last = strings.TrimSpace(after) // an unreadable value; the lines after it list its versions
-	} else if !strings.HasPrefix(m, "Key: ") {
-		l.last = strings.TrimSpace(m)
-	}
-}
-func (*badgerLog) Warningf(string, ...any) {}
-func (*badgerLog) Infof(string, ...any)    {}
-func (*badgerLog) Debugf(string, ...any)   {}
-
-// count returns how many errors Badger logged, and the last.
-func (l *badgerLog) count() (int, string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.errors, l.last
-}
-
-// lastLog is the value log file Badger's last message named ("" if none).
-func (l *badgerLog) lastLog() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.fid == "" {
-		return ""
-	}
-	return fmt.Sprintf("%06s.vlog", l.fid)
-}
-
-// readFault is deferred, with the previous SetPanicOnFault, by every call
-// into Badger for the record at key: it turns a panic of Badger's (a
-// damaged file, or one shorter than its mapping) into an error naming the
-// record and the tables that may hold it. A deferred call, not a closure:
-// reads pay no allocation for it.
-func (s *Store) readFault(key Key, err *error, old bool) {
-	debug.SetPanicOnFault(old)
-	if r := recover(); r != nil {
-		*err = s.faultErr(key, r)
-	}
-}
-
-// faultErr is the error of a panic r while reading the record at key.
-func (s *Store) faultErr(key Key, r any) error {
-	return &RecordError{Key: key, File: s.tablesHolding(key), Err: ErrCorrupt,
-		Msg: fmt.Sprintf("Badger failed reading it (%s); runehost store verify checks every file", firstLine(fmt.Errorf("%v", r)))}
-}
-
-// tablesHolding names the tables whose key range covers key, or (if even
-// their ranges cannot be read) every table.
-func (s *Store) tablesHolding(key Key) (names string) {
-	if s == nil || s.dir == "" {
-		return ""
-	}
-	defer func() {
-		if recover() != nil {
-			all, _ := filepath.Glob(filepath.Join(s.dir, "*.sst"))
-			for i := range all {
-				all[i] = filepath.Base(all[i])
-			}
-			names = filepath.Join(s.dir, strings.Join(all, ","))
-		}
-	}()
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	var holding []string
-	for _, t := range s.db.Tables() {
-		if bytes.Compare(parseKey(t.Left), key) <= 0 && bytes.Compare(key, parseKey(t.Right)) <= 0 {
-			holding = append(holding, tableName(t.ID))
-		}
-	}
-	return filepath.Join(s.dir, strings.Join(holding, ","))
-}
-
-// parseKey strips the version Badger appends to a key inside a table.
-func parseKey(k []byte) []byte {
-	if len(k) < 8 {
-		return k
-	}
-	return k[:len(k)-8]
-}

@@ -69,7 +69,7 @@ type logState struct {
 
 // syncLogs syncs Badger's logs and returns the names of the log files it
 // flushed, for the crash harness (synchook_crashtest.go).
-func (s *Store) syncLogs() ([]string, error) {
+func (s *badgerStore) syncLogs() ([]string, error) {
 	if err := s.db.Sync(); err != nil {
 		return nil, err
 	}

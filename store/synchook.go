@@ -8,7 +8,7 @@ package store
 import badger "github.com/dgraph-io/badger/v4"
 
 // sync flushes a Synced commit to disk.
-func (s *Store) sync() error {
+func (s *badgerStore) sync() error {
 	_, err := s.syncLogs()
 	return err
 }

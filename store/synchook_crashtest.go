@@ -35,7 +35,7 @@ var harness struct {
 	r    *bufio.Reader
 }
 
-func (s *Store) sync() error {
+func (s *badgerStore) sync() error {
 	var names []string
 	var err error
 	switch crashBreak {

@@ -11,8 +11,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-
-	badger "github.com/dgraph-io/badger/v4"
 )
 
 // CheckFiles checks the files of the store in dir as Open would, except
@@ -74,12 +72,12 @@ type Record struct {
 // the walk. A value that cannot be read is passed with its Err.
 func (s *Store) Records(fn func(r Record) error) error {
 	return s.View(func(tx *Tx) error {
-		return tx.scan(Key{}, Key{}, func(key Key, item *badger.Item) (bool, error) {
+		return tx.b.scan(Key{}, Key{}, func(key Key, val func() ([]byte, error)) (bool, error) {
 			if bytes.Equal(key, markKey) || bytes.Equal(key, flushKey) {
 				return true, nil
 			}
 			r := Record{Key: key}
-			if r.Value, r.Err = tx.itemValue(key, item); r.Err != nil {
+			if r.Value, r.Err = val(); r.Err != nil {
 				r.Value = nil
 			}
 			return true, fn(r)
