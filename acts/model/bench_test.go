@@ -98,11 +98,11 @@ func BenchmarkStreamLatency(b *testing.B) {
 	srv.Cycle = true
 	defer srv.Close()
 	var written atomic.Int64
-	srv.OnChunk = func(ev []byte) {
+	srv.SetOnChunk(func(ev []byte) {
 		if strings.Contains(string(ev), `"content":"Hi "`) {
 			written.Store(time.Now().UnixNano())
 		}
-	}
+	})
 	a := &model.Adapter{Endpoints: map[string]model.Endpoint{"default": {Name: "default", BaseURL: srv.URL + "/v1"}}}
 	op := &host.Operation{Tag: model.Tag, Args: acttest.Data(b, `{"messages": [{"role": "user", "content": "hi"}], "stream": true}`)}
 	ds := make([]time.Duration, 0, b.N)
@@ -134,11 +134,11 @@ func BenchmarkStreamEventLatency(b *testing.B) {
 	srv.Cycle = true
 	defer srv.Close()
 	var written, seen atomic.Int64
-	srv.OnChunk = func(ev []byte) {
+	srv.SetOnChunk(func(ev []byte) {
 		if strings.Contains(string(ev), `"content":"Hi`) {
 			written.Store(time.Now().UnixNano())
 		}
-	}
+	})
 	e := acttest.Engine(b, map[string]host.Adapter{model.Tag: &model.Adapter{Endpoints: map[string]model.Endpoint{"default": {Name: "default", BaseURL: srv.URL + "/v1"}}}})
 	acttest.Grant(b, e, "model.chat:default")
 	e.OnEvent = func(ev events.Event) {

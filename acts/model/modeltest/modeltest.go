@@ -81,16 +81,12 @@ type Reply struct {
 type Server struct {
 	*httptest.Server
 	Key string
-	// OnChunk, when set, is called with each stream event just before it
-	// is written (and flushed). Set it before the first request, or with
-	// SetOnChunk while the server may be serving (the client another
-	// process, say).
-	OnChunk func(event []byte)
 	// Cycle answers from the script's start again once it is exhausted,
 	// rather than with HTTP 500 (for benchmarks).
 	Cycle bool
 
 	mu       sync.Mutex
+	onChunk  func(event []byte)
 	script   []Reply
 	Requests []Request
 }
@@ -120,12 +116,13 @@ func (s *Server) Add(replies ...Reply) {
 	s.script = append(s.script, replies...)
 }
 
-// SetOnChunk sets OnChunk under the server's lock, which each request
-// takes before it reads OnChunk.
+// SetOnChunk has f called with each stream event just before it is
+// written (and flushed). It may be set while the server serves: each
+// request reads it under the server's lock.
 func (s *Server) SetOnChunk(f func(event []byte)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.OnChunk = f
+	s.onChunk = f
 }
 
 // Calls returns how many completions were asked for.
@@ -165,7 +162,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	n := len(s.Requests)
 	s.Requests = append(s.Requests, req)
-	onChunk := s.OnChunk
+	onChunk := s.onChunk
 	var reply Reply
 	ok := n < len(s.script)
 	if ok {
