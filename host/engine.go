@@ -445,6 +445,7 @@ func (e *Engine) conclude(inv string) error {
 	}
 	var last events.Event
 	err = e.Store.View(func(tx *store.Tx) error {
+		last = events.Event{} // a View may run again
 		var c logCounter
 		if _, err := tx.Get(store.K("evn", inv), &c); err != nil || c.Next == 0 {
 			return err
@@ -739,6 +740,7 @@ func (e *Engine) Busy(inv string) bool { return e.holds.busy(inv) }
 func (e *Engine) Tree(root string) ([]string, error) {
 	ids := []string{root}
 	err := e.Store.View(func(tx *store.Tx) error {
+		ids = ids[:1] // a View may run again
 		return tx.Scan(append(store.K("inv"), root+"."...), func(k store.Key, _ func(any) error) (bool, error) {
 			parts := k.Parts()
 			ids = append(ids, parts[len(parts)-1])

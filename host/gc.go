@@ -36,6 +36,7 @@ func (e *Engine) GC(before int64, dryRun bool) (GCReport, error) {
 	var rep GCReport
 	var roots []string
 	err := e.Store.View(func(tx *store.Tx) error {
+		rep, roots = GCReport{}, nil // a View may run again
 		return tx.Scan(store.K("inv"), func(_ store.Key, decode func(any) error) (bool, error) {
 			var i Invocation
 			if err := decode(&i); errors.Is(err, store.ErrCorrupt) {
@@ -61,6 +62,7 @@ func (e *Engine) GC(before int64, dryRun bool) (GCReport, error) {
 	for _, root := range roots {
 		var tree []string
 		err := e.Store.View(func(tx *store.Tx) error {
+			tree = nil // a View may run again
 			return tx.Scan(append(store.K("inv"), root+"."...), func(k store.Key, _ func(any) error) (bool, error) {
 				parts := k.Parts()
 				tree = append(tree, parts[len(parts)-1])
@@ -90,6 +92,7 @@ func (e *Engine) GC(before int64, dryRun bool) (GCReport, error) {
 func (e *Engine) deleteInvocation(id string, dryRun bool) (int, error) {
 	var keys []store.Key
 	err := e.Store.View(func(tx *store.Tx) error {
+		keys = nil // a View may run again
 		for _, kind := range []string{"op", "open", "ev", "rcv", "kid"} {
 			err := tx.Scan(store.K(kind, id), func(k store.Key, _ func(any) error) (bool, error) {
 				keys = append(keys, k)
@@ -156,6 +159,9 @@ func (e *Engine) sweep(dryRun bool, doomed map[string]bool) (blobs, sources int,
 	}
 	var dead []store.Key
 	err = e.Store.View(func(tx *store.Tx) error {
+		// A View may run again: start over (the used sets only grow, which
+		// keeps more, never less).
+		dead, blobs, sources, damage = nil, 0, 0, damage[:0:0]
 		err := tx.Scan(store.K("op"), func(k store.Key, decode func(any) error) (bool, error) {
 			var op Operation
 			if err := decode(&op); unreadable("blob", err) {

@@ -27,6 +27,7 @@ const (
 func (e *Engine) List(statuses ...Status) ([]*Invocation, error) {
 	var out []*Invocation
 	err := e.Store.View(func(tx *store.Tx) error {
+		out = nil // a View may run again
 		return tx.Scan(store.K("inv"), func(k store.Key, decode func(any) error) (bool, error) {
 			var inv Invocation
 			if err := decode(&inv); err != nil {
@@ -157,7 +158,9 @@ func (e *Engine) Inspect(inv string) (*Inspection, error) {
 			out.Damage = append(out.Damage, fmt.Sprintf("record %s: stored checkpoint: %v", cpKey(inv), err))
 		}
 	}
+	damage := len(out.Damage)
 	err = e.Store.View(func(tx *store.Tx) error {
+		out.Operations, out.Damage = nil, out.Damage[:damage] // a View may run again
 		return tx.Scan(store.K("op", inv), func(k store.Key, decode func(any) error) (bool, error) {
 			var op Operation
 			if err := decode(&op); err != nil {
@@ -186,6 +189,7 @@ func (e *Engine) Inspect(inv string) (*Inspection, error) {
 func (e *Engine) Runnable(prog string) ([]string, error) {
 	var out []string
 	err := e.Store.View(func(tx *store.Tx) error {
+		out = nil // a View may run again
 		return tx.Scan(store.K("run"), func(k store.Key, _ func(any) error) (bool, error) {
 			parts := k.Parts()
 			id := parts[len(parts)-1]

@@ -364,6 +364,8 @@ func (l *Ledger) Recover(generation uint64) ([]*Operation, error) {
 	var ids []OpID
 	damaged := map[string]string{} // invocation: why an open operation of it is unreadable
 	err := l.s.View(func(tx *store.Tx) error {
+		ids = nil // a View may run again
+		clear(damaged)
 		return tx.Scan(store.K("open"), func(k store.Key, _ func(any) error) (bool, error) {
 			parts := k.Parts()
 			if len(parts) != 3 {

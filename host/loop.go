@@ -125,6 +125,7 @@ func (s *Scheduler) nextAfter(after string, skip func(string) bool) (string, err
 	}
 	var first, next string
 	err := s.E.Store.View(func(tx *store.Tx) error {
+		first, next = "", "" // a View may run again
 		return tx.Scan(prefix, func(k store.Key, _ func(any) error) (bool, error) {
 			parts := k.Parts()
 			id := parts[len(parts)-1]

@@ -126,6 +126,7 @@ func (e *Engine) Events(inv string, from uint64, max int) ([]events.Event, error
 	}
 	var out []events.Event
 	err := e.Store.View(func(tx *store.Tx) error {
+		out = nil // a View may run again
 		return tx.ScanFrom(store.K("ev", inv), runEventKey(inv, max64(from, 1)), func(k store.Key, decode func(any) error) (bool, error) {
 			var ev events.Event
 			if err := decode(&ev); err != nil {

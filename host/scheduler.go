@@ -89,6 +89,7 @@ func (s *Scheduler) Wake() (int, error) {
 	}
 	var due []dueWait
 	err := s.E.Store.View(func(tx *store.Tx) error {
+		due = nil // a View may run again
 		return tx.Scan(store.K("due"), func(k store.Key, _ func(any) error) (bool, error) {
 			parts := k.Parts()
 			if len(parts) != 3 {

@@ -64,6 +64,7 @@ func tokensOf(ctx context.Context) uint64 {
 func (a *Accounts) Tokens(inv string) (Allowance, error) {
 	var al Allowance
 	err := a.s.View(func(tx *store.Tx) error {
+		al = Allowance{} // a View may run again
 		found, err := tx.Get(tokenKey(inv), &al)
 		if err == nil && !found {
 			if found, err = tx.Get(allowanceKey(inv), &Allowance{}); err == nil && !found {

@@ -180,6 +180,7 @@ func (w *Ward) List(subject string) ([]Grant, error) {
 	}
 	var out []Grant
 	err := w.s.View(func(tx *store.Tx) error {
+		out = nil // a View may run again
 		return tx.Scan(prefix, func(k store.Key, decode func(any) error) (bool, error) {
 			var g Grant
 			if err := decode(&g); err != nil {

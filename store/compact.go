@@ -48,10 +48,15 @@ func (s *Store) Written() int64 { return s.written.Load() }
 
 // Size is the bytes the store's files take on disk, as du counts them
 // (Badger preallocates its logs as holes: their length says nothing).
-func (s *Store) Size() (int64, error) { return DirSize(s.dir) }
+func (s *Store) Size() (int64, error) { return DirSize(s.Dir()) }
 
 // Sizes are Badger's own estimates of its tables and value logs (metrics).
-func (s *Store) Sizes() (lsm, vlog int64) { return s.db.Size() }
+func (s *Store) Sizes() (lsm, vlog int64) {
+	if s.db == nil {
+		return 0, 0 // JetStream keeps no tables or logs here
+	}
+	return s.db.Size()
+}
 
 // DirSize is the bytes the files directly in dir take on disk.
 func DirSize(dir string) (int64, error) {

@@ -58,6 +58,7 @@ const (
 type Store struct {
 	*badgerStore          // the one backend; the Badger-only features below use it directly
 	be           backend  // what transactions go through
+	js           *jsStore // the JetStream backend, when it is be (badgerStore is then an empty one)
 	lock         *os.File // holds the directory (lockName) from before Badger opens it until after it closed
 
 	sealMu   sync.Mutex
@@ -92,6 +93,10 @@ type Options struct {
 	// verify --accept). Tables that are missing or do not checksum are
 	// dropped from the MANIFEST, their files renamed NAME.damaged.
 	AcceptDamage bool
+	// JetStream, if set, keeps the records in NATS JetStream instead of
+	// Badger (jsnode.go). When nil, the environment's
+	// RUNEHOST_STORE_BACKEND=jetstream asks for an embedded node.
+	JetStream *JetStream
 }
 
 // DefaultDir is the embedded default: runehost/store under the user's data
@@ -152,6 +157,16 @@ var errBusy = errors.New("busy")
 // seal: a store that lost tables or synced writes fails with ErrDamaged,
 // in a *RecordError naming the file, and nothing is changed.
 func Open(opts Options) (*Store, error) {
+	js := opts.JetStream
+	if js == nil {
+		var err error
+		if js, err = backendFromEnv(opts); err != nil {
+			return nil, err
+		}
+	}
+	if js != nil {
+		return openJetStream(opts, *js)
+	}
 	if opts.InMemory {
 		bo := storeOptions("").WithInMemory(true).WithDir("").WithValueDir("").WithValueThreshold(1 << 20) // in memory, a value cannot go to a log
 		db, err := badger.Open(bo)
@@ -342,10 +357,22 @@ func (s *Store) writeHolder() error {
 }
 
 // Dir returns the store's directory ("" in memory).
-func (s *Store) Dir() string { return s.dir }
+func (s *Store) Dir() string {
+	if s.js != nil {
+		return s.js.dir
+	}
+	return s.dir
+}
 
 // Close flushes and closes the store, and seals it as it is then.
 func (s *Store) Close() error {
+	if s.js != nil {
+		err := s.be.close()
+		if s.lock != nil {
+			s.lock.Close()
+		}
+		return err
+	}
 	if s.dir == "" {
 		return s.be.close()
 	}
@@ -429,15 +456,43 @@ func (s *Store) retry(d Durability, inReserve bool, fn func(tx *Tx) error) error
 	}
 }
 
-// View runs fn in a read-only transaction.
+// View runs fn in a read-only transaction, which sees the records as they
+// stood at one moment. A backend without snapshots (JetStream) checks
+// afterwards that nothing fn read changed meanwhile, and runs fn again if
+// something did: fn, like Retry's, must depend only on what it reads.
 func (s *Store) View(fn func(tx *Tx) error) error {
-	b, err := s.be.begin(false)
-	if err != nil {
-		return err
+	for runs := 1; ; runs++ {
+		b, err := s.be.begin(false)
+		if err != nil {
+			return err
+		}
+		err = fn(&Tx{b: b, s: s, readOnly: true})
+		b.discard()
+		v, ok := b.(checked)
+		if !ok {
+			return err
+		}
+		if errors.Is(err, ErrConflict) && runs < maxViewRuns {
+			continue
+		}
+		same, verr := v.unchanged()
+		if verr != nil && err == nil {
+			return verr
+		}
+		if same || runs >= maxViewRuns {
+			if !same && err == nil {
+				return fmt.Errorf("%w: the records a read needed changed %d times while it read them", ErrConflict, runs)
+			}
+			return err
+		}
 	}
-	defer b.discard()
-	return fn(&Tx{b: b, s: s, readOnly: true})
 }
+
+// checked is a transaction whose reads can be checked again.
+type checked interface{ unchanged() (bool, error) }
+
+// maxViewRuns bounds how often a View runs again.
+const maxViewRuns = 100
 
 // RecordError says which record, or which file of the store, could not be
 // read or written.

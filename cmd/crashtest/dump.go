@@ -124,6 +124,7 @@ func (h *harness) tree() ([]string, error) {
 		var box []host.Event
 		var kids []string
 		err = s.View(func(tx *store.Tx) error {
+			runnable, open, w, haveWait, box, kids = false, false, waitRec{}, false, nil, nil // a View may run again
 			var err error
 			if _, runnable, err = tx.GetRaw(store.K("run", rootOf(i.ID), i.ID)); err != nil {
 				return err

@@ -324,6 +324,7 @@ func storedProgs(b backend, names []string) ([]mcpProg, error) {
 		var p host.Prog
 		var src []byte
 		err := l.s.E.Store.View(func(tx *store.Tx) error {
+			p, src = host.Prog{}, nil // a View may run again
 			found, err := tx.Get(store.K("prog", name), &p)
 			if err != nil || !found {
 				return err

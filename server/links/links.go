@@ -135,6 +135,7 @@ func (l *Links) List(run string) ([]Link, error) {
 	var stale []store.Key
 	now := l.clock()
 	err := l.s.View(func(tx *store.Tx) error {
+		out, stale = nil, nil // a View may run again
 		return tx.Scan(store.K(kind), func(k store.Key, decode func(v any) error) (bool, error) {
 			var link Link
 			if err := decode(&link); err != nil {

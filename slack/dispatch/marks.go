@@ -44,6 +44,7 @@ func (d *Dispatcher) unmark(inv string) {
 func (d *Dispatcher) marked() ([]string, error) {
 	var out []string
 	err := d.e.Store.View(func(tx *store.Tx) error {
+		out = nil // a View may run again
 		return tx.Scan(store.K(markKind), func(k store.Key, _ func(any) error) (bool, error) {
 			parts := k.Parts()
 			out = append(out, parts[len(parts)-1])

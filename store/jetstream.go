@@ -1,0 +1,651 @@
+// jetstream.go holds the JetStream backend: a stream whose subjects are the
+// keys, transactions as optimistic concurrency over it, committed as one
+// atomic batch (docs/store.md, "Many hosts on JetStream").
+
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+)
+
+// JetStream's error codes the backend acts on.
+const (
+	jsWrongLastSeq     = 10071 // an expectation is stale: a conflict
+	jsBatchSubjectBusy = 10164 // a subject written twice, or in flight on R3: a conflict
+	jsBatchDuplicateID = 10201 // the batch's message id was stored: it committed before
+	jsNoSpace          = 10047 // insufficient resources
+	jsStreamNotFound   = 10059
+	jsTooManyBatches   = 10210 // too many open batches: wait and send again
+)
+
+// Headers the backend writes beside the standard ones.
+const (
+	hdrParts = "Rh-Parts" // on a record cut into parts: how many
+	hdrVer   = "Rh-Ver"   // one id shared by a record's message and its parts
+	hdrOp    = "KV-Operation"
+	opDelete = "DEL"
+)
+
+// markerTTL is how long a deleted record's marker stays: far longer than any
+// transaction, so that "absent" keeps the sequence a reader expects, and
+// short enough that deleted keys do not pile up in the stream's index.
+const markerTTL = "1h"
+
+// jsStore is the JetStream backend.
+type jsStore struct {
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	st      jetstream.Stream
+	stream  string // the stream's name
+	prefix  string // of every subject: prefix.k.<key> (records), prefix.p.<key>.<n> (parts), prefix.c (checks)
+	part    int    // bytes of a record's value a message holds
+	maxMsgs int    // messages an atomic batch may hold
+	timeout time.Duration
+	wait    time.Duration // how long an operation keeps trying through a leader change
+	node    *Node         // the embedded server, or nil
+	dir     string        // the directory of an embedded node's files ("" for none)
+	space   *reserve      // nil unless the node is embedded on a disk
+}
+
+// jsRead is a record as a transaction read it: its sequence (0 when the
+// subject never held a message) and its value.
+type jsRead struct {
+	seq   uint64
+	val   []byte
+	found bool
+	parts int // messages the value took
+}
+
+// jsWrite is a buffered write: a value or a delete.
+type jsWrite struct {
+	key Key
+	val []byte
+	del bool
+}
+
+// jsScan is a scan a View made, to check again once it ended.
+type jsScan struct {
+	filters []string
+	prefix  Key
+	start   Key
+	last    Key // the last key visited; nil if none
+	done    bool
+	seen    map[string]uint64 // subject → sequence of every key visited
+}
+
+// jsTx is a JetStream transaction.
+type jsTx struct {
+	s      *jsStore
+	update bool
+	id     string // the batch's message id: a commit sent twice is stored once
+	reads  map[string]*jsRead
+	writes map[string]*jsWrite
+	scans  []*jsScan
+	stale  bool // a read found what another commit changed meanwhile
+}
+
+func (s *jsStore) close() error {
+	s.nc.Close()
+	if s.node != nil {
+		s.node.Shutdown()
+	}
+	return nil
+}
+
+func (s *jsStore) begin(update bool) (btx, error) {
+	if s.nc.IsClosed() {
+		return nil, errClosed
+	}
+	return &jsTx{s: s, update: update, id: nuid.Next(), reads: map[string]*jsRead{}, writes: map[string]*jsWrite{}}, nil
+}
+
+// errClosed is a transaction begun on a closed store.
+var errClosed = errors.New("store: closed")
+
+func (s *jsStore) keySubject(k Key) string {
+	t, partial := keyTokens(k)
+	if len(partial) > 0 || t == "" {
+		panic("store: a record key not ended by its separator: " + k.String())
+	}
+	return s.prefix + ".k." + t
+}
+
+func (s *jsStore) partSubject(subj string, n int) string {
+	return s.prefix + ".p." + strings.TrimPrefix(subj, s.prefix+".k.") + "." + strconv.Itoa(n)
+}
+
+func (s *jsStore) checkSubject() string { return s.prefix + ".c" }
+
+func (s *jsStore) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), s.timeout)
+}
+
+// patient runs op again while the cluster cannot answer (a leader being
+// elected, a node restarting), for up to s.wait.
+func (s *jsStore) patient(what string, op func() error) error {
+	deadline := time.Now().Add(s.wait)
+	pause := 20 * time.Millisecond
+	for {
+		err := op()
+		if err == nil || !transient(err) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("store: %s: JetStream did not answer for %s: %w", what, s.wait, err)
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 500*time.Millisecond)
+	}
+}
+
+// transient reports errors that a later attempt may not meet.
+func transient(err error) bool {
+	var ae *jetstream.APIError
+	if errors.As(err, &ae) {
+		switch ae.ErrorCode {
+		case jsTooManyBatches, jetstream.JSErrCodeJetStreamNotEnabled,
+			10005, 10008, 10009, 10118: // no peers yet, no cluster, no leader, stream offline: elections
+			return true
+		}
+		return ae.Code == 503
+	}
+	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrDisconnected)
+}
+
+// load reads a record's message (and its parts) as it stands.
+func (s *jsStore) load(subj string, k Key) (*jsRead, error) {
+	var m *jetstream.RawStreamMsg
+	err := s.patient("read "+k.String(), func() error {
+		ctx, cancel := s.ctx()
+		defer cancel()
+		var err error
+		m, err = s.st.GetLastMsgForSubject(ctx, subj)
+		return err
+	})
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return &jsRead{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	r := &jsRead{seq: m.Sequence}
+	if m.Header.Get(hdrOp) != "" {
+		return r, nil
+	}
+	r.found, r.val, r.parts = true, m.Data, 1
+	if p := m.Header.Get(hdrParts); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 2 || n > MaxRecord/s.part+2 {
+			return nil, &RecordError{Key: k, Err: ErrCorrupt, Msg: fmt.Sprintf("its message says it has %q parts", p)}
+		}
+		ver := m.Header.Get(hdrVer)
+		val := slices.Clone(m.Data)
+		for i := 1; i < n; i++ {
+			var pm *jetstream.RawStreamMsg
+			err := s.patient("read "+k.String(), func() error {
+				ctx, cancel := s.ctx()
+				defer cancel()
+				var err error
+				pm, err = s.st.GetLastMsgForSubject(ctx, s.partSubject(subj, i))
+				return err
+			})
+			if errors.Is(err, jetstream.ErrMsgNotFound) || err == nil && pm.Header.Get(hdrVer) != ver {
+				return nil, errStale // rewritten while read: the part belongs to another version
+			}
+			if err != nil {
+				return nil, err
+			}
+			val = append(val, pm.Data...)
+		}
+		r.val, r.parts = val, n
+	}
+	return r, nil
+}
+
+// errStale is a read that raced a commit: the transaction conflicts.
+var errStale = fmt.Errorf("%w: a record changed while it was read", ErrConflict)
+
+// read is a record as this transaction sees it: its own writes, else what it
+// read before, else the record as it stands (remembered).
+func (t *jsTx) read(k Key) (*jsRead, error) {
+	subj := t.s.keySubject(k)
+	if w, ok := t.writes[subj]; ok {
+		return &jsRead{val: w.val, found: !w.del}, nil
+	}
+	seen, ok := t.reads[subj]
+	if ok && seen.parts >= 0 {
+		return seen, nil
+	}
+	r, err := t.s.load(subj, k)
+	if err == nil && ok && r.seq != seen.seq {
+		err = errStale // a scan listed it at another sequence
+	}
+	if errors.Is(err, errStale) {
+		t.stale = true
+	}
+	if err != nil {
+		return nil, err
+	}
+	t.reads[subj] = r
+	return r, nil
+}
+
+func (t *jsTx) get(k Key) ([]byte, bool, error) {
+	r, err := t.read(k)
+	if err != nil || !r.found {
+		return nil, false, err
+	}
+	return slices.Clone(r.val), true, nil
+}
+
+func (t *jsTx) set(k Key, val []byte) error {
+	t.writes[t.s.keySubject(k)] = &jsWrite{key: slices.Clone(k), val: val}
+	return nil
+}
+
+func (t *jsTx) delete(k Key) error {
+	t.writes[t.s.keySubject(k)] = &jsWrite{key: slices.Clone(k), del: true}
+	return nil
+}
+
+// listed is a key a scan found, with its subject and sequence.
+type listed struct {
+	key  Key
+	subj string
+	seq  uint64
+}
+
+// filters are the subject filters that hold every key under prefix.
+func (s *jsStore) filters(prefix Key) []string {
+	t, partial := keyTokens(prefix)
+	if t == "" {
+		return []string{s.prefix + ".k.>"}
+	}
+	base := s.prefix + ".k." + t
+	if len(partial) > 0 {
+		return []string{base + ".>"}
+	}
+	return []string{base, base + ".>"}
+}
+
+// list finds the records under the filters as they stand, with the sequence
+// of each: an ephemeral consumer that delivers the last message of every
+// subject, headers only.
+func (s *jsStore) list(filters []string, prefix Key) (map[string]listed, error) {
+	out := map[string]listed{}
+	err := s.patient("scan "+prefix.String(), func() error {
+		clear(out)
+		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+		defer cancel()
+		c, err := s.st.CreateConsumer(ctx, jetstream.ConsumerConfig{
+			DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
+			AckPolicy:         jetstream.AckNonePolicy,
+			FilterSubjects:    filters,
+			HeadersOnly:       true,
+			MemoryStorage:     true,
+			InactiveThreshold: time.Minute,
+		})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			dctx, dcancel := s.ctx()
+			s.st.DeleteConsumer(dctx, c.CachedInfo().Name)
+			dcancel()
+		}()
+		pending := c.CachedInfo().NumPending
+		for got := 0; pending > 0; {
+			if got > 8*int(c.CachedInfo().NumPending)+10000 {
+				return fmt.Errorf("%w: the records under %s kept changing while scanned", ErrConflict, prefix)
+			}
+			b, err := c.Fetch(int(min(pending, 1000)), jetstream.FetchMaxWait(s.timeout))
+			if err != nil {
+				return err
+			}
+			n := 0
+			for m := range b.Messages() {
+				n++
+				got++
+				md, err := m.Metadata()
+				if err != nil {
+					return err
+				}
+				pending = md.NumPending
+				if old, ok := out[m.Subject()]; ok && old.seq > md.Sequence.Stream {
+					continue
+				}
+				if m.Headers().Get(hdrOp) != "" {
+					out[m.Subject()] = listed{subj: m.Subject(), seq: md.Sequence.Stream} // deleted: kept to overwrite an older find, dropped below
+					continue
+				}
+				k, err := subjectKey(strings.TrimPrefix(m.Subject(), s.prefix+".k."))
+				if err != nil {
+					return &RecordError{Err: ErrCorrupt, Msg: fmt.Sprintf("subject %s: %v", m.Subject(), err)}
+				}
+				out[m.Subject()] = listed{key: k, subj: m.Subject(), seq: md.Sequence.Stream}
+			}
+			if err := b.Error(); err != nil {
+				return err
+			}
+			if n == 0 {
+				return nats.ErrTimeout
+			}
+		}
+		return nil
+	})
+	maps := out
+	for subj, l := range maps {
+		if l.key == nil || !bytes.HasPrefix(l.key, prefix) {
+			delete(maps, subj)
+		}
+	}
+	return maps, err
+}
+
+// scan walks the records under prefix from start in key order: those the
+// store holds, overlaid with the transaction's own writes. Every key visited
+// is a read of the transaction, checked at its commit.
+func (t *jsTx) scan(prefix, start Key, fn func(key Key, val func() ([]byte, error)) (bool, error)) error {
+	filters := t.s.filters(prefix)
+	found, err := t.s.list(filters, prefix)
+	if err != nil {
+		return err
+	}
+	keys := make([]listed, 0, len(found))
+	for subj, l := range found {
+		if _, ok := t.writes[subj]; !ok {
+			keys = append(keys, l)
+		}
+	}
+	for subj, w := range t.writes {
+		if !w.del && bytes.HasPrefix(w.key, prefix) {
+			keys = append(keys, listed{key: w.key, subj: subj})
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i].key, keys[j].key) < 0 })
+	sc := &jsScan{filters: filters, prefix: slices.Clone(prefix), start: slices.Clone(start), seen: map[string]uint64{}}
+	if !t.update {
+		t.scans = append(t.scans, sc)
+	}
+	var cur listed
+	val := func() ([]byte, error) {
+		if w, ok := t.writes[cur.subj]; ok {
+			return slices.Clone(w.val), nil
+		}
+		r, err := t.read(cur.key)
+		if err != nil {
+			return nil, err
+		}
+		if !r.found {
+			t.stale = true
+			return nil, errStale
+		}
+		return slices.Clone(r.val), nil
+	}
+	for _, l := range keys {
+		if bytes.Compare(l.key, start) < 0 {
+			continue
+		}
+		if _, own := t.writes[l.subj]; !own {
+			if r, ok := t.reads[l.subj]; ok && r.seq != l.seq {
+				t.stale = true // read before at another sequence
+			} else if !ok {
+				t.reads[l.subj] = &jsRead{seq: l.seq, found: true, parts: -1} // value not yet read
+			}
+			sc.seen[l.subj] = l.seq
+		}
+		sc.last = l.key
+		cur = l
+		more, err := fn(l.key, val)
+		if err != nil || !more {
+			return err
+		}
+	}
+	sc.done = true
+	return nil
+}
+
+// unchanged reports whether everything a transaction read still stands:
+// every record at the sequence read, every scan finding the same keys.
+func (t *jsTx) unchanged() (bool, error) {
+	if t.stale {
+		return false, nil
+	}
+	if len(t.reads) <= 1 && len(t.scans) == 0 {
+		return true, nil // one read is one moment
+	}
+	for subj, r := range t.reads {
+		k, err := subjectKey(strings.TrimPrefix(subj, t.s.prefix+".k."))
+		if err != nil {
+			return false, err
+		}
+		now, err := t.s.load(subj, k)
+		if errors.Is(err, errStale) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if now.seq != r.seq {
+			return false, nil
+		}
+	}
+	for _, sc := range t.scans {
+		found, err := t.s.list(sc.filters, sc.prefix)
+		if errors.Is(err, ErrConflict) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		n := 0
+		for subj, l := range found {
+			if bytes.Compare(l.key, sc.start) < 0 || !sc.done && bytes.Compare(l.key, sc.last) > 0 {
+				continue
+			}
+			if seq, ok := sc.seen[subj]; !ok || seq != l.seq {
+				return false, nil
+			}
+			n++
+		}
+		if n != len(sc.seen) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// abort maps a failed transaction's error: one whose reads raced a commit is
+// a conflict, whatever its function made of what it saw.
+func (t *jsTx) abort(err error) error {
+	if errors.Is(err, ErrConflict) {
+		return ErrConflict
+	}
+	if ok, verr := t.unchanged(); verr == nil && !ok {
+		return ErrConflict
+	}
+	return err
+}
+
+func (t *jsTx) discard() {}
+
+// pubAck is JetStream's answer to a publish or a batch's commit.
+type pubAck struct {
+	Stream    string `json:"stream"`
+	Seq       uint64 `json:"seq"`
+	Duplicate bool   `json:"duplicate"`
+	Error     *struct {
+		Code    int    `json:"code"`
+		ErrCode int    `json:"err_code"`
+		Desc    string `json:"description"`
+	} `json:"error"`
+}
+
+// commit sends the transaction as one atomic batch: a check for every record
+// read and not written, then the writes, each expecting the sequence it was
+// read at. One stale expectation rejects the whole batch.
+func (t *jsTx) commit(d Durability, inReserve bool, size int) error {
+	if t.stale {
+		return ErrConflict
+	}
+	if t.s.space != nil {
+		if err := t.s.space.admit(size, inReserve); err != nil {
+			return err
+		}
+	}
+	msgs := t.messages()
+	if len(msgs) > t.s.maxMsgs {
+		return fmt.Errorf("%w: a transaction of %d messages, and JetStream takes at most %d in one batch (the server's max_batch_size)", ErrTooLarge, len(msgs), t.s.maxMsgs)
+	}
+	last := msgs[len(msgs)-1] // a record: its message keeps the id where a reader finds it
+	last.Header.Set(nats.MsgIdHdr, t.id)
+	sent := 0
+	err := t.s.patient("commit", func() error { sent++; return t.send(msgs) })
+	var ae *jetstream.APIError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ae) && (ae.ErrorCode == jsWrongLastSeq || ae.ErrorCode == jsBatchSubjectBusy):
+		if sent > 1 && t.s.stored(last.Subject, t.id) {
+			return nil // an earlier sending was stored; its answer was lost
+		}
+		return ErrConflict
+	case errors.As(err, &ae) && ae.ErrorCode == jsNoSpace:
+		return fmt.Errorf("%w: JetStream: %s", ErrNoSpace, ae.Description)
+	}
+	return err
+}
+
+// stored reports whether the record at subj is the one the commit with
+// message id id wrote.
+func (s *jsStore) stored(subj, id string) bool {
+	var m *jetstream.RawStreamMsg
+	err := s.patient("read "+subj, func() error {
+		ctx, cancel := s.ctx()
+		defer cancel()
+		var err error
+		m, err = s.st.GetLastMsgForSubject(ctx, subj)
+		return err
+	})
+	return err == nil && m.Header.Get(nats.MsgIdHdr) == id
+}
+
+// messages are the batch: checks first (the server refuses a check on a
+// subject the batch already wrote), then parts, then records.
+func (t *jsTx) messages() []*nats.Msg {
+	var msgs []*nats.Msg
+	subjects := func(m map[string]*jsRead) []string {
+		s := make([]string, 0, len(m))
+		for k := range m {
+			s = append(s, k)
+		}
+		sort.Strings(s)
+		return s
+	}
+	for _, subj := range subjects(t.reads) {
+		if _, w := t.writes[subj]; w {
+			continue
+		}
+		m := nats.NewMsg(t.s.checkSubject())
+		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(t.reads[subj].seq, 10))
+		m.Header.Set("Nats-Expected-Last-Subject-Sequence-Subject", subj)
+		msgs = append(msgs, m)
+	}
+	written := make([]string, 0, len(t.writes))
+	for subj := range t.writes {
+		written = append(written, subj)
+	}
+	sort.Strings(written)
+	var records []*nats.Msg
+	for _, subj := range written {
+		w := t.writes[subj]
+		m := nats.NewMsg(subj)
+		if r, ok := t.reads[subj]; ok {
+			m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(r.seq, 10))
+		}
+		if w.del {
+			m.Header.Set(hdrOp, opDelete)
+			m.Header.Set(jetstream.MsgTTLHeader, markerTTL)
+		} else if len(w.val) <= t.s.part {
+			m.Data = w.val
+		} else {
+			ver := nuid.Next()
+			n := (len(w.val) + t.s.part - 1) / t.s.part
+			m.Data = w.val[:t.s.part]
+			m.Header.Set(hdrParts, strconv.Itoa(n))
+			m.Header.Set(hdrVer, ver)
+			for i := 1; i < n; i++ {
+				pm := nats.NewMsg(t.s.partSubject(subj, i))
+				pm.Data = w.val[i*t.s.part : min((i+1)*t.s.part, len(w.val))]
+				pm.Header.Set(hdrVer, ver)
+				msgs = append(msgs, pm)
+			}
+		}
+		records = append(records, m)
+	}
+	return append(msgs, records...)
+}
+
+// send publishes msgs: one alone as a plain publish, more as an atomic
+// batch. An answer that did not come (a timeout while a leader changes) is
+// not a failure: the same messages are sent again, and the message id the
+// first carries says whether the first sending was stored.
+func (t *jsTx) send(msgs []*nats.Msg) error {
+	if len(msgs) == 1 {
+		_, err := t.request(msgs[0]) // a duplicate is a sending stored before
+		return err
+	}
+	batch := nuid.Next()
+	for i, m := range msgs {
+		m.Header.Set("Nats-Batch-Id", batch)
+		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
+		if i < len(msgs)-1 {
+			if err := t.s.nc.PublishMsg(m); err != nil {
+				return err
+			}
+			continue
+		}
+		m.Header.Set("Nats-Batch-Commit", "1")
+		_, err := t.request(m)
+		var ae *jetstream.APIError
+		if errors.As(err, &ae) && ae.ErrorCode == jsBatchDuplicateID {
+			return nil // stored by an earlier sending
+		}
+		return err
+	}
+	return nil
+}
+
+// request sends m and reads JetStream's answer.
+func (t *jsTx) request(m *nats.Msg) (*pubAck, error) {
+	r, err := t.s.nc.RequestMsg(m, t.s.timeout)
+	if err != nil {
+		if errors.Is(err, nats.ErrNoResponders) {
+			return nil, jetstream.ErrNoStreamResponse
+		}
+		return nil, err
+	}
+	var ack pubAck
+	if err := json.Unmarshal(r.Data, &ack); err != nil {
+		return nil, fmt.Errorf("store: JetStream's answer to a commit: %w", err)
+	}
+	if ack.Error != nil {
+		return nil, &jetstream.APIError{Code: ack.Error.Code, ErrorCode: jetstream.ErrorCode(ack.Error.ErrCode), Description: ack.Error.Desc}
+	}
+	return &ack, nil
+}
