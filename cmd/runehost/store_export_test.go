@@ -88,6 +88,12 @@ func TestStoreImportRefusesBadFile(t *testing.T) {
 	if _, err := os.Stat(into); !os.IsNotExist(err) {
 		t.Fatalf("the new store's directory was left: %v", err)
 	}
+	if code, _, errs = process(t, into, "store", "import", file+".missing"); code != exitUsage || !strings.Contains(errs, "no such file") {
+		t.Fatalf("import of no file: exit %d, %q", code, errs)
+	}
+	if _, err := os.Stat(into); !os.IsNotExist(err) {
+		t.Fatalf("a store was made for a missing file: %v", err)
+	}
 	if code, _, errs = process(t, filepath.Join(t.TempDir(), "none"), "store", "export", file); code != exitUsage || !strings.Contains(errs, "no store at") {
 		t.Fatalf("export of no store: exit %d, %q", code, errs)
 	}

@@ -38,6 +38,9 @@ func storeImportCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			if _, err := os.Stat(c.Args().First()); err != nil {
+				return exitf(exitUsage, "store import: %v", err)
+			}
 			_, serr := os.Stat(dir)
 			made := errors.Is(serr, os.ErrNotExist)
 			s, err := store.Open(opts)
