@@ -19,7 +19,8 @@ FUZZ_TARGETS := \
 	./wasmvm:FuzzStepParity \
 	./wasmvm:FuzzDataParity \
 	./guest/machine:FuzzFastPath \
-	./acts/model:FuzzReply
+	./acts/model:FuzzReply \
+	./store:FuzzImport
 
 .PHONY: all build guest guest-check browser-check test test-steps test-lane-unit test-lane-rest test-unit test-long vet unit fuzz fuzz-short crash crash-short crash-red park tools load-cards race bench bench-check bench-redact clean mount-race
 

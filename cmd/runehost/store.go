@@ -21,7 +21,7 @@ func storeCommand() *cli.Command {
 		Description: "verify reads every file and record of a store and says whether it is sound;\n" +
 			"backup writes a consistent snapshot of it to a file while it is open;\n" +
 			"restore makes a new store from such a file. See docs/store.md.",
-		Subcommands: []*cli.Command{storeVerifyCommand(), storeBackupCommand(), storeRestoreCommand()},
+		Subcommands: []*cli.Command{storeVerifyCommand(), storeBackupCommand(), storeRestoreCommand(), storeExportCommand(), storeImportCommand()},
 	}
 }
 
