@@ -20,9 +20,10 @@ FUZZ_TARGETS := \
 	./wasmvm:FuzzDataParity \
 	./guest/machine:FuzzFastPath \
 	./acts/model:FuzzReply \
-	./store:FuzzImport
+	./store:FuzzImport \
+	./store:FuzzKeySubject
 
-.PHONY: all build guest guest-check browser-check test test-steps test-lane-unit test-lane-rest test-unit test-long vet unit fuzz fuzz-short crash crash-short crash-red park tools load-cards race bench bench-check bench-redact clean mount-race
+.PHONY: all build guest guest-check browser-check test test-jetstream test-steps test-lane-unit test-lane-rest test-unit test-long vet unit fuzz fuzz-short crash crash-short crash-red park tools load-cards race bench bench-check bench-redact clean mount-race
 
 CRASH_KILLS ?= 300
 CRASH_SEED  ?= $(shell date +%s)
@@ -89,6 +90,7 @@ test-lane-rest:
 	@$(MAKE) --no-print-directory guest-check
 	@$(MAKE) --no-print-directory race
 	@$(MAKE) --no-print-directory crash-short
+	@$(MAKE) --no-print-directory test-jetstream
 	@$(MAKE) --no-print-directory bench-check
 	@$(MAKE) --no-print-directory fuzz-short
 
@@ -99,6 +101,11 @@ empty :=
 space := $(empty) $(empty)
 test-unit:
 	$(GO) test -skip='^($(subst $(space),|,$(FUZZ_NAMES)))$$' ./...
+
+## test-jetstream: the suites of every package above store/ again, each store on an embedded JetStream node instead of Badger (RUNEHOST_STORE_BACKEND=jetstream; store's own tests run both in test-unit).
+JS_PKGS = $$($(GO) list -f '{{.ImportPath}} {{join .Deps " "}}' ./... | awk '$$1 !~ /\/store$$/ { for (i = 2; i <= NF; i++) if ($$i == "github.com/runehost/runehost/store") { print $$1; break } }')
+test-jetstream:
+	RUNEHOST_STORE_BACKEND=jetstream $(GO) test -skip='^($(subst $(space),|,$(FUZZ_NAMES)))$$' $(JS_PKGS)
 
 ## test-long: unit and race with the long versions of what make test shortens (RUNEHOST_LONG=1): every golden prog at every slice size natively, in the sandbox and with the fast path off and on, the storage test's whole idle run, ...; RUNEHOST_SEED=N picks another part for make test's short versions.
 test-long:

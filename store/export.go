@@ -71,7 +71,9 @@ type ImportInfo struct {
 }
 
 // ownKey is a record of the store's own, never exported nor imported.
-func ownKey(key Key) bool { return bytes.Equal(key, markKey) || bytes.Equal(key, flushKey) }
+func ownKey(key Key) bool {
+	return bytes.Equal(key, markKey) || bytes.Equal(key, flushKey) || bytes.Equal(key, holderKey)
+}
 
 // exportWriter frames records after the header, hashing all it writes
 // until the trailer.

@@ -58,6 +58,7 @@ type jsStore struct {
 	node    *Node         // the embedded server, or nil
 	dir     string        // the directory of an embedded node's files ("" for none)
 	space   *reserve      // nil unless the node is embedded on a disk
+	hold    *hold         // this process's hold on the store (jshold.go); nil while it is taken
 }
 
 // jsRead is a record as a transaction read it: its sequence (0 when the
@@ -502,6 +503,11 @@ type pubAck struct {
 func (t *jsTx) commit(d Durability, inReserve bool, size int) error {
 	if t.stale {
 		return ErrConflict
+	}
+	if h := t.s.hold; h != nil {
+		if err := h.valid(); err != nil {
+			return err
+		}
 	}
 	if t.s.space != nil {
 		if err := t.s.space.admit(size, inReserve); err != nil {

@@ -21,7 +21,7 @@ func TestJetStreamClusterShared(t *testing.T) {
 	}
 	nodes, urls := natstest.Cluster(t, 3)
 	open := func(url string) *store.Store {
-		s, err := store.Open(store.Options{JetStream: &store.JetStream{URLs: []string{url}, Stream: "SHARED", Replicas: 3, Timeout: time.Second}})
+		s, err := store.Open(store.Options{JetStream: &store.JetStream{URLs: []string{url}, Stream: "SHARED", Replicas: 3, Timeout: time.Second, Shared: true}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,9 +7,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // openJS opens a store on an embedded JetStream node in a test directory.
@@ -256,4 +258,46 @@ func TestJetStreamReopen(t *testing.T) {
 func getOne(s *Store, k Key, v any) (ok bool, err error) {
 	err = s.View(func(tx *Tx) error { ok, err = tx.Get(k, v); return err })
 	return ok, err
+}
+
+// A store on JetStream is held by one process: a second open fails naming
+// the holder, and opens once the first closes or its hold lapses; a process
+// whose hold lapsed commits nothing.
+func TestJetStreamHold(t *testing.T) {
+	node, err := StartNode(NodeOptions{Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Shutdown)
+	old := HoldFor
+	HoldFor = 600 * time.Millisecond
+	t.Cleanup(func() { HoldFor = old })
+	opts := Options{JetStream: &JetStream{URLs: []string{node.srv.ClientURL()}, Memory: true}}
+	a, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var le *LockedError
+	if _, err := Open(opts); !errors.As(err, &le) || le.Holder == nil || le.Holder.PID != os.Getpid() {
+		t.Fatalf("a second host opened the store: %v", err)
+	}
+	a.Close()
+	b, err := Open(opts)
+	if err != nil {
+		t.Fatalf("after the first closed: %v", err)
+	}
+	// b stops renewing (as a host paused or cut off would): it stops
+	// committing, and another host may take the store once the hold lapses.
+	close(b.js.hold.stop)
+	<-b.js.hold.done
+	b.js.hold.stop = make(chan struct{})
+	time.Sleep(HoldFor / 2)
+	if err := b.Update(Synced, func(tx *Tx) error { return tx.Put(K("x"), 1) }); !errors.Is(err, ErrHoldLost) {
+		t.Fatalf("a lapsed hold committed: %v", err)
+	}
+	c, err := Open(opts)
+	if err != nil {
+		t.Fatalf("after the hold lapsed: %v", err)
+	}
+	c.Close()
 }

@@ -38,6 +38,10 @@ type JetStream struct {
 	Timeout, Wait time.Duration
 	// Node, when the store embeds its server, configures it.
 	Node NodeOptions
+	// Shared opens the store without taking its hold (jshold.go), beside
+	// other processes: their transactions stay serializable, but the engine
+	// assumes one host per store, so hosts must not share one this way.
+	Shared bool
 }
 
 // envBackend names the backend every store of the process is opened on when
@@ -56,8 +60,8 @@ const jsMaxBatch = 10000
 type NodeOptions struct {
 	Dir  string // its JetStream files; "" keeps them in a temporary directory
 	Name string // the server's name, unique in a cluster ("" means one made up)
-	// Listen is host:port for clients; "" means none (the process connects
-	// in memory).
+	// Listen is host:port for clients (port 0: any free one); "" means none
+	// (the process connects in memory).
 	Listen string
 	// Cluster, if set, names the cluster this node joins, routing on
 	// ClusterListen (host:port) to Routes (nats://host:port).
@@ -98,6 +102,9 @@ func StartNode(o NodeOptions) (*Node, error) {
 			return nil, fmt.Errorf("nats: listen %q: %w", o.Listen, err)
 		}
 		so.Host, so.Port = host, port
+		if port == 0 {
+			so.Port = server.RANDOM_PORT // NATS reads 0 as its default, 4222
+		}
 	}
 	if o.Cluster != "" {
 		host, port, err := splitHostPort(o.ClusterListen)
@@ -225,6 +232,9 @@ func openJetStream(opts Options, js JetStream) (st *Store, err error) {
 			if lock, err = lockDir(opts.Dir); err != nil {
 				return nil, err
 			}
+			if err = writeHolder(opts.Dir); err != nil {
+				return nil, err
+			}
 			no.Dir = filepath.Join(opts.Dir, "nats")
 			s.space = newReserve(opts.Dir, opts.Reserve, opts.FreeSpace)
 			s.dir = opts.Dir
@@ -250,6 +260,13 @@ func openJetStream(opts Options, js JetStream) (st *Store, err error) {
 		return nil, err
 	}
 	st = &Store{badgerStore: &badgerStore{dir: "", log: &badgerLog{}}, be: s, js: s, lock: lock}
+	if js.Shared {
+		return st, nil
+	}
+	if err := st.take("JetStream stream " + s.stream); err != nil {
+		s.close()
+		return nil, err
+	}
 	return st, nil
 }
 

@@ -266,7 +266,7 @@ func open(opts Options, lock *os.File) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	if err := s.writeHolder(); err != nil {
+	if err := writeHolder(s.dir); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -342,18 +342,18 @@ func command(args []string) string {
 	return strings.Join(args, " ")
 }
 
-func (s *Store) writeHolder() error {
+func writeHolder(dir string) error {
 	host, _ := os.Hostname()
 	h := Holder{PID: os.Getpid(), Host: host, Command: command(os.Args), Since: time.Now().UTC().Truncate(time.Second)}
 	if len(h.Command) > 200 {
 		h.Command = h.Command[:200] + "…"
 	}
 	b, _ := json.Marshal(h)
-	tmp := filepath.Join(s.dir, holderFile+".tmp")
+	tmp := filepath.Join(dir, holderFile+".tmp")
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	return os.Rename(tmp, filepath.Join(s.dir, holderFile))
+	return os.Rename(tmp, filepath.Join(dir, holderFile))
 }
 
 // Dir returns the store's directory ("" in memory).
@@ -367,8 +367,12 @@ func (s *Store) Dir() string {
 // Close flushes and closes the store, and seals it as it is then.
 func (s *Store) Close() error {
 	if s.js != nil {
+		if s.js.hold != nil {
+			s.js.hold.release()
+		}
 		err := s.be.close()
 		if s.lock != nil {
+			os.Remove(filepath.Join(s.js.dir, holderFile))
 			s.lock.Close()
 		}
 		return err

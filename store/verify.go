@@ -6,7 +6,6 @@
 package store
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -73,7 +72,7 @@ type Record struct {
 func (s *Store) Records(fn func(r Record) error) error {
 	return s.View(func(tx *Tx) error {
 		return tx.b.scan(Key{}, Key{}, func(key Key, val func() ([]byte, error)) (bool, error) {
-			if bytes.Equal(key, markKey) || bytes.Equal(key, flushKey) {
+			if ownKey(key) {
 				return true, nil
 			}
 			r := Record{Key: key}

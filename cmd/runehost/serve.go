@@ -59,7 +59,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "base-url", Usage: "where run pages are reached: BASE/r/TOKEN", DefaultText: "http://LISTEN, or http://127.0.0.1:7233", EnvVars: []string{"RUNEHOST_BASE_URL"}},
 			&cli.IntFlag{Name: "workers", Usage: "trees driven at once", DefaultText: "the number of CPUs"},
 			&cli.BoolFlag{Name: "slack", Usage: "also run the Slack dispatcher (the flags of runehost slack)"},
-		}, slackFlags()...),
+		}, append(natsFlags(), slackFlags()...)...),
 		Action: func(c *cli.Context) error { return serveAction(c, c.Bool("slack")) },
 	}
 }
@@ -75,6 +75,7 @@ type serveOptions struct {
 	cacheDir string
 	slack    *slackOptions // nil: no Slack
 	logw     io.Writer
+	nats     *store.JetStream // nil: as RUNEHOST_NATS says (natsOptions)
 }
 
 func serveAction(c *cli.Context, withSlack bool) error {
@@ -88,6 +89,9 @@ func serveAction(c *cli.Context, withSlack bool) error {
 		if o.slack, err = slackOptionsOf(c); err != nil {
 			return err
 		}
+	}
+	if o.nats, err = natsOf(c); err != nil {
+		return err
 	}
 	// The first signal drains; a second one exits at once.
 	sigs := make(chan os.Signal, 2)
@@ -143,6 +147,14 @@ func launchServe(ctx context.Context, o serveOptions) (wait func() error, err er
 	opts, err := storeOptions(o.store)
 	if err != nil {
 		return nil, err
+	}
+	if o.nats != nil {
+		opts.JetStream = o.nats
+	}
+	if opts.JetStream != nil { // the records are on NATS; the socket and token stay here
+		if err := os.MkdirAll(o.store, 0o700); err != nil {
+			return nil, exitf(exitUsage, "serve: %v", err)
+		}
 	}
 	s, err := store.Open(opts)
 	if err != nil {

@@ -26,9 +26,15 @@ func storeCommand() *cli.Command {
 }
 
 // storeOptions are the options the store in dir is opened with: the disk
-// reserve from RUNEHOST_STORE_RESERVE (bytes, or with a unit: 512MiB, 1GiB).
+// reserve from RUNEHOST_STORE_RESERVE (bytes, or with a unit: 512MiB, 1GiB),
+// and, with RUNEHOST_NATS set, the records in JetStream (natsOptions).
 func storeOptions(dir string) (store.Options, error) {
 	opts := store.Options{Dir: dir}
+	js, err := natsOptions()
+	if err != nil {
+		return opts, err
+	}
+	opts.JetStream = js
 	if v := os.Getenv("RUNEHOST_STORE_RESERVE"); v != "" {
 		n, err := parseBytes(v)
 		if err != nil {
@@ -71,4 +77,40 @@ func storeDir(c *cli.Context) (string, error) {
 		return "", exitf(exitUsage, "%v", err)
 	}
 	return d, nil
+}
+
+// natsOptions are the JetStream servers the records are kept on, from
+// RUNEHOST_NATS (nats://host:port, comma-separated), with the stream
+// RUNEHOST_NATS_STREAM (RUNEHOST) of RUNEHOST_NATS_REPLICAS replicas (1);
+// nil when RUNEHOST_NATS is unset: Badger in the store directory.
+func natsOptions() (*store.JetStream, error) {
+	v := os.Getenv("RUNEHOST_NATS")
+	if v == "" {
+		return nil, nil
+	}
+	js, err := parseNATS(v)
+	if err != nil {
+		return nil, err
+	}
+	js.Stream = os.Getenv("RUNEHOST_NATS_STREAM")
+	if r := os.Getenv("RUNEHOST_NATS_REPLICAS"); r != "" {
+		n, err := strconv.Atoi(r)
+		if err != nil || n < 1 || n > 5 {
+			return nil, exitf(exitUsage, "RUNEHOST_NATS_REPLICAS=%q: want 1 to 5", r)
+		}
+		js.Replicas = n
+	}
+	return js, nil
+}
+
+// parseNATS reads a list of NATS servers.
+func parseNATS(v string) (*store.JetStream, error) {
+	js := &store.JetStream{}
+	for _, u := range strings.Split(v, ",") {
+		if u = strings.TrimSpace(u); !strings.HasPrefix(u, "nats://") && !strings.HasPrefix(u, "tls://") {
+			return nil, exitf(exitUsage, "NATS servers %q: want nats://host:port[,nats://host:port...]", v)
+		}
+		js.URLs = append(js.URLs, strings.TrimSpace(u))
+	}
+	return js, nil
 }
