@@ -521,7 +521,15 @@ func (t *jsTx) commit(d Durability, inReserve bool, size int) error {
 	last := msgs[len(msgs)-1] // a record: its message keeps the id where a reader finds it
 	last.Header.Set(nats.MsgIdHdr, t.id)
 	sent := 0
-	err := t.s.patient("commit", func() error { sent++; return t.send(msgs) })
+	err := t.s.patient("commit", func() error {
+		if h := t.s.hold; h != nil && sent > 0 {
+			if err := h.valid(); err != nil { // a zombie's commit sent again must not land after another host took over
+				return err
+			}
+		}
+		sent++
+		return t.send(msgs)
+	})
 	var ae *jetstream.APIError
 	switch {
 	case err == nil:

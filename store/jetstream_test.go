@@ -291,7 +291,7 @@ func TestJetStreamHold(t *testing.T) {
 	close(b.js.hold.stop)
 	<-b.js.hold.done
 	b.js.hold.stop = make(chan struct{})
-	time.Sleep(HoldFor / 2)
+	time.Sleep(HoldFor / 3)
 	if err := b.Update(Synced, func(tx *Tx) error { return tx.Put(K("x"), 1) }); !errors.Is(err, ErrHoldLost) {
 		t.Fatalf("a lapsed hold committed: %v", err)
 	}

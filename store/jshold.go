@@ -17,10 +17,11 @@ import (
 // holderKey is the store's own record of who holds it.
 var holderKey = K("holder")
 
-// HoldFor is how long a hold lasts unless renewed; it is renewed every third
-// of it. A host whose renewal has not been confirmed for HoldFor/2 stops
-// committing, well before another host may take the store.
-var HoldFor = 10 * time.Second
+// HoldFor is how long a hold lasts unless renewed; it is renewed every fifth
+// of it. A host whose renewal has not been confirmed for a third of it stops
+// sending commits, so that one still in flight (at most a request's timeout)
+// lands before another host may take the store.
+var HoldFor = 15 * time.Second
 
 // holdRecord is the holder record.
 type holdRecord struct {
@@ -44,8 +45,20 @@ type hold struct {
 }
 
 // take claims the store for this process: a hold that another process
-// renews is a *LockedError naming it.
-func (st *Store) take(name string) error {
+// renews is a *LockedError naming it, unless standby, which waits until that
+// hold lapses or is released.
+func (st *Store) take(name string, standby bool) error {
+	for {
+		err := st.takeOnce(name)
+		var le *LockedError
+		if !standby || !errors.As(err, &le) {
+			return err
+		}
+		time.Sleep(HoldFor / 5)
+	}
+}
+
+func (st *Store) takeOnce(name string) error {
 	h := &hold{id: nuid.Next(), stop: make(chan struct{}), done: make(chan struct{})}
 	host, _ := os.Hostname()
 	me := Holder{PID: os.Getpid(), Host: host, Command: command(os.Args), Since: time.Now().UTC().Truncate(time.Second)}
@@ -74,7 +87,7 @@ func (st *Store) take(name string) error {
 // for good.
 func (st *Store) renew(h *hold, me Holder) {
 	defer close(h.done)
-	t := time.NewTicker(HoldFor / 3)
+	t := time.NewTicker(HoldFor / 5)
 	defer t.Stop()
 	for {
 		select {
@@ -110,14 +123,14 @@ func (st *Store) renew(h *hold, me Holder) {
 	}
 }
 
-// valid reports whether the hold still stands: confirmed within HoldFor/2.
+// valid reports whether the hold still stands: confirmed within HoldFor/3.
 func (h *hold) valid() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.lost {
 		return fmt.Errorf("%w: another host holds it now", ErrHoldLost)
 	}
-	if since := time.Since(h.good); since > HoldFor/2 {
+	if since := time.Since(h.good); since > HoldFor/3 {
 		return fmt.Errorf("%w: not renewed for %s", ErrHoldLost, since.Round(time.Millisecond))
 	}
 	return nil

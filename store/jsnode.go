@@ -38,6 +38,9 @@ type JetStream struct {
 	Timeout, Wait time.Duration
 	// Node, when the store embeds its server, configures it.
 	Node NodeOptions
+	// Standby waits to take the store's hold while another process has it,
+	// instead of failing: a host ready to take over.
+	Standby bool
 	// Shared opens the store without taking its hold (jshold.go), beside
 	// other processes: their transactions stay serializable, but the engine
 	// assumes one host per store, so hosts must not share one this way.
@@ -263,7 +266,7 @@ func openJetStream(opts Options, js JetStream) (st *Store, err error) {
 	if js.Shared {
 		return st, nil
 	}
-	if err := st.take("JetStream stream " + s.stream); err != nil {
+	if err := st.take("JetStream stream "+s.stream, js.Standby); err != nil {
 		s.close()
 		return nil, err
 	}

@@ -23,6 +23,7 @@ func natsFlags() []cli.Flag {
 		&cli.StringFlag{Name: "routes", Usage: "with --cluster: the other nodes' routes (nats://host:port, comma-separated)"},
 		&cli.StringFlag{Name: "node-name", Usage: "with --cluster: this node's name, unique in the cluster", DefaultText: "the host name and the cluster port"},
 		&cli.IntFlag{Name: "replicas", Usage: "the stream's replicas", DefaultText: "3 with --cluster, else 1", EnvVars: []string{"RUNEHOST_NATS_REPLICAS"}},
+		&cli.BoolFlag{Name: "standby", Usage: "while another host holds the stream, wait to take it over (when its hold lapses, 15 s after it stopped renewing) instead of failing"},
 		&cli.StringFlag{Name: "stream", Usage: "the JetStream stream that holds the records", Value: store.DefaultStream, EnvVars: []string{"RUNEHOST_NATS_STREAM"}},
 	}
 }
@@ -34,6 +35,9 @@ func natsOf(c *cli.Context) (*store.JetStream, error) {
 	case embedded && urls != "":
 		return nil, exitf(exitUsage, "serve: --nats and --nats-embedded exclude each other (the embedded node is the server)")
 	case !embedded && urls == "":
+		if c.Bool("standby") {
+			return nil, exitf(exitUsage, "serve: --standby is for a store on NATS (--nats or --nats-embedded)")
+		}
 		if c.String("cluster") != "" {
 			return nil, exitf(exitUsage, "serve: --cluster is a setting of --nats-embedded")
 		}
@@ -43,10 +47,10 @@ func natsOf(c *cli.Context) (*store.JetStream, error) {
 		if err != nil {
 			return nil, err
 		}
-		js.Stream, js.Replicas = c.String("stream"), c.Int("replicas")
+		js.Stream, js.Replicas, js.Standby = c.String("stream"), c.Int("replicas"), c.Bool("standby")
 		return js, nil
 	}
-	js := &store.JetStream{Stream: c.String("stream"), Replicas: c.Int("replicas"), Wait: 2 * time.Minute,
+	js := &store.JetStream{Stream: c.String("stream"), Replicas: c.Int("replicas"), Wait: 2 * time.Minute, Standby: c.Bool("standby"),
 		Node: store.NodeOptions{Listen: c.String("nats-listen")}}
 	if name := c.String("cluster"); name != "" {
 		js.Node.Cluster, js.Node.ClusterListen, js.Node.Name = name, c.String("cluster-listen"), c.String("node-name")
