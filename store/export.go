@@ -72,7 +72,7 @@ type ImportInfo struct {
 
 // ownKey is a record of the store's own, never exported nor imported.
 func ownKey(key Key) bool {
-	return bytes.Equal(key, markKey) || bytes.Equal(key, flushKey) || bytes.Equal(key, holderKey)
+	return bytes.Equal(key, markKey) || bytes.Equal(key, flushKey) || bytes.Equal(key, holderKey) || bytes.Equal(key, beatKey)
 }
 
 // exportWriter frames records after the header, hashing all it writes

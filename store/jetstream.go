@@ -538,6 +538,9 @@ func (t *jsTx) commit(d Durability, inReserve bool, size int) error {
 		if sent > 1 && t.s.stored(last.Subject, t.id) {
 			return nil // an earlier sending was stored; its answer was lost
 		}
+		if h := t.s.hold; h != nil && t.s.taken(h) {
+			return fmt.Errorf("%w: another host took the store", ErrHoldLost)
+		}
 		return ErrConflict
 	case errors.As(err, &ae) && ae.ErrorCode == jsNoSpace:
 		return fmt.Errorf("%w: JetStream: %s", ErrNoSpace, ae.Description)
@@ -548,6 +551,12 @@ func (t *jsTx) commit(d Durability, inReserve bool, size int) error {
 // stored reports whether the record at subj is the one the commit with
 // message id id wrote.
 func (s *jsStore) stored(subj, id string) bool {
+	m, err := s.lastMsg(subj)
+	return err == nil && m.Header.Get(nats.MsgIdHdr) == id
+}
+
+// lastMsg reads the last message of subj (a zero one when it has none).
+func (s *jsStore) lastMsg(subj string) (*jetstream.RawStreamMsg, error) {
 	var m *jetstream.RawStreamMsg
 	err := s.patient("read "+subj, func() error {
 		ctx, cancel := s.ctx()
@@ -556,7 +565,10 @@ func (s *jsStore) stored(subj, id string) bool {
 		m, err = s.st.GetLastMsgForSubject(ctx, subj)
 		return err
 	})
-	return err == nil && m.Header.Get(nats.MsgIdHdr) == id
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return &jetstream.RawStreamMsg{Header: nats.Header{}}, nil
+	}
+	return m, err
 }
 
 // messages are the batch: checks first (the server refuses a check on a
@@ -570,6 +582,13 @@ func (t *jsTx) messages() []*nats.Msg {
 		}
 		sort.Strings(s)
 		return s
+	}
+	if h := t.s.hold; h != nil {
+		_, r := t.reads[h.subj]
+		_, w := t.writes[h.subj]
+		if !r && !w {
+			msgs = append(msgs, h.fence(t.s.checkSubject()))
+		}
 	}
 	for _, subj := range subjects(t.reads) {
 		if _, w := t.writes[subj]; w {

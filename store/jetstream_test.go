@@ -301,3 +301,45 @@ func TestJetStreamHold(t *testing.T) {
 	}
 	c.Close()
 }
+
+// The fence: once another host took the store (its holder record moved), a
+// commit of the old holder fails with ErrHoldLost, however current its own
+// clock says its hold is; and it does not retry for ever.
+func TestJetStreamFence(t *testing.T) {
+	node, err := StartNode(NodeOptions{Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Shutdown)
+	old := HoldFor
+	HoldFor = time.Minute // no renewal during the test: only the fence can tell
+	t.Cleanup(func() { HoldFor = old })
+	js := JetStream{URLs: []string{node.ClientURL()}, Memory: true}
+	a, err := Open(Options{JetStream: &js})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.Update(Synced, func(tx *Tx) error { return tx.Put(K("x"), 1) }); err != nil {
+		t.Fatal(err)
+	}
+	shared := js
+	shared.Shared = true
+	thief, err := Open(Options{JetStream: &shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer thief.Close()
+	if err := thief.Update(Synced, func(tx *Tx) error { return tx.Put(holderKey, holdRecord{ID: "another host"}) }); err != nil {
+		t.Fatal(err)
+	}
+	err = a.Retry(Synced, func(tx *Tx) error { return tx.Put(K("x"), 2) })
+	if !errors.Is(err, ErrHoldLost) {
+		t.Fatalf("the old holder committed after a takeover: %v", err)
+	}
+	var x int
+	thief.View(func(tx *Tx) error { _, err := tx.Get(K("x"), &x); return err })
+	if x != 1 {
+		t.Fatalf("x = %d, want 1", x)
+	}
+}

@@ -1,6 +1,7 @@
-// jshold.go holds the holder record of a store on JetStream: the one host
-// process that has it open, for as long as it renews its hold, in place of
-// the directory lock a Badger store takes.
+// jshold.go holds the hold on a store on JetStream: the one host process
+// that has it open, in place of the directory lock a Badger store takes.
+// The holder record changes only when a host takes the store, and every
+// commit checks it (a fence); a beat record beside it is renewed.
 
 package store
 
@@ -8,35 +9,50 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 )
 
-// holderKey is the store's own record of who holds it.
-var holderKey = K("holder")
+// holderKey names the host that took the store; beatKey says until when
+// its hold lasts.
+var (
+	holderKey = K("holder")
+	beatKey   = K("holder", "beat")
+)
 
 // HoldFor is how long a hold lasts unless renewed; it is renewed every fifth
 // of it. A host whose renewal has not been confirmed for a third of it stops
-// sending commits, so that one still in flight (at most a request's timeout)
-// lands before another host may take the store.
+// sending commits. That is only the first guard: every commit also expects
+// the holder record as this host wrote it, so a host that another one took
+// the store from cannot commit, however late its commit arrives.
 var HoldFor = 15 * time.Second
 
 // holdRecord is the holder record.
 type holdRecord struct {
 	ID     string `cbor:"id"`
 	Holder Holder `cbor:"holder"`
-	Until  int64  `cbor:"until"` // unix ms
 }
 
-// ErrHoldLost is a commit refused because this process no longer knows that
-// it holds the store: its renewals failed, or another host took it.
+// beatRecord is the beat: the hold of ID lasts until Until (unix ms).
+type beatRecord struct {
+	ID    string `cbor:"id"`
+	Until int64  `cbor:"until"`
+}
+
+// ErrHoldLost is a commit refused because this process no longer holds the
+// store: its renewals failed, or another host took it.
 var ErrHoldLost = errors.New("store: this process's hold on the store lapsed")
 
 // hold is a store's hold, renewed in the background.
 type hold struct {
 	id   string
+	seq  uint64 // the holder record's sequence, which every commit expects
+	subj string // the holder record's subject
 	mu   sync.Mutex
 	good time.Time // when a renewal was last confirmed
 	lost bool
@@ -59,51 +75,52 @@ func (st *Store) take(name string, standby bool) error {
 }
 
 func (st *Store) takeOnce(name string) error {
-	h := &hold{id: nuid.Next(), stop: make(chan struct{}), done: make(chan struct{})}
+	h := &hold{id: nuid.Next(), subj: st.js.keySubject(holderKey), stop: make(chan struct{}), done: make(chan struct{})}
 	host, _ := os.Hostname()
 	me := Holder{PID: os.Getpid(), Host: host, Command: command(os.Args), Since: time.Now().UTC().Truncate(time.Second)}
 	now := time.Now()
 	err := st.Retry(Synced, func(tx *Tx) error {
 		var r holdRecord
+		var b beatRecord
 		if _, err := tx.Get(holderKey, &r); err != nil {
 			return err
 		}
-		if r.ID != "" && r.ID != h.id && r.Until > now.UnixMilli() {
+		if _, err := tx.Get(beatKey, &b); err != nil {
+			return err
+		}
+		if r.ID != "" && b.ID == r.ID && b.Until > now.UnixMilli() {
 			hr := r.Holder
 			return &LockedError{Dir: name, Holder: &hr}
 		}
-		return tx.Put(holderKey, holdRecord{ID: h.id, Holder: me, Until: now.Add(HoldFor).UnixMilli()})
+		if err := tx.Put(holderKey, holdRecord{ID: h.id, Holder: me}); err != nil {
+			return err
+		}
+		return tx.Put(beatKey, beatRecord{ID: h.id, Until: now.Add(HoldFor).UnixMilli()})
 	})
 	if err != nil {
 		return err
 	}
-	h.good = now
+	m, err := st.js.lastMsg(h.subj)
+	if err != nil {
+		return err
+	}
+	if m.Header.Get(nats.MsgIdHdr) == "" && m.Sequence == 0 {
+		return errors.New("store: the holder record just written is not there")
+	}
+	h.seq, h.good = m.Sequence, now
 	st.js.hold = h
-	go st.renew(h, me)
+	go st.renew(h)
 	return nil
 }
 
 // renew keeps the hold until the store closes; a hold found taken is lost
 // for good.
-func (st *Store) renew(h *hold, me Holder) {
+func (st *Store) renew(h *hold) {
 	defer close(h.done)
 	t := time.NewTicker(HoldFor / 5)
 	defer t.Stop()
-	for {
-		select {
-		case <-h.stop:
-			st.Update(Synced, func(tx *Tx) error { // let the next host start at once
-				var r holdRecord
-				if _, err := tx.Get(holderKey, &r); err != nil || r.ID != h.id {
-					return err
-				}
-				return tx.Delete(holderKey)
-			})
-			return
-		case <-t.C:
-		}
-		now := time.Now()
-		err := st.Retry(Synced, func(tx *Tx) error {
+	beat := func(until int64) error {
+		return st.Retry(Synced, func(tx *Tx) error {
 			var r holdRecord
 			if _, err := tx.Get(holderKey, &r); err != nil {
 				return err
@@ -111,8 +128,18 @@ func (st *Store) renew(h *hold, me Holder) {
 			if r.ID != h.id {
 				return ErrHoldLost
 			}
-			return tx.Put(holderKey, holdRecord{ID: h.id, Holder: me, Until: now.Add(HoldFor).UnixMilli()})
+			return tx.Put(beatKey, beatRecord{ID: h.id, Until: until})
 		})
+	}
+	for {
+		select {
+		case <-h.stop:
+			beat(0) // released: the next host may start at once
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		err := beat(now.Add(HoldFor).UnixMilli())
 		h.mu.Lock()
 		if err == nil {
 			h.good = now
@@ -134,6 +161,29 @@ func (h *hold) valid() error {
 		return fmt.Errorf("%w: not renewed for %s", ErrHoldLost, since.Round(time.Millisecond))
 	}
 	return nil
+}
+
+// fence is the check message of a commit: the holder record as this host
+// wrote it.
+func (h *hold) fence(checkSubj string) *nats.Msg {
+	m := nats.NewMsg(checkSubj)
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(h.seq, 10))
+	m.Header.Set("Nats-Expected-Last-Subject-Sequence-Subject", h.subj)
+	return m
+}
+
+// taken reports whether another host took the store: its holder record
+// moved. A commit refused as a conflict asks it, so that a host fenced out
+// stops rather than retrying for ever.
+func (s *jsStore) taken(h *hold) bool {
+	m, err := s.lastMsg(h.subj)
+	if err != nil || m.Sequence == h.seq {
+		return false
+	}
+	h.mu.Lock()
+	h.lost = true
+	h.mu.Unlock()
+	return true
 }
 
 // release ends the hold.
