@@ -55,6 +55,10 @@ type Engine struct {
 	OnSlice func(inv string, steps uint64)
 	// OnWarn, if set, sees each warning that a cap is nearly reached.
 	OnWarn func(inv, msg string)
+	// OnRecovered, if set, sees each act another host process left
+	// attempted without an outcome in a tree this one took over (a shared
+	// store; Open returns those of a store of its own).
+	OnRecovered func(op *Operation)
 	// Redactor strips secrets from every event, and the host's own secrets
 	// from every act's reply; the known formats only when nil.
 	Redactor *redact.Redactor
@@ -74,7 +78,8 @@ type Engine struct {
 	mu       sync.Mutex
 	backlogs map[string]*events.Backlog // by invocation
 
-	holds holds // one turn of a tree at a time (hold.go)
+	holds  holds   // one turn of a tree at a time (hold.go)
+	claims *claims // on a shared store, the trees this host drives (claim.go); nil on one of its own
 
 	runsMu sync.Mutex
 	runs   map[string]*run // kept between turns: live machines, leased steps
@@ -332,8 +337,14 @@ func (e *Engine) AdmitBound(ctx context.Context, inv, prog, origin string, bind 
 	// Its tree is held until its run is kept: a Loop that found it
 	// runnable before would take the held lease for one a crash lost.
 	defer e.holds.lock(inv)()
+	root := inv == rootOf(inv) && e.claims != nil // a new tree: its claim is admitted with it
 	var first []events.Event
 	err = e.Store.Retry(store.Synced, func(tx *store.Tx) error {
+		if root {
+			if err := e.claims.admitted(tx, inv); err != nil {
+				return err
+			}
+		}
 		i, err := e.invs.admit(tx, inv, prog, hash, bind)
 		if err != nil {
 			return err
@@ -387,7 +398,11 @@ func (e *Engine) AdmitBound(ctx context.Context, inv, prog, origin string, bind 
 // reason: it stays as it was, inspectable, out of the scheduler's turns,
 // never left looking as if it ran, until an operator resumes it.
 func (e *Engine) Drive(ctx context.Context, inv string) (*RunState, error) {
-	defer e.holds.lock(inv)()
+	unlock, err := e.lockTree(inv)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	return e.driveTurn(ctx, inv, e.Quantum)
 }
 
@@ -401,7 +416,7 @@ func (e *Engine) driveTurn(ctx context.Context, inv string, quantum int) (*RunSt
 	if err != nil && ctx.Err() == nil && stopped {
 		return e.State(inv)
 	}
-	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrNoSuchInvocation) {
+	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrNoSuchInvocation) && !errors.Is(err, ErrClaimed) { // a tree another host took is not this host's to pause
 		if _, perr := e.invs.Pause(inv, err.Error()); perr != nil {
 			return nil, errors.Join(err, perr)
 		}
@@ -614,9 +629,16 @@ func Open(s *store.Store, rt port.RuntimePort, clock func() int64) (*Engine, []*
 	}
 	e := NewEngine(s, rt, gen.N, clock)
 	e.invs.clock = clock
+	if s.Shared() { // other hosts: each tree is recovered when it is claimed
+		return e, nil, e.startClaims()
+	}
 	unknown, err := e.ledger.Recover(gen.N)
 	return e, unknown, err
 }
+
+// StopClaims gives up the trees this host drives on a shared store, for
+// other hosts to take at once: after Park, before the store closes.
+func (e *Engine) StopClaims() error { return e.stopClaims() }
 
 // NewInvocationID returns a fresh invocation id, r1, r2, ... Buffered: the
 // synced admission of the invocation flushes the count with it; a count
@@ -642,7 +664,11 @@ func (e *Engine) Resume(ctx context.Context, inv string) (*RunState, error) {
 
 // resumeTurn is Resume for at most quantum slices (0: no limit).
 func (e *Engine) resumeTurn(ctx context.Context, inv string, quantum int) (*RunState, error) {
-	defer e.holds.lock(inv)()
+	unlock, err := e.lockTree(inv)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if !e.kept(inv) { // what this engine holds is its own; the rest was lost
 		if _, err := e.accounts.Recover(inv); err != nil {
 			return nil, err
@@ -680,7 +706,11 @@ func (e *Engine) Deliver(inv, tag string, payload []byte) error {
 // lifted, and a waiting invocation made runnable to look at what it waits
 // for again, for a scheduler (a Loop).
 func (e *Engine) Ready(inv string) error {
-	defer e.holds.lock(inv)()
+	unlock, err := e.lockTree(inv)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := e.notEnded(inv, "resume"); err != nil {
 		return err
 	}
@@ -720,6 +750,13 @@ func (e *Engine) Settle(id OpID, reply []byte) error {
 	if op.Phase == Attempted && op.Attempt.Generation == e.Generation {
 		return &LedgerError{Op: id, Phase: op.Phase, Err: errors.New("the act is in flight in this process")}
 	}
+	if e.claims != nil { // resolved where its tree is driven: a live other host's attempt may yet end
+		unlock, err := e.lockTree(id.Invocation)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
 	r, err := checkpoint.DecodeReply(reply)
 	if err != nil {
 		return fmt.Errorf("resolve %s: the outcome: %w", id, err)
@@ -756,7 +793,11 @@ func (e *Engine) Tree(root string) ([]string, error) {
 // at its next slice (an act in flight finishes first).
 func (e *Engine) Cancel(inv string) error {
 	defer e.holds.askStop(inv)()
-	defer e.holds.lock(inv)()
+	unlock, err := e.lockTree(inv)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := e.notEnded(inv, "cancel"); err != nil {
 		return err
 	}

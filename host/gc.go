@@ -107,7 +107,7 @@ func (e *Engine) deleteInvocation(id string, dryRun bool) (int, error) {
 			return err
 		}
 		keys = append(keys, cks...)
-		for _, k := range []store.Key{allowanceKey(id), tokenKey(id), store.K("evn", id), store.K("box", id), waitKey(id), runKey(id), invKey(id)} {
+		for _, k := range []store.Key{allowanceKey(id), tokenKey(id), store.K("evn", id), store.K("box", id), waitKey(id), runKey(id), claimKey(id), invKey(id)} {
 			if _, ok, err := tx.GetRaw(k); errors.Is(err, store.ErrCorrupt) || ok {
 				keys = append(keys, k) // unreadable, it goes with the rest
 			} else if err != nil {
@@ -127,6 +127,7 @@ func (e *Engine) deleteKeys(keys []store.Key) error {
 	for len(keys) > 0 {
 		n := min(len(keys), gcChunk)
 		err := e.Store.UpdateInReserve(store.Buffered, func(tx *store.Tx) error { // deleting frees space
+			tx.NoCheck() // an ended tree's records: no host drives it
 			for _, k := range keys[:n] {
 				if err := tx.Delete(k); err != nil {
 					return err

@@ -361,12 +361,18 @@ func consumeTx(tx *store.Tx, id OpID) (*Operation, error) {
 // Nothing is dispatched again; an operator settles it with Record, or an
 // adapter that can reconcile (lookup by idempotency key) does.
 func (l *Ledger) Recover(generation uint64) ([]*Operation, error) {
+	return l.recoverUnder(store.K("open"), func(op *Operation) bool { return op.Attempt.Generation < generation })
+}
+
+// recoverUnder is Recover for the open attempts under prefix of the open
+// index, stale deciding which were left by a crash.
+func (l *Ledger) recoverUnder(prefix store.Key, stale func(*Operation) bool) ([]*Operation, error) {
 	var ids []OpID
 	damaged := map[string]string{} // invocation: why an open operation of it is unreadable
 	err := l.s.View(func(tx *store.Tx) error {
 		ids = nil // a View may run again
 		clear(damaged)
-		return tx.Scan(store.K("open"), func(k store.Key, _ func(any) error) (bool, error) {
+		return tx.Scan(prefix, func(k store.Key, _ func(any) error) (bool, error) {
 			parts := k.Parts()
 			if len(parts) != 3 {
 				return false, fmt.Errorf("index key %s: %w", k, store.ErrCorrupt)
@@ -389,7 +395,7 @@ func (l *Ledger) Recover(generation uint64) ([]*Operation, error) {
 			} else if err != nil {
 				return false, err
 			}
-			if (op.Phase == Attempted && op.Attempt.Generation < generation) || op.Phase == Unresolved {
+			if (op.Phase == Attempted && stale(&op)) || op.Phase == Unresolved {
 				ids = append(ids, op.ID())
 			}
 			return true, nil

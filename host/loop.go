@@ -6,6 +6,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"sync"
 	"time"
@@ -76,7 +77,9 @@ func (l *Loop) Run(ctx context.Context) error {
 			return nil
 		}
 		mu.Lock()
-		id, err := sched.nextAfter(after, func(id string) bool { return driving[rootOf(id)] || l.E.holds.busy(id) })
+		id, err := sched.nextAfter(after, func(id string) bool {
+			return driving[rootOf(id)] || l.E.holds.busy(id) || l.E.claimedElsewhere(rootOf(id))
+		})
 		if id != "" {
 			driving[rootOf(id)], after = true, id
 		}
@@ -165,7 +168,7 @@ func (s *Scheduler) turn(ctx context.Context, id string) Turn {
 	if err != nil && ctx.Err() != nil {
 		return Turn{Invocation: id, Err: ctx.Err()}
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrClaimed) { // another host's tree stays indexed for it
 		s.unindex(id)
 	}
 	return Turn{Invocation: id, State: st, Err: err}

@@ -117,6 +117,7 @@ func (s *Scheduler) Wake() (int, error) {
 	for _, d := range due {
 		wokeThis := false
 		err := s.E.Store.Retry(store.Synced, func(tx *store.Tx) error {
+			tx.NoCheck() // a deadline wakes a tree whichever host drives it: its records order the two
 			wokeThis = false
 			var w wait
 			found, err := tx.Get(waitKey(d.id), &w)

@@ -59,6 +59,7 @@ type jsStore struct {
 	dir     string        // the directory of an embedded node's files ("" for none)
 	space   *reserve      // nil unless the node is embedded on a disk
 	hold    *hold         // this process's hold on the store (jshold.go); nil while it is taken
+	shared  bool          // opened Shared: no hold
 }
 
 // jsRead is a record as a transaction read it: its sequence (0 when the

@@ -42,8 +42,8 @@ type JetStream struct {
 	// instead of failing: a host ready to take over.
 	Standby bool
 	// Shared opens the store without taking its hold (jshold.go), beside
-	// other processes: their transactions stay serializable, but the engine
-	// assumes one host per store, so hosts must not share one this way.
+	// other processes: their transactions stay serializable, and Shared
+	// tells the engine to claim each tree it drives (host/claim.go).
 	Shared bool
 }
 
@@ -264,6 +264,7 @@ func openJetStream(opts Options, js JetStream) (st *Store, err error) {
 	}
 	st = &Store{badgerStore: &badgerStore{dir: "", log: &badgerLog{}}, be: s, js: s, lock: lock}
 	if js.Shared {
+		s.shared = true
 		return st, nil
 	}
 	if err := st.take("JetStream stream "+s.stream, js.Standby); err != nil {

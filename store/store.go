@@ -68,6 +68,8 @@ type Store struct {
 	sealStop chan struct{}
 	sealDone chan struct{}
 
+	check func(tx *Tx, written []Key) error // SetCheck's
+
 	logged    atomic.Int64 // bytes of values written to the value log since the last collection (compact.go)
 	collectMu sync.Mutex   // one collection at a time
 	collected atomic.Bool  // since the store opened
@@ -432,6 +434,11 @@ func (s *Store) update(d Durability, inReserve bool, fn func(tx *Tx) error) erro
 	if tx.size == 0 {
 		return nil
 	}
+	if s.check != nil && !tx.noCheck {
+		if err := s.check(tx, tx.written); err != nil {
+			return b.abort(err)
+		}
+	}
 	return b.commit(d, inReserve, tx.size)
 }
 
@@ -439,6 +446,18 @@ func firstLine(err error) string {
 	m, _, _ := strings.Cut(err.Error(), "\n")
 	return strings.TrimSuffix(m, ". Value:")
 }
+
+// SetCheck sets a function every update transaction that wrote something
+// runs just before it commits, unless it called NoCheck, with the keys it
+// wrote: what the function reads is part of the transaction (a change to
+// it before the commit is a conflict), and its error fails the commit.
+// Set it before the store is used.
+func (s *Store) SetCheck(check func(tx *Tx, written []Key) error) { s.check = check }
+
+// Shared reports whether the store was opened to be shared by many host
+// processes (a JetStream store opened Shared): its users must coordinate
+// above it.
+func (s *Store) Shared() bool { return s.js != nil && s.js.shared }
 
 // Retry is Update, run again from the start after a conflict until it
 // commits: fn must depend only on what it reads in its transaction.

@@ -16,7 +16,19 @@ type Tx struct {
 	b        btx
 	s        *Store
 	readOnly bool
-	size     int // bytes of keys and values written
+	size     int   // bytes of keys and values written
+	written  []Key // the keys written, kept only for a check (Store.SetCheck)
+	noCheck  bool
+}
+
+// NoCheck exempts the transaction from the store's check (SetCheck).
+func (tx *Tx) NoCheck() { tx.noCheck = true }
+
+// wrote notes a key written, for the check.
+func (tx *Tx) wrote(key Key) {
+	if tx.s.check != nil {
+		tx.written = append(tx.written, bytes.Clone(key))
+	}
 }
 
 var (
@@ -71,6 +83,7 @@ func (tx *Tx) Put(key Key, v any) error {
 	}
 	tx.size += len(key) + len(b)
 	tx.s.noteValue(key, len(b))
+	tx.wrote(key)
 	return tx.b.set(key, b)
 }
 
@@ -81,6 +94,7 @@ func (tx *Tx) PutRaw(key Key, b []byte) error {
 	}
 	tx.size += len(key) + len(b)
 	tx.s.noteValue(key, len(b))
+	tx.wrote(key)
 	return tx.b.set(key, bytes.Clone(b))
 }
 
@@ -90,6 +104,7 @@ func (tx *Tx) GetRaw(key Key) ([]byte, bool, error) { return tx.b.get(key) }
 // Delete removes the record at key.
 func (tx *Tx) Delete(key Key) error {
 	tx.size += len(key)
+	tx.wrote(key)
 	return tx.b.delete(key)
 }
 
