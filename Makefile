@@ -23,7 +23,7 @@ FUZZ_TARGETS := \
 	./store:FuzzImport \
 	./store:FuzzKeySubject
 
-.PHONY: all build guest guest-check browser-check test test-jetstream test-steps test-lane-unit test-lane-rest test-unit test-long vet unit fuzz fuzz-short crash crash-short crash-red park tools load-cards race bench bench-check bench-redact clean mount-race
+.PHONY: all build guest guest-check browser-check test test-jetstream chaos chaos-short chaos-red test-steps test-lane-unit test-lane-rest test-unit test-long vet unit fuzz fuzz-short crash crash-short crash-red park tools load-cards race bench bench-check bench-redact clean mount-race
 
 CRASH_KILLS ?= 300
 CRASH_SEED  ?= $(shell date +%s)
@@ -91,6 +91,7 @@ test-lane-rest:
 	@$(MAKE) --no-print-directory race
 	@$(MAKE) --no-print-directory crash-short
 	@$(MAKE) --no-print-directory test-jetstream
+	@$(MAKE) --no-print-directory chaos-short
 	@$(MAKE) --no-print-directory bench-check
 	@$(MAKE) --no-print-directory fuzz-short
 
@@ -106,6 +107,16 @@ test-unit:
 JS_PKGS = $$($(GO) list -f '{{.ImportPath}} {{join .Deps " "}}' ./... | awk '$$1 !~ /\/store$$/ { for (i = 2; i <= NF; i++) if ($$i == "github.com/runehost/runehost/store") { print $$1; break } }')
 test-jetstream:
 	RUNEHOST_STORE_BACKEND=jetstream $(GO) test -skip='^($(subst $(space),|,$(FUZZ_NAMES)))$$' $(JS_PKGS)
+
+## chaos: the cluster chaos harness (cmd/chaos): three NATS nodes and three hosts as processes, CHAOS_INVOCATIONS (200) invocations doing acts while hosts and nodes are SIGKILLed or stopped CHAOS_KILLS (20) times; chaos-short is make test's seeded run; chaos-red breaks the claims' fence and must fail.
+CHAOS_INVOCATIONS ?= 200
+CHAOS_KILLS ?= 20
+chaos:
+	$(GO) run ./cmd/chaos -invocations $(CHAOS_INVOCATIONS) -kills $(CHAOS_KILLS) -v
+chaos-short:
+	$(GO) run ./cmd/chaos -invocations 12 -kills 4 -seed $${RUNEHOST_SEED:-1}
+chaos-red:
+	$(GO) run ./cmd/chaos -invocations 20 -kills 12 -seed 3 -break fence -timeout 3m
 
 ## test-long: unit and race with the long versions of what make test shortens (RUNEHOST_LONG=1): every golden prog at every slice size natively, in the sandbox and with the fast path off and on, the storage test's whole idle run, ...; RUNEHOST_SEED=N picks another part for make test's short versions.
 test-long:

@@ -95,7 +95,11 @@ func runLoop(t *testing.T, e *Engine) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		(&Loop{E: e, Workers: 2, OnTurn: func(tu Turn) { if tu.Err != nil { fmt.Println("TURN", e.Host(), tu.Invocation, tu.Err) } }}).Run(ctx)
+		(&Loop{E: e, Workers: 2, OnTurn: func(tu Turn) {
+			if tu.Err != nil {
+				fmt.Println("TURN", e.Host(), tu.Invocation, tu.Err)
+			}
+		}}).Run(ctx)
 	}()
 	stop = sync.OnceFunc(func() { cancel(); <-done })
 	t.Cleanup(stop)

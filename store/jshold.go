@@ -61,20 +61,8 @@ type hold struct {
 }
 
 // take claims the store for this process: a hold that another process
-// renews is a *LockedError naming it, unless standby, which waits until that
-// hold lapses or is released.
-func (st *Store) take(name string, standby bool) error {
-	for {
-		err := st.takeOnce(name)
-		var le *LockedError
-		if !standby || !errors.As(err, &le) {
-			return err
-		}
-		time.Sleep(HoldFor / 5)
-	}
-}
-
-func (st *Store) takeOnce(name string) error {
+// renews is a *LockedError naming it.
+func (st *Store) take(name string) error {
 	h := &hold{id: nuid.Next(), subj: st.js.keySubject(holderKey), stop: make(chan struct{}), done: make(chan struct{})}
 	host, _ := os.Hostname()
 	me := Holder{PID: os.Getpid(), Host: host, Command: command(os.Args), Since: time.Now().UTC().Truncate(time.Second)}

@@ -38,9 +38,6 @@ type JetStream struct {
 	Timeout, Wait time.Duration
 	// Node, when the store embeds its server, configures it.
 	Node NodeOptions
-	// Standby waits to take the store's hold while another process has it,
-	// instead of failing: a host ready to take over.
-	Standby bool
 	// Shared opens the store without taking its hold (jshold.go), beside
 	// other processes: their transactions stay serializable, and Shared
 	// tells the engine to claim each tree it drives (host/claim.go).
@@ -250,7 +247,8 @@ func openJetStream(opts Options, js JetStream) (st *Store, err error) {
 		}
 		s.nc, err = s.node.connect()
 	} else {
-		s.nc, err = nats.Connect(strings.Join(js.URLs, ","), nats.Name("runehost"), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond), nats.Timeout(s.timeout))
+		s.nc, err = nats.Connect(strings.Join(js.URLs, ","), nats.Name("runehost"), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond), nats.Timeout(s.timeout),
+			nats.RetryOnFailedConnect(true)) // servers starting, or one down: the first requests wait (s.wait)
 	}
 	if err != nil {
 		if s.node != nil {
@@ -267,7 +265,10 @@ func openJetStream(opts Options, js JetStream) (st *Store, err error) {
 		s.shared = true
 		return st, nil
 	}
-	if err := st.take("JetStream stream "+s.stream, js.Standby); err != nil {
+	if lock != nil { // a node of this process's own, in a directory it locked
+		return st, nil
+	}
+	if err := st.take("JetStream stream " + s.stream); err != nil {
 		s.close()
 		return nil, err
 	}

@@ -62,6 +62,11 @@ func openEngine(c *cli.Context, runs bool) (*host.Engine, func(), error) {
 		s.Close()
 		return nil, nil, err
 	}
+	if err := claimFromEnv(); err != nil {
+		closeRT()
+		s.Close()
+		return nil, nil, err
+	}
 	e, unknown, err := host.Open(s, rt, nowMillis)
 	if err != nil {
 		closeRT()
@@ -94,6 +99,9 @@ func openEngine(c *cli.Context, runs bool) (*host.Engine, func(), error) {
 		// closes: a command that stops loses no work.
 		if err := e.Park(context.Background()); err != nil {
 			fmt.Fprintf(c.App.ErrWriter, "runehost: parking live runs: %v\n", err)
+		}
+		if err := e.StopClaims(); err != nil {
+			fmt.Fprintf(c.App.ErrWriter, "runehost: giving up the trees this command drove: %v\n", err)
 		}
 		closeActs()
 		closeRT()

@@ -54,7 +54,7 @@ func newApp() *cli.App {
 			"at any slice, act or await. See docs/tutorial.md and docs/language.md.\n\n" +
 			"Exit status: 0 done, 1 the prog failed, 2 bad usage or input (nothing is\n" +
 			"admitted), 3 a host failure, 4 a run waits, 130 stopped by Ctrl-C.",
-		Commands:       []*cli.Command{checkCommand(), runCommand(), resumeCommand(), sendCommand(), psCommand(), inspectCommand(), resolveCommand(), cancelCommand(), grantCommand(), revokeCommand(), grantsCommand(), eventsCommand(), linkCommand(), migrateCommand(), gcCommand(), toolCommand(), redactCommand(), slackCommand(), serveCommand(), storeCommand(), mcpCommand()},
+		Commands:       []*cli.Command{checkCommand(), runCommand(), resumeCommand(), sendCommand(), psCommand(), inspectCommand(), resolveCommand(), cancelCommand(), grantCommand(), revokeCommand(), grantsCommand(), eventsCommand(), linkCommand(), migrateCommand(), gcCommand(), toolCommand(), redactCommand(), slackCommand(), serveCommand(), storeCommand(), mcpCommand(), natsCommand()},
 		ExitErrHandler: func(*cli.Context, error) {}, // main reports errors
 		// urfave/cli's CommandNotFound returns no error: it is kept for
 		// realMain to report.

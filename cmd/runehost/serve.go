@@ -144,6 +144,9 @@ func newLogger(w io.Writer) *slog.Logger {
 // blocks until ctx ends and the serve has drained, and says how it ended.
 func launchServe(ctx context.Context, o serveOptions) (wait func() error, err error) {
 	log := newLogger(o.logw)
+	if err := claimFromEnv(); err != nil {
+		return nil, err
+	}
 	opts, err := storeOptions(o.store)
 	if err != nil {
 		return nil, err
@@ -191,6 +194,7 @@ func launchServe(ctx context.Context, o serveOptions) (wait func() error, err er
 	if e.Cadence, err = cadenceFromEnv(); err != nil {
 		return fail(exitf(exitUsage, "%v", err))
 	}
+	e.OnRecovered = func(op *host.Operation) { reportUnknown(log, e, op) }
 	cfg := acts.FromEnv()
 	if o.cacheDir != "" {
 		cfg.CacheDir = o.cacheDir
@@ -198,15 +202,7 @@ func launchServe(ctx context.Context, o serveOptions) (wait func() error, err er
 	closeActs := acts.Register(e, cfg)
 	testAdapters(e)
 	for _, op := range unknown {
-		switch redo, found, why := e.Recovery(context.Background(), op); {
-		case redo:
-			log.Info("act cut short with no outcome: doing it again has the same effect, so its run does it again", "act", op.Tag, "op", op.ID().String())
-		case found:
-			log.Info("act cut short with no recorded outcome: its effect was found and is taken", "act", op.Tag, "op", op.ID().String())
-		default:
-			log.Warn("act attempted without an outcome: it may or may not have taken effect and will not be done again; its run waits for runehost resolve", "act", op.Tag, "op", op.ID().String(), "why", why,
-				"command", fmt.Sprintf("runehost resolve %s %d --outcome JSON (or --error KIND:MSG)", op.Invocation, op.Ordinal))
-		}
+		reportUnknown(log, e, op)
 	}
 	secrets := cfg.Secrets()
 	if o.slack != nil {
@@ -331,7 +327,7 @@ func launchServe(ctx context.Context, o serveOptions) (wait func() error, err er
 		if slackWait != nil {
 			slackWait()
 		}
-		perr := e.Park(context.Background())
+		perr := errors.Join(e.Park(context.Background()), e.StopClaims()) // parked, its trees free for the other hosts at once
 		server.RemoveDiscovery(o.store, d.PID)
 		xctx, xcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		x.Shutdown(xctx)
@@ -346,4 +342,18 @@ func launchServe(ctx context.Context, o serveOptions) (wait func() error, err er
 		log.Info("stopped")
 		return nil
 	}, nil
+}
+
+// reportUnknown logs an act a host process left attempted without an
+// outcome, and what its run does about it.
+func reportUnknown(log *slog.Logger, e *host.Engine, op *host.Operation) {
+	switch redo, found, why := e.Recovery(context.Background(), op); {
+	case redo:
+		log.Info("act cut short with no outcome: doing it again has the same effect, so its run does it again", "act", op.Tag, "op", op.ID().String())
+	case found:
+		log.Info("act cut short with no recorded outcome: its effect was found and is taken", "act", op.Tag, "op", op.ID().String())
+	default:
+		log.Warn("act attempted without an outcome: it may or may not have taken effect and will not be done again; its run waits for runehost resolve", "act", op.Tag, "op", op.ID().String(), "why", why,
+			"command", fmt.Sprintf("runehost resolve %s %d --outcome JSON (or --error KIND:MSG)", op.Invocation, op.Ordinal))
+	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/runehost/runehost/host"
 	"github.com/runehost/runehost/store"
 )
 
@@ -23,7 +24,6 @@ func natsFlags() []cli.Flag {
 		&cli.StringFlag{Name: "routes", Usage: "with --cluster: the other nodes' routes (nats://host:port, comma-separated)"},
 		&cli.StringFlag{Name: "node-name", Usage: "with --cluster: this node's name, unique in the cluster", DefaultText: "the host name and the cluster port"},
 		&cli.IntFlag{Name: "replicas", Usage: "the stream's replicas", DefaultText: "3 with --cluster, else 1", EnvVars: []string{"RUNEHOST_NATS_REPLICAS"}},
-		&cli.BoolFlag{Name: "standby", Usage: "while another host holds the stream, wait to take it over (when its hold lapses, 15 s after it stopped renewing) instead of failing"},
 		&cli.StringFlag{Name: "stream", Usage: "the JetStream stream that holds the records", Value: store.DefaultStream, EnvVars: []string{"RUNEHOST_NATS_STREAM"}},
 	}
 }
@@ -35,9 +35,6 @@ func natsOf(c *cli.Context) (*store.JetStream, error) {
 	case embedded && urls != "":
 		return nil, exitf(exitUsage, "serve: --nats and --nats-embedded exclude each other (the embedded node is the server)")
 	case !embedded && urls == "":
-		if c.Bool("standby") {
-			return nil, exitf(exitUsage, "serve: --standby is for a store on NATS (--nats or --nats-embedded)")
-		}
 		if c.String("cluster") != "" {
 			return nil, exitf(exitUsage, "serve: --cluster is a setting of --nats-embedded")
 		}
@@ -47,10 +44,10 @@ func natsOf(c *cli.Context) (*store.JetStream, error) {
 		if err != nil {
 			return nil, err
 		}
-		js.Stream, js.Replicas, js.Standby = c.String("stream"), c.Int("replicas"), c.Bool("standby")
+		js.Stream, js.Replicas = c.String("stream"), c.Int("replicas")
 		return js, nil
 	}
-	js := &store.JetStream{Stream: c.String("stream"), Replicas: c.Int("replicas"), Wait: 2 * time.Minute, Standby: c.Bool("standby"),
+	js := &store.JetStream{Stream: c.String("stream"), Replicas: c.Int("replicas"), Wait: 2 * time.Minute, Shared: true, // other hosts may join through its node
 		Node: store.NodeOptions{Listen: c.String("nats-listen")}}
 	if name := c.String("cluster"); name != "" {
 		js.Node.Cluster, js.Node.ClusterListen, js.Node.Name = name, c.String("cluster-listen"), c.String("node-name")
@@ -71,4 +68,20 @@ func natsOf(c *cli.Context) (*store.JetStream, error) {
 		}
 	}
 	return js, nil
+}
+
+// claimFromEnv sets how long a host's claims on a shared store last from
+// RUNEHOST_CLAIM_FOR (a duration; host.ClaimFor, 10 s, when unset): the
+// time another host waits to take a dead one's trees over.
+func claimFromEnv() error {
+	v := os.Getenv("RUNEHOST_CLAIM_FOR")
+	if v == "" {
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 300*time.Millisecond {
+		return exitf(exitUsage, "RUNEHOST_CLAIM_FOR=%q: want a duration of 300ms or more, such as 10s", v)
+	}
+	host.ClaimFor = d
+	return nil
 }

@@ -35,28 +35,31 @@ func TestStoreOnNATS(t *testing.T) {
 	if code, _, errs := process(t, local, "store", "import", file); code != exitOK {
 		t.Fatalf("import into JetStream: exit %d: %s", code, errs)
 	}
-	if code, out, errs := process(t, local, "send", "r1", "go", "41"); code != exitOK || out != "42\n" {
-		t.Fatalf("the imported run goes on: exit %d, %q, %s", code, out, errs)
+	if code, out, errs := process(t, local, "store", "verify"); code != exitOK || !strings.Contains(out, "is sound") {
+		t.Fatalf("verify on JetStream: exit %d: %s %s", code, out, errs)
 	}
 	hello := writeProg(t, `return "hello"`)
 	if code, out, errs := process(t, local, "run", "--native", "--name", "hello", hello); code != exitOK || !strings.Contains(out, "hello") {
 		t.Fatalf("run on JetStream: exit %d, %q, %s", code, out, errs)
 	}
-	if code, out, _ := process(t, local, "ps"); code != exitOK || !strings.Contains(out, "r1") || !strings.Contains(out, "r2") {
-		t.Fatalf("ps: exit %d, %q", code, out)
-	}
 	if _, err := os.Stat(filepath.Join(local, "nats")); err == nil {
 		t.Fatal("a store by URL made a node of its own")
 	}
-	// One host per stream: a second serve elsewhere is refused, naming the
-	// first.
-	stop, err := startServe(t.Context(), local, os.Stderr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	// Two hosts on the stream, each with its own directory for its socket:
+	// a run admitted through one, the imported run woken through the other.
+	t.Setenv("RUNEHOST_TEST_AS_CLI", "1")
 	other := filepath.Join(t.TempDir(), "other")
-	if code, _, errs := process(t, other, "serve", "--native"); code != exitUsage || !strings.Contains(errs, "in use by pid") {
-		t.Fatalf("a second host on the stream: exit %d, %s", code, errs)
+	startServeProc(t, os.Args[0], local, true)
+	startServeProc(t, os.Args[0], other, true)
+	if code, out, errs := process(t, other, "send", "r1", "go", "41"); code != exitOK || out != "42\n" {
+		t.Fatalf("the imported run goes on through the second host: exit %d, %q, %s", code, out, errs)
+	}
+	if code, out, errs := process(t, local, "run", "--native", "--name", "hello", hello); code != exitOK || !strings.Contains(out, "hello") {
+		t.Fatalf("run through the first host: exit %d, %q, %s", code, out, errs)
+	}
+	for _, dir := range []string{local, other} {
+		if code, out, _ := process(t, dir, "ps"); code != exitOK || !strings.Contains(out, "r1") || !strings.Contains(out, "r3") {
+			t.Fatalf("ps through %s: exit %d, %q", dir, code, out)
+		}
 	}
 }

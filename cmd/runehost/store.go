@@ -105,7 +105,7 @@ func natsOptions() (*store.JetStream, error) {
 
 // parseNATS reads a list of NATS servers.
 func parseNATS(v string) (*store.JetStream, error) {
-	js := &store.JetStream{}
+	js := &store.JetStream{Shared: true} // with the other hosts on those servers: each claims the trees it drives
 	for _, u := range strings.Split(v, ",") {
 		if u = strings.TrimSpace(u); !strings.HasPrefix(u, "nats://") && !strings.HasPrefix(u, "tls://") {
 			return nil, exitf(exitUsage, "NATS servers %q: want nats://host:port[,nats://host:port...]", v)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -34,21 +35,24 @@ func storeVerifyCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if _, err := os.Stat(dir); err != nil {
+			opts, err := storeOptions(dir)
+			if err != nil {
+				return err
+			}
+			onNATS := opts.JetStream != nil // records only: the files are the servers'
+			if _, err := os.Stat(dir); err != nil && !onNATS {
 				return exitf(exitUsage, "store verify: no store at %s", dir)
 			}
 			if err := refuseServed(c); err != nil {
 				return err
 			}
-			opts, err := storeOptions(dir)
-			if err != nil {
-				return err
-			}
 			w := c.App.Writer
 			var found []error
-			problems, err := store.CheckFiles(dir)
-			if err != nil {
-				return storeErr("store verify", err)
+			var problems []*store.RecordError
+			if !onNATS {
+				if problems, err = store.CheckFiles(dir); err != nil {
+					return storeErr("store verify", err)
+				}
 			}
 			for _, p := range problems {
 				found = append(found, p)
@@ -79,9 +83,16 @@ func storeVerifyCommand() *cli.Command {
 			for _, p := range found {
 				fmt.Fprintf(w, "damaged: %v\n", p)
 			}
+			if len(found) == 0 && onNATS {
+				fmt.Fprintf(w, "store on NATS (%s) is sound: %d records decoded\n", strings.Join(opts.JetStream.URLs, ","), records)
+				return nil
+			}
 			if len(found) == 0 {
 				fmt.Fprintf(w, "store %s is sound: every table read in full, %d records decoded\n", dir, records)
 				return nil
+			}
+			if onNATS && c.Bool("accept") {
+				return exitf(exitUsage, "store verify --accept: a store on NATS has no seal to accept damage into")
 			}
 			if !c.Bool("accept") {
 				fmt.Fprintf(w, "store %s: %d problems\n", dir, len(found))
