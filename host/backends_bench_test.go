@@ -35,7 +35,7 @@ func BenchmarkEngineActsBackends(b *testing.B) {
 			if urls == nil {
 				_, urls = natstest.Cluster(top, 3)
 			}
-			return store.Options{JetStream: &store.JetStream{URLs: urls, Replicas: 3, Stream: fmt.Sprintf("BENCH%d", time.Now().UnixNano())}}
+			return store.Options{JetStream: &store.JetStream{URLs: urls, Replicas: 3, Shared: true, Stream: fmt.Sprintf("BENCH%d", time.Now().UnixNano())}}
 		}},
 	}
 	for _, workers := range []int{1, 32} {
@@ -54,7 +54,11 @@ func BenchmarkEngineActsBackends(b *testing.B) {
 
 // engineActs runs b.N acts over workers invocations of e on s.
 func engineActs(b *testing.B, s *store.Store, workers int) {
-	e := NewEngine(s, port.NewNative(), 1, func() int64 { return time.Now().UnixMilli() })
+	e, _, err := Open(s, port.NewNative(), func() int64 { return time.Now().UnixMilli() }) // on a shared store, a host that claims its trees
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.StopClaims()
 	e.Ward().Grant(AnyProg, "noop")
 	var mu sync.Mutex
 	last := map[string]time.Time{}
@@ -94,3 +98,99 @@ func engineActs(b *testing.B, s *store.Store, workers int) {
 type opFunc func(*Operation)
 
 func (f opFunc) Do(_ context.Context, op *Operation) (any, error) { f(op); return int64(1), nil }
+
+// BenchmarkHostsScaling runs b.N acts over 32 invocations admitted through
+// 1 and through 3 hosts (engines with loops, each on a connection of its
+// own) sharing one R3 stream of a three-node cluster in this process: all
+// on one machine, so it shows what sharing costs more than what it gains.
+func BenchmarkHostsScaling(b *testing.B) {
+	_, urls := natstest.Cluster(b, 3)
+	for _, hosts := range []int{1, 3} {
+		b.Run(fmt.Sprintf("hosts=%d", hosts), func(b *testing.B) {
+			stream := fmt.Sprintf("SCALE%d", time.Now().UnixNano())
+			var es []*Engine
+			for i := range hosts {
+				s, err := store.Open(store.Options{JetStream: &store.JetStream{URLs: []string{urls[i%len(urls)]}, Replicas: 3, Shared: true, Stream: stream}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				e, _, err := Open(s, port.NewNative(), func() int64 { return time.Now().UnixMilli() })
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer e.StopClaims()
+				e.Ward().Grant(AnyProg, "noop")
+				e.Adapters["noop"] = opFunc(func(*Operation) {})
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan struct{})
+				go func() { defer close(done); (&Loop{E: e, Workers: 32 / hosts}).Run(ctx) }()
+				defer func() { cancel(); <-done }()
+				es = append(es, e)
+			}
+			const invocations = 32
+			per := max(b.N/invocations, 1)
+			src := []byte(fmt.Sprintf("var i = 0\nwhile i < %d { act \"noop\" {}; i += 1 }", per))
+			b.ResetTimer()
+			var ids []string
+			for w := range invocations {
+				e := es[w%hosts]
+				id, err := e.NewInvocationID()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := e.Admit(context.Background(), id, fmt.Sprintf("p%d", w), "", src, nil, 1<<40, 1); err != nil {
+					b.Fatal(err)
+				}
+				ids = append(ids, id)
+			}
+			for _, id := range ids {
+				for {
+					st, err := es[0].State(id)
+					if err == nil && st.Status.Terminal() {
+						break
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(per*invocations)/b.Elapsed().Seconds(), "acts/s")
+		})
+	}
+}
+
+// BenchmarkTakeover measures how long after a host stops renewing its claims
+// (an act's effect done, its outcome not recorded: a kill) another host has
+// taken its tree over and finished it, with claims of 900 ms.
+func BenchmarkTakeover(b *testing.B) {
+	var took []time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		j := newJournal()
+		es := sharedHosts(b, 2, j)
+		a, o := es[0], es[1]
+		id, _ := a.NewInvocationID()
+		gate := make(chan struct{})
+		j.block[fmt.Sprintf("%s#%d", id, 2)] = gate
+		runLoop(b, a)
+		if err := a.Admit(context.Background(), id, "p", "", []byte(claimProg), nil, 1<<30, 1); err != nil {
+			b.Fatal(err)
+		}
+		for j.count(fmt.Sprintf("%s#%d", id, 2)) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		b.StartTimer()
+		close(a.claims.stop)
+		<-a.claims.done
+		stopped := time.Now()
+		runLoop(b, o)
+		waitDone(b, o, []string{id}, 20*ClaimFor)
+		took = append(took, time.Since(stopped))
+		b.StopTimer()
+		close(gate)
+		b.StartTimer()
+	}
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Milliseconds()), "takeover-ms")
+	b.ReportMetric(float64(ClaimFor.Milliseconds()), "claim-ms")
+}

@@ -156,25 +156,7 @@ func BenchmarkEngineActs(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			e := NewEngine(s, port.NewNative(), 1, func() int64 { return time.Now().UnixMilli() })
-			e.Ward().Grant(AnyProg, "noop")
-			e.Adapters["noop"] = adapterFunc(func() {})
-			per := max(b.N/workers, 1)
-			src := []byte(fmt.Sprintf(`var i = 0
-while i < %d { act "noop" {}; i += 1 }`, per))
-			b.ResetTimer()
-			var wg sync.WaitGroup
-			for w := range workers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					if _, err := e.Start(context.Background(), fmt.Sprintf("r%d", w+1), fmt.Sprintf("p%d", w), src, nil, 1<<40, 1); err != nil {
-						b.Error(err)
-					}
-				}()
-			}
-			wg.Wait()
-			b.ReportMetric(float64(per*workers)/b.Elapsed().Seconds(), "acts/s")
+			engineActs(b, s, workers) // backends_bench_test.go
 		})
 	}
 }

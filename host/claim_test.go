@@ -48,6 +48,12 @@ func (j *journal) Lookup(_ context.Context, op *Operation) (any, bool, error) {
 	return int64(op.Ordinal), j.done[opKey(op)] > 0, nil
 }
 
+func (j *journal) count(op string) int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.done[op]
+}
+
 func (j *journal) twice(t *testing.T) {
 	t.Helper()
 	j.mu.Lock()
@@ -61,7 +67,7 @@ func (j *journal) twice(t *testing.T) {
 
 // sharedHosts opens n engines on one shared stream of an embedded node, each
 // on a connection of its own, as separate host processes would.
-func sharedHosts(t *testing.T, n int, j *journal) []*Engine {
+func sharedHosts(t testing.TB, n int, j *journal) []*Engine {
 	t.Helper()
 	node, err := store.StartNode(store.NodeOptions{Listen: "127.0.0.1:0"})
 	if err != nil {
@@ -90,7 +96,7 @@ func sharedHosts(t *testing.T, n int, j *journal) []*Engine {
 }
 
 // run starts a Loop of e until the test ends; stop ends it.
-func runLoop(t *testing.T, e *Engine) (stop func()) {
+func runLoop(t testing.TB, e *Engine) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -106,7 +112,7 @@ func runLoop(t *testing.T, e *Engine) (stop func()) {
 	return stop
 }
 
-func waitDone(t *testing.T, e *Engine, ids []string, within time.Duration) {
+func waitDone(t testing.TB, e *Engine, ids []string, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for _, id := range ids {

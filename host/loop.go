@@ -18,6 +18,12 @@ import (
 // and for work admitted by some other way than Notify.
 const DefaultPoll = 50 * time.Millisecond
 
+// SharedPoll is DefaultPoll on a shared store, where each look is a few
+// requests to the cluster for every idle host, and work admitted by another
+// host is only seen by looking: measured, three idle hosts polling every
+// 50 ms kept a three-node cluster at some 60% of a core.
+const SharedPoll = 250 * time.Millisecond
+
 // Loop gives turns to every runnable invocation of an engine until its
 // context ends, Workers trees at a time. Turns of one tree never overlap
 // (hold.go); a tree that is busy (driven by a command's RunTree, say) is
@@ -25,7 +31,7 @@ const DefaultPoll = 50 * time.Millisecond
 type Loop struct {
 	E       *Engine
 	Workers int           // trees driven at once; runtime.NumCPU() when 0
-	Poll    time.Duration // DefaultPoll when 0
+	Poll    time.Duration // DefaultPoll when 0 (SharedPoll on a shared store)
 	Quantum int           // slices per turn; DefaultQuantum (for at least TurnTime) when 0
 	// OnTurn, if set, sees each turn as it ends (from the worker's
 	// goroutine).
@@ -60,6 +66,9 @@ func (l *Loop) Run(ctx context.Context) error {
 	poll := l.Poll
 	if poll <= 0 {
 		poll = DefaultPoll
+		if l.E.claims != nil {
+			poll = SharedPoll
+		}
 	}
 	sched := &Scheduler{E: l.E, Quantum: l.Quantum}
 	var (

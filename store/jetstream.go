@@ -171,21 +171,14 @@ func transient(err error) bool {
 
 // load reads a record's message (and its parts) as it stands.
 func (s *jsStore) load(subj string, k Key) (*jsRead, error) {
-	var m *jetstream.RawStreamMsg
-	err := s.patient("read "+k.String(), func() error {
-		ctx, cancel := s.ctx()
-		defer cancel()
-		var err error
-		m, err = s.st.GetLastMsgForSubject(ctx, subj)
-		return err
-	})
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return &jsRead{}, nil
-	}
+	m, err := s.lastMsg(subj)
 	if err != nil {
 		return nil, err
 	}
 	r := &jsRead{seq: m.Sequence}
+	if m.Sequence == 0 {
+		return r, nil // never written
+	}
 	if m.Header.Get(hdrOp) != "" {
 		return r, nil
 	}
@@ -198,19 +191,12 @@ func (s *jsStore) load(subj string, k Key) (*jsRead, error) {
 		ver := m.Header.Get(hdrVer)
 		val := slices.Clone(m.Data)
 		for i := 1; i < n; i++ {
-			var pm *jetstream.RawStreamMsg
-			err := s.patient("read "+k.String(), func() error {
-				ctx, cancel := s.ctx()
-				defer cancel()
-				var err error
-				pm, err = s.st.GetLastMsgForSubject(ctx, s.partSubject(subj, i))
-				return err
-			})
-			if errors.Is(err, jetstream.ErrMsgNotFound) || err == nil && pm.Header.Get(hdrVer) != ver {
-				return nil, errStale // rewritten while read: the part belongs to another version
-			}
+			pm, err := s.lastMsg(s.partSubject(subj, i))
 			if err != nil {
 				return nil, err
+			}
+			if pm.Header.Get(hdrVer) != ver {
+				return nil, errStale // rewritten while read: the part belongs to another version
 			}
 			val = append(val, pm.Data...)
 		}

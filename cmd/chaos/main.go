@@ -70,6 +70,7 @@ func main() {
 	brk := flag.String("break", "", "build a runehost wrong on purpose: fence")
 	claim := flag.Duration("claim", 2*time.Second, "how long a host's claims last (RUNEHOST_CLAIM_FOR)")
 	verbose := flag.Bool("v", false, "say what happens")
+	stops := flag.Bool("stops", false, "only stop hosts past their claims (as -break fence does)")
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up after")
 	flag.Parse()
 	tmp, err := os.MkdirTemp("", "runehost-chaos-")
@@ -77,7 +78,8 @@ func main() {
 	h := &harness{tmp: tmp, rng: rand.New(rand.NewSource(*seed)), verbose: *verbose, claim: *claim, delayMS: 2,
 		journal: crashtest.Journal{Path: filepath.Join(tmp, "journal")}, kills: map[string]int{}, recovery: map[string][]time.Duration{}}
 	fmt.Printf("chaos: seed %d, %d invocations, %d kills, claims last %s, in %s\n", *seed, *n, *kills, *claim, tmp)
-	h.stopsOnly = *brk == "fence"
+	h.stopsOnly = *brk == "fence" || *stops
+	running = h
 	h.bin = filepath.Join(tmp, "runehost")
 	check(build(h.bin, tmp, *brk))
 	start := time.Now()
@@ -121,11 +123,14 @@ func main() {
 	switch {
 	case *brk != "" && viol == 0:
 		fmt.Printf("chaos: -break %s: no violation found; the harness missed it\n", *brk)
+		h.stopAll()
 		os.Exit(1)
 	case *brk != "":
 		fmt.Printf("chaos: -break %s: %d violations, as it should\n", *brk, viol)
+		h.stopAll()
 	case viol > 0:
 		fmt.Printf("chaos: %d violations; the logs are in %s\n", viol, tmp)
+		h.stopAll()
 		os.Exit(1)
 	default:
 		fmt.Println("chaos: no violations")
@@ -388,9 +393,15 @@ func median(ds []time.Duration) time.Duration {
 	return c[len(c)/2]
 }
 
+// running is the harness whose processes an error stops.
+var running *harness
+
 func check(err error) {
 	if err != nil {
 		fmt.Println("chaos:", err)
+		if running != nil {
+			running.stopAll()
+		}
 		os.Exit(2)
 	}
 }
