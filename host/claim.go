@@ -298,17 +298,19 @@ func treeOf(key store.Key) string {
 	return ""
 }
 
-// recoverTree is what a host taking over a tree does first: the attempts
-// another process left open become Unresolved, as after a crash (reported
-// through OnRecovered), and the steps it held are charged when each
-// invocation next turns (none is kept here).
+// recoverTree is what a host taking a tree does first: the attempts left
+// open become Unresolved, as after a crash (reported through OnRecovered),
+// and the steps held are charged when each invocation next turns (none is
+// kept here). Every open attempt is stale then, this host's own too: its
+// acts run within turns, under the tree's lock, which the claim holds, and
+// what it kept of the tree was forgotten.
 func (e *Engine) recoverTree(root string) error {
 	ids, err := e.Tree(root)
 	if err != nil {
 		return err
 	}
 	for _, inv := range ids {
-		ops, err := e.ledger.recoverUnder(store.K("open", inv), func(op *Operation) bool { return op.Attempt.Generation != e.Generation })
+		ops, err := e.ledger.recoverUnder(store.K("open", inv), func(*Operation) bool { return true })
 		if err != nil {
 			return err
 		}

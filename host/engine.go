@@ -416,6 +416,9 @@ func (e *Engine) driveTurn(ctx context.Context, inv string, quantum int) (*RunSt
 	if err != nil && ctx.Err() == nil && stopped {
 		return e.State(inv)
 	}
+	if errors.Is(err, ErrClaimed) && e.claims != nil {
+		e.claims.forget(rootOf(inv)) // what this host kept of the tree went unrecorded: from the store again, if it claims it again
+	}
 	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrNoSuchInvocation) && !errors.Is(err, ErrClaimed) { // a tree another host took is not this host's to pause
 		if _, perr := e.invs.Pause(inv, err.Error()); perr != nil {
 			return nil, errors.Join(err, perr)
