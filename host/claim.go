@@ -58,6 +58,7 @@ func beatKey(host string) store.Key  { return store.K("beat", host) }
 type claims struct {
 	e    *Engine
 	host string
+	dur  time.Duration // ClaimFor when the engine opened
 	mu   sync.Mutex
 	mine map[string]uint64 // root: the epoch of this host's claim
 	good time.Time         // when the beat was last confirmed
@@ -68,22 +69,22 @@ type claims struct {
 // startClaims makes e claim the trees it drives and fence its commits; its
 // beat is renewed until stopClaims.
 func (e *Engine) startClaims() error {
-	c := &claims{e: e, host: fmt.Sprintf("h%d", e.Generation), mine: map[string]uint64{}, stop: make(chan struct{}), done: make(chan struct{})}
-	if err := c.beat(time.Now(), ClaimFor); err != nil {
+	c := &claims{e: e, host: fmt.Sprintf("h%d", e.Generation), dur: ClaimFor, mine: map[string]uint64{}, stop: make(chan struct{}), done: make(chan struct{})}
+	if err := c.beat(time.Now(), c.dur); err != nil {
 		return err
 	}
 	e.claims = c
 	e.Store.SetCheck(c.fence)
 	go func() {
 		defer close(c.done)
-		t := time.NewTicker(ClaimFor / 5)
+		t := time.NewTicker(c.dur / 5)
 		defer t.Stop()
 		for {
 			select {
 			case <-c.stop:
 				return
 			case <-t.C:
-				c.beat(time.Now(), ClaimFor)
+				c.beat(time.Now(), c.dur)
 			}
 		}
 	}()
@@ -118,7 +119,7 @@ func (c *claims) valid(root string) error {
 	c.mu.Lock()
 	since := time.Since(c.good)
 	c.mu.Unlock()
-	if since > ClaimFor/3 {
+	if since > c.dur/3 {
 		return &ClaimError{Root: root, Why: fmt.Sprintf("this host's beat has not been renewed for %s", since.Round(time.Millisecond))}
 	}
 	return nil
