@@ -57,6 +57,9 @@ func TestStoreOnNATS(t *testing.T) {
 	if code, out, errs := process(t, local, "run", "--native", "--name", "hello", hello); code != exitOK || !strings.Contains(out, "hello") {
 		t.Fatalf("run through the first host: exit %d, %q, %s", code, out, errs)
 	}
+	if code, out, errs := process(t, other, "events", "r3"); code != exitOK || !strings.Contains(out, "hello") {
+		t.Fatalf("the events of a run through the other host: exit %d, %q, %s", code, out, errs)
+	}
 	for _, dir := range []string{local, other} {
 		if code, out, _ := process(t, dir, "ps"); code != exitOK || !strings.Contains(out, "r1") || !strings.Contains(out, "r3") {
 			t.Fatalf("ps through %s: exit %d, %q", dir, code, out)
