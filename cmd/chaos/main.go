@@ -300,25 +300,9 @@ func (h *harness) chaos() {
 	}
 	switch {
 	case k < 4: // a host, SIGKILL
-		p := h.hosts[h.rng.Intn(3)]
-		h.say("kill %s", p.name)
-		p.cmd.Process.Kill()
-		h.kills["host"]++
-		killed := time.Now()
-		time.Sleep(time.Duration(100+h.rng.Intn(900)) * time.Millisecond)
-		h.run(p)
-		h.waitAct("host kill", before, killed)
-		h.ready(p, time.Minute)
+		h.kill(h.hosts[h.rng.Intn(3)], "host", before)
 	case k < 7: // a node, SIGKILL
-		p := h.nodes[h.rng.Intn(3)]
-		h.say("kill %s", p.name)
-		p.cmd.Process.Kill()
-		h.kills["node"]++
-		killed := time.Now()
-		time.Sleep(time.Duration(100+h.rng.Intn(900)) * time.Millisecond)
-		h.run(p)
-		h.ready(p, time.Minute)
-		h.waitAct("node kill", before, killed)
+		h.kill(h.nodes[h.rng.Intn(3)], "node", before)
 	default: // a host stopped past its claims, then let go on
 		p := h.hosts[h.rng.Intn(3)]
 		h.say("stop %s", p.name)
@@ -328,6 +312,19 @@ func (h *harness) chaos() {
 		p.cmd.Process.Signal(syscall.SIGCONT)
 		h.say("go on %s", p.name)
 	}
+}
+
+// kill SIGKILLs p, restarts it a moment later, and waits for an act done by
+// any host since (timed from the kill) and for p to come back.
+func (h *harness) kill(p *proc, kind string, before int) {
+	h.say("kill %s", p.name)
+	p.cmd.Process.Kill()
+	h.kills[kind]++
+	killed := time.Now()
+	time.Sleep(time.Duration(100+h.rng.Intn(900)) * time.Millisecond)
+	h.run(p)
+	h.waitAct(kind+" kill", before, killed)
+	h.ready(p, time.Minute)
 }
 
 // waitAct waits (a while) for an act done after a kill, and notes how long
