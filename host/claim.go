@@ -172,7 +172,11 @@ func (c *claims) claim(root string) error {
 	c.mu.Lock()
 	c.mine[root] = took.Epoch
 	c.mu.Unlock()
-	return c.e.recoverTree(root)
+	if err := c.e.recoverTree(root); err != nil {
+		c.forget(root) // claimed again, it is recovered again
+		return err
+	}
+	return nil
 }
 
 // forget drops what this host keeps of root's tree: its live machines
@@ -301,8 +305,7 @@ func treeOf(key store.Key) string {
 
 // recoverTree is what a host taking a tree does first: the attempts left
 // open become Unresolved, as after a crash (reported through OnRecovered),
-// and the steps held are charged when each invocation next turns (none is
-// kept here). Every open attempt is stale then, this host's own too: its
+// and the steps held are charged as lost (none is kept here). Every open attempt is stale then, this host's own too: its
 // acts run within turns, under the tree's lock, which the claim holds, and
 // what it kept of the tree was forgotten.
 func (e *Engine) recoverTree(root string) error {
@@ -319,6 +322,9 @@ func (e *Engine) recoverTree(root string) error {
 			if e.OnRecovered != nil {
 				e.OnRecovered(op)
 			}
+		}
+		if _, err := e.accounts.Recover(inv); err != nil && !errors.Is(err, ErrNoAllowance) { // whichever entry point turns it next
+			return err
 		}
 	}
 	return nil

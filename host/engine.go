@@ -339,6 +339,13 @@ func (e *Engine) AdmitBound(ctx context.Context, inv, prog, origin string, bind 
 	defer e.holds.lock(inv)()
 	root := inv == rootOf(inv) && e.claims != nil // a new tree: its claim is admitted with it
 	var first []events.Event
+	if root {
+		defer func() {
+			if err != nil {
+				e.claims.forget(inv) // not admitted: not claimed
+			}
+		}()
+	}
 	err = e.Store.Retry(store.Synced, func(tx *store.Tx) error {
 		if root {
 			if err := e.claims.admitted(tx, inv); err != nil {

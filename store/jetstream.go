@@ -35,6 +35,7 @@ const (
 const (
 	hdrParts = "Rh-Parts" // on a record cut into parts: how many
 	hdrVer   = "Rh-Ver"   // one id shared by a record's message and its parts
+	hdrTx    = "Rh-Tx"    // the transaction that wrote a record
 	hdrOp    = "KV-Operation"
 	opDelete = "DEL"
 )
@@ -158,7 +159,8 @@ func transient(err error) bool {
 	var ae *jetstream.APIError
 	if errors.As(err, &ae) {
 		switch ae.ErrorCode {
-		case jsTooManyBatches, jetstream.JSErrCodeJetStreamNotEnabled,
+		case jsTooManyBatches, jetstream.JSErrCodeJetStreamNotEnabled, 10158, // a resent message id still in process
+
 			10005, 10008, 10009, 10118: // no peers yet, no cluster, no leader, stream offline: elections
 			return true
 		}
@@ -491,8 +493,10 @@ func (t *jsTx) commit(d Durability, inReserve bool, size int) error {
 	if t.stale {
 		return ErrConflict
 	}
+	renewal := false // the hold's own renewal is not gated by it: a stall must not lock the holder out
 	if h := t.s.hold; h != nil {
-		if err := h.valid(); err != nil {
+		_, renewal = t.writes[t.s.keySubject(beatKey)]
+		if err := h.valid(); err != nil && !renewal {
 			return err
 		}
 	}
@@ -509,7 +513,7 @@ func (t *jsTx) commit(d Durability, inReserve bool, size int) error {
 	last.Header.Set(nats.MsgIdHdr, t.id)
 	sent := 0
 	err := t.s.patient("commit", func() error {
-		if h := t.s.hold; h != nil && sent > 0 {
+		if h := t.s.hold; h != nil && sent > 0 && !renewal {
 			if err := h.valid(); err != nil { // a zombie's commit sent again must not land after another host took over
 				return err
 			}
@@ -522,7 +526,7 @@ func (t *jsTx) commit(d Durability, inReserve bool, size int) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &ae) && (ae.ErrorCode == jsWrongLastSeq || ae.ErrorCode == jsBatchSubjectBusy):
-		if sent > 1 && t.s.stored(last.Subject, t.id) {
+		if sent > 1 && t.storedBefore(msgs) {
 			return nil // an earlier sending was stored; its answer was lost
 		}
 		if h := t.s.hold; h != nil && t.s.taken(h) {
@@ -535,11 +539,19 @@ func (t *jsTx) commit(d Durability, inReserve bool, size int) error {
 	return err
 }
 
-// stored reports whether the record at subj is the one the commit with
-// message id id wrote.
-func (s *jsStore) stored(subj, id string) bool {
-	m, err := s.lastMsg(subj)
-	return err == nil && m.Header.Get(nats.MsgIdHdr) == id
+// storedBefore reports whether an earlier sending of the batch was stored:
+// a record it wrote still carries its transaction's id (every record
+// message does, so that one rewritten since does not hide it).
+func (t *jsTx) storedBefore(msgs []*nats.Msg) bool {
+	for _, m := range msgs {
+		if m.Header.Get(hdrTx) != t.id {
+			continue
+		}
+		if last, err := t.s.lastMsg(m.Subject); err == nil && last.Header.Get(hdrTx) == t.id {
+			return true
+		}
+	}
+	return false
 }
 
 // lastMsg reads the last message of subj (a zero one when it has none).
@@ -595,6 +607,7 @@ func (t *jsTx) messages() []*nats.Msg {
 	for _, subj := range written {
 		w := t.writes[subj]
 		m := nats.NewMsg(subj)
+		m.Header.Set(hdrTx, t.id)
 		if r, ok := t.reads[subj]; ok {
 			m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(r.seq, 10))
 		}

@@ -343,3 +343,32 @@ func TestJetStreamFence(t *testing.T) {
 		t.Fatalf("x = %d, want 1", x)
 	}
 }
+
+// A holder whose renewals stalled (an election, a long pause) without
+// another host taking the store renews again and commits again.
+func TestJetStreamHoldOutlivesAStall(t *testing.T) {
+	node, err := StartNode(NodeOptions{Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Shutdown)
+	old := HoldFor
+	HoldFor = 600 * time.Millisecond
+	t.Cleanup(func() { HoldFor = old })
+	s, err := Open(Options{JetStream: &JetStream{URLs: []string{node.ClientURL()}, Memory: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h := s.js.hold
+	h.mu.Lock()
+	h.good = time.Now().Add(-time.Hour) // renewals not confirmed for an hour
+	h.mu.Unlock()
+	if err := s.Update(Synced, func(tx *Tx) error { return tx.Put(K("x"), 1) }); !errors.Is(err, ErrHoldLost) {
+		t.Fatalf("a stalled holder committed: %v", err)
+	}
+	time.Sleep(HoldFor / 2) // two renewals
+	if err := s.Update(Synced, func(tx *Tx) error { return tx.Put(K("x"), 2) }); err != nil {
+		t.Fatalf("after renewing again: %v", err)
+	}
+}

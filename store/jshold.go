@@ -92,8 +92,9 @@ func (st *Store) take(name string) error {
 	if err != nil {
 		return err
 	}
-	if m.Header.Get(nats.MsgIdHdr) == "" && m.Sequence == 0 {
-		return errors.New("store: the holder record just written is not there")
+	var got holdRecord
+	if m.Sequence == 0 || Decode(holderKey, m.Data, &got) != nil || got.ID != h.id {
+		return &LockedError{Dir: name, Holder: &got.Holder} // another process took it meanwhile
 	}
 	h.seq, h.good = m.Sequence, now
 	st.js.hold = h
