@@ -264,15 +264,8 @@ func getOne(s *Store, k Key, v any) (ok bool, err error) {
 // the holder, and opens once the first closes or its hold lapses; a process
 // whose hold lapsed commits nothing.
 func TestJetStreamHold(t *testing.T) {
-	node, err := StartNode(NodeOptions{Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(node.Shutdown)
-	old := HoldFor
-	HoldFor = 600 * time.Millisecond
-	t.Cleanup(func() { HoldFor = old })
-	opts := Options{JetStream: &JetStream{URLs: []string{node.srv.ClientURL()}, Memory: true}}
+	js := holdNode(t, 600*time.Millisecond)
+	opts := Options{JetStream: &js}
 	a, err := Open(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -306,15 +299,7 @@ func TestJetStreamHold(t *testing.T) {
 // commit of the old holder fails with ErrHoldLost, however current its own
 // clock says its hold is; and it does not retry for ever.
 func TestJetStreamFence(t *testing.T) {
-	node, err := StartNode(NodeOptions{Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(node.Shutdown)
-	old := HoldFor
-	HoldFor = time.Minute // no renewal during the test: only the fence can tell
-	t.Cleanup(func() { HoldFor = old })
-	js := JetStream{URLs: []string{node.ClientURL()}, Memory: true}
+	js := holdNode(t, time.Minute) // no renewal during the test: only the fence can tell
 	a, err := Open(Options{JetStream: &js})
 	if err != nil {
 		t.Fatal(err)
@@ -347,15 +332,8 @@ func TestJetStreamFence(t *testing.T) {
 // A holder whose renewals stalled (an election, a long pause) without
 // another host taking the store renews again and commits again.
 func TestJetStreamHoldOutlivesAStall(t *testing.T) {
-	node, err := StartNode(NodeOptions{Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(node.Shutdown)
-	old := HoldFor
-	HoldFor = 600 * time.Millisecond
-	t.Cleanup(func() { HoldFor = old })
-	s, err := Open(Options{JetStream: &JetStream{URLs: []string{node.ClientURL()}, Memory: true}})
+	js := holdNode(t, 600*time.Millisecond)
+	s, err := Open(Options{JetStream: &js})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,4 +349,19 @@ func TestJetStreamHoldOutlivesAStall(t *testing.T) {
 	if err := s.Update(Synced, func(tx *Tx) error { return tx.Put(K("x"), 2) }); err != nil {
 		t.Fatalf("after renewing again: %v", err)
 	}
+}
+
+// holdNode starts a node for a test of the hold, with holds of d, and
+// returns the configuration of a memory store on it.
+func holdNode(t *testing.T, d time.Duration) JetStream {
+	t.Helper()
+	node, err := StartNode(NodeOptions{Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Shutdown)
+	old := HoldFor
+	HoldFor = d
+	t.Cleanup(func() { HoldFor = old })
+	return JetStream{URLs: []string{node.ClientURL()}, Memory: true}
 }
