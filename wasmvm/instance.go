@@ -18,16 +18,18 @@ import (
 )
 
 type instance struct {
-	r      *Runtime
-	mod    api.Module
-	buf    api.Function
-	call   api.Function
-	fuel   api.MutableGlobal
-	mem    api.Memory
-	stderr *tail
-	loaded map[[32]byte]bool // programs the guest has compiled
-	held   []byte            // an act reply waiting for act_reply
-	stack  []uint64          // reused for CallWithStack
+	r        *Runtime
+	mod      api.Module
+	buf      api.Function
+	call     api.Function
+	fuel     api.MutableGlobal
+	mem      api.Memory
+	stderr   *tail
+	loaded   map[[32]byte]bool // programs the guest has compiled
+	held     []byte            // an act reply waiting for act_reply
+	stack    []uint64          // reused for CallWithStack
+	jit      []jitSlot         // compiled progs bound on this instance, by slot-1
+	jitStack [2]uint64
 
 	// Under Runtime.mu:
 	lives  int  // live machines of lazy Yields this instance holds
@@ -64,7 +66,12 @@ func (r *Runtime) instantiate(ctx context.Context) (*instance, error) {
 	return in, nil
 }
 
-func (in *instance) close(ctx context.Context) { in.mod.Close(ctx) }
+func (in *instance) close(ctx context.Context) {
+	for _, j := range in.jit {
+		j.mod.Close(ctx)
+	}
+	in.mod.Close(ctx)
+}
 
 // bad reports a malformed answer; the instance will be discarded.
 func (in *instance) bad(op string, err error) error {

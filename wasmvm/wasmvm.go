@@ -95,8 +95,12 @@ type Config struct {
 	// Module replaces the embedded guest (for tests with fake guests). It
 	// must already be metered.
 	Module []byte
+	// Interpret runs every prog in the guest's interpreter, never as
+	// compiled code (guest/wasmgen).
+	Interpret bool
 
-	unmetered bool // benchmarks only: accept a module without fuel
+	unmetered bool        // benchmarks only: accept a module without fuel
+	jitSkip   func() bool // tests: true makes compiled code hand back at once
 }
 
 // Runtime is a RuntimePort over the sandboxed guest. It is safe for
@@ -107,12 +111,14 @@ type Runtime struct {
 	compiled wazero.CompiledModule
 	pool     []*instance // idle, most recently used last
 
-	mu      sync.Mutex
-	idle    *sync.Cond // an instance came back to the pool, or was discarded
-	sources map[[32]byte][]byte
-	order   [][32]byte
-	closed  bool
-	lazy    map[string]*lazyMachine // live machines left by lazy Yields
+	mu       sync.Mutex
+	idle     *sync.Cond // an instance came back to the pool, or was discarded
+	sources  map[[32]byte][]byte
+	order    [][32]byte
+	closed   bool
+	lazy     map[string]*lazyMachine // live machines left by lazy Yields
+	jit      map[[32]byte]*jitCode   // compiled progs, by program hash
+	jitOrder [][32]byte
 
 	calls atomic.Int64 // calls running, each on an instance of its own
 }
@@ -155,13 +161,17 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	} else if cache != nil {
 		rc = rc.WithCompilationCache(cache)
 	}
-	r := &Runtime{cfg: cfg, rt: wazero.NewRuntimeWithConfig(ctx, rc), sources: make(map[[32]byte][]byte)}
+	r := &Runtime{cfg: cfg, rt: wazero.NewRuntimeWithConfig(ctx, rc), sources: make(map[[32]byte][]byte), jit: make(map[[32]byte]*jitCode)}
 	r.idle = sync.NewCond(&r.mu)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r.rt); err != nil {
 		r.rt.Close(ctx)
 		return nil, fmt.Errorf("wasmvm: wasi: %w", err)
 	}
 	if err := r.hostModule(ctx); err != nil {
+		r.rt.Close(ctx)
+		return nil, err
+	}
+	if err := r.jitModule(ctx); err != nil {
 		r.rt.Close(ctx)
 		return nil, err
 	}

@@ -12,6 +12,21 @@ import (
 // exec runs instructions while the charged steps are below end: the fast
 // path (fast.go) as far as it goes, slow for what it hands back.
 func (m *Machine) exec(end uint64) {
+	if !m.jitLooked {
+		m.jitLooked = true
+		if Compiler != nil {
+			m.jit = Compiler(m.prog)
+		}
+	}
+	if m.jit != nil {
+		m.execCompiled(end)
+		return
+	}
+	m.execInterpreted(end)
+}
+
+// execInterpreted runs the interpreter alone.
+func (m *Machine) execInterpreted(end uint64) {
 	if !fastOn {
 		m.slow(end)
 		return
@@ -27,6 +42,36 @@ func (m *Machine) exec(end uint64) {
 		}
 	}
 }
+
+// execCompiled runs compiled code from every leader it reaches, and the
+// interpreter one instruction at a time from wherever compiled code hands
+// back to the next leader.
+// A function without compiled code is interpreted in stretches of
+// interpretedRun steps, after which the frame is looked at again.
+func (m *Machine) execCompiled(end uint64) {
+	for n := 1; m.status == checkpoint.Runnable && m.steps < end; n++ {
+		if n%safepointEvery == 0 {
+			m.jit.Safepoint()
+		}
+		fr := &m.frames[len(m.frames)-1]
+		if !m.jit.Compiles(fr.fn.Index) {
+			m.execInterpreted(min(end, m.steps+interpretedRun))
+			continue
+		}
+		if m.jit.Leader(fr.fn.Index, fr.pc) {
+			m.jit.Enter(m, end)
+			if m.status != checkpoint.Runnable || m.steps >= end {
+				return
+			}
+		}
+		m.slow(min(end, m.steps+1))
+	}
+}
+
+const (
+	interpretedRun = 256
+	safepointEvery = 1024
+)
 
 // slow runs any instruction while the charged steps are below end. With the
 // fast path on it returns before an instruction fast may take, having run at

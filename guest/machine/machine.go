@@ -38,6 +38,9 @@ type Machine struct {
 	failure *checkpoint.Error
 
 	emits []Emit // produced during the current Run
+
+	jit       Compiled // the program's compiled code, if any
+	jitLooked bool     // whether Compiler was asked
 }
 
 type frame struct {

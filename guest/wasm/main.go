@@ -10,6 +10,12 @@
 //	                                 n bytes of the buffer; answers ptr<<32 | len, valid until
 //	                                 the next call
 //
+// Imports, from module "rune_jit" (compiled code, guest/wasmgen):
+//
+//	bind(hash_ptr, layout_ptr, layout_len i32, digest i64) -> slot i32
+//	                                 asks for the program's compiled code; 0 is none
+//	enter(slot, m i32, end i64)      runs it on the machine at m (machine.Compiled)
+//
 // Imports, from module "rune_host":
 //
 //	act(tag_ptr, tag_len, args_ptr, args_len i32, seq i64) -> n i32
@@ -27,6 +33,7 @@ import (
 	"runtime/metrics"
 	"unsafe"
 
+	"github.com/runehost/runehost/guest/machine"
 	"github.com/runehost/runehost/guest/port"
 )
 
@@ -36,7 +43,10 @@ var (
 	out []byte // the last answer, kept alive until the next call
 )
 
-func init() { rt.OnAct = offerAct }
+func init() {
+	rt.OnAct = offerAct
+	machine.Compiler = bindCompiled
+}
 
 //go:wasmexport buf
 func buf(n uint32) uint32 {
@@ -53,6 +63,7 @@ func call(op, n uint32) uint64 {
 		n = uint32(len(in))
 	}
 	out = port.Serve(rt, int(op), in[:n])
+	gcOn()
 	// Goroutines run only while an export runs: let the garbage collector's
 	// workers finish a cycle before returning to the host.
 	runtime.Gosched()

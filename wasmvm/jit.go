@@ -1,0 +1,173 @@
+// jit.go holds compiled progs: each program's bytecode compiled to wasm
+// (guest/wasmgen) once, and instantiated beside each guest instance on its
+// memory.
+
+package wasmvm
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+
+	"github.com/runehost/runehost/guest/compile"
+	"github.com/runehost/runehost/guest/machine"
+	"github.com/runehost/runehost/guest/wasmgen"
+	"github.com/runehost/runehost/wasmvm/fuel"
+)
+
+// jitCode is one program's compiled module, or why it has none.
+type jitCode struct {
+	once   sync.Once
+	mod    wazero.CompiledModule
+	digest uint64
+	fns    []byte // 1 for each function compiled, 0 for one handed over whole
+	err    error
+}
+
+// jitMax bounds the compiled modules a Runtime keeps in memory.
+const jitMax = 256
+
+// code returns the compiled module for the program of hash, compiling it
+// on first use.
+func (r *Runtime) code(ctx context.Context, hash [32]byte) *jitCode {
+	r.mu.Lock()
+	jc, ok := r.jit[hash]
+	if !ok {
+		if len(r.jitOrder) >= jitMax {
+			old := r.jitOrder[0]
+			r.jitOrder = r.jitOrder[1:]
+			delete(r.jit, old) // instances that use it keep theirs
+		}
+		jc = &jitCode{}
+		r.jit[hash] = jc
+		r.jitOrder = append(r.jitOrder, hash)
+	}
+	r.mu.Unlock()
+	jc.once.Do(func() {
+		source := r.source(hash)
+		if source == nil {
+			jc.err = fmt.Errorf("no source")
+			return
+		}
+		p, err := compile.Compile(source)
+		if err != nil {
+			jc.err = err
+			return
+		}
+		bin, err := wasmgen.Compile(p, machine.TheLayout)
+		if err != nil {
+			jc.err = err
+			return
+		}
+		// Metered as the guest is: compiled code spends the call's fuel.
+		if bin, err = fuel.Inject(bin); err != nil {
+			jc.err = err
+			return
+		}
+		jc.digest = p.Digest()
+		jc.fns = wasmgen.Compiled(p)
+		jc.mod, jc.err = r.rt.CompileModule(ctx, bin)
+	})
+	return jc
+}
+
+// jitSlot is one program's compiled code instantiated on an instance.
+type jitSlot struct {
+	mod   api.Module
+	enter api.Function
+	fuel  api.MutableGlobal
+}
+
+// bind answers the guest's bind: the slot (from 1) of the program's
+// compiled code on this instance, or 0 to interpret it.
+func (in *instance) bind(ctx context.Context, hash [32]byte, layout []uint32, digest uint64, fns []byte) uint32 {
+	r := in.r
+	if r.cfg.Interpret || !slices.Equal(layout, machine.TheLayout.Words()) {
+		return 0
+	}
+	jc := r.code(ctx, hash)
+	if jc.err != nil || jc.digest != digest || len(fns) != len(jc.fns) {
+		return 0
+	}
+	copy(fns, jc.fns)
+	guest := in.mod
+	cctx := experimental.WithImportResolver(ctx, func(name string) api.Module {
+		if name == "guest" {
+			return guest
+		}
+		return nil
+	})
+	mod, err := r.rt.InstantiateModule(cctx, jc.mod, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	if err != nil {
+		return 0
+	}
+	g, _ := mod.ExportedGlobal(fuel.ExportName).(api.MutableGlobal)
+	enter := mod.ExportedFunction("enter")
+	if g == nil || enter == nil {
+		mod.Close(ctx)
+		return 0
+	}
+	in.jit = append(in.jit, jitSlot{mod: mod, enter: enter, fuel: g})
+	return uint32(len(in.jit))
+}
+
+// jitModule defines the guest's imports for compiled code.
+func (r *Runtime) jitModule(ctx context.Context) error {
+	bind := func(ctx context.Context, mod api.Module, stack []uint64) {
+		in, _ := ctx.Value(instanceKey{}).(*instance)
+		hashPtr, layoutPtr, layoutLen, digest := uint32(stack[0]), uint32(stack[1]), uint32(stack[2]), stack[3]
+		fnsPtr, fnsLen := uint32(stack[4]), uint32(stack[5])
+		stack[0] = 0
+		if in == nil || layoutLen > 256 {
+			return
+		}
+		h, ok1 := mod.Memory().Read(hashPtr, 32)
+		lb, ok2 := mod.Memory().Read(layoutPtr, layoutLen*4)
+		fns, ok3 := mod.Memory().Read(fnsPtr, fnsLen)
+		if !ok1 || !ok2 || !ok3 {
+			return
+		}
+		layout := make([]uint32, layoutLen)
+		for i := range layout {
+			layout[i] = binary.LittleEndian.Uint32(lb[4*i:])
+		}
+		stack[0] = uint64(in.bind(ctx, [32]byte(h), layout, digest, fns))
+	}
+	enter := func(ctx context.Context, mod api.Module, stack []uint64) {
+		in, _ := ctx.Value(instanceKey{}).(*instance)
+		slot := uint32(stack[0])
+		if in == nil || slot == 0 || slot > uint32(len(in.jit)) {
+			return // the guest interprets on
+		}
+		if in.r.cfg.jitSkip != nil && in.r.cfg.jitSkip() {
+			return // tests: hand back at once, as at a block that does not fit
+		}
+		j := &in.jit[slot-1]
+		if in.fuel != nil {
+			j.fuel.Set(in.fuel.Get()) // the call's fuel, spent by both
+		}
+		in.jitStack[0], in.jitStack[1] = stack[1], stack[2]
+		err := j.enter.CallWithStack(ctx, in.jitStack[:])
+		if in.fuel != nil {
+			in.fuel.Set(j.fuel.Get())
+		}
+		if err != nil {
+			panic(fmt.Errorf("compiled code: %w", err)) // a trap of the guest's call
+		}
+	}
+	i32, i64 := api.ValueTypeI32, api.ValueTypeI64
+	_, err := r.rt.NewHostModuleBuilder("rune_jit").
+		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(bind), []api.ValueType{i32, i32, i32, i64, i32, i32}, []api.ValueType{i32}).Export("bind").
+		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(enter), []api.ValueType{i32, i32, i64}, nil).Export("enter").
+		Instantiate(ctx)
+	if err != nil {
+		return fmt.Errorf("wasmvm: jit module: %w", err)
+	}
+	return nil
+}
