@@ -13,6 +13,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/parse"
+	starlarkmath "go.starlark.net/lib/math"
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 )
@@ -34,7 +35,7 @@ type engine struct {
 var engines = []*engine{starlarkEngine, luaEngine}
 
 // progNames are the programs in progs/, each as progs/NAME.EXT per engine.
-var progNames = []string{"fib", "loop", "strbuild", "maps", "sort"}
+var progNames = []string{"fib", "loop", "strbuild", "maps", "sort", "nbody", "spectral", "fannkuch", "bintrees"}
 
 // engineExt maps an engine name to its program file extension; engines not
 // listed use their name as the extension (e.g. "rune" -> NAME.rune).
@@ -77,19 +78,23 @@ var starlarkOptions = &syntax.FileOptions{
 	Recursion:       true,
 }
 
+// starlarkPredeclared are the names a program may use without loading them:
+// the math module (nbody and spectral need math.sqrt).
+var starlarkPredeclared = starlark.StringDict{"math": starlarkmath.Module}
+
 // starlarkEngine compiles once; each run executes the program's top level
 // in a new Thread and reads the global `result`.
 var starlarkEngine = &engine{
 	name: "starlark",
 	prepare: func(src []byte) (runner, error) {
-		isPredeclared := func(string) bool { return false }
+		isPredeclared := starlarkPredeclared.Has
 		_, prog, err := starlark.SourceProgramOptions(starlarkOptions, "prog.star", src, isPredeclared)
 		if err != nil {
 			return nil, err
 		}
 		return func() (int64, error) {
 			thread := &starlark.Thread{Name: "bench"}
-			globals, err := prog.Init(thread, nil)
+			globals, err := prog.Init(thread, starlarkPredeclared)
 			if err != nil {
 				var evalErr *starlark.EvalError
 				if errors.As(err, &evalErr) {
@@ -197,6 +202,202 @@ var native = map[string]func() int64{
 		slices.Sort(l)
 		return l[0] + l[25000] + l[49999]
 	},
+	"nbody":    func() int64 { return nbody(10000) },
+	"spectral": func() int64 { return spectral(100) },
+	"fannkuch": func() int64 { return fannkuch(8) },
+	"bintrees": func() int64 { return bintrees(11) },
+}
+
+// The float references below round every product to float64 with an
+// explicit conversion before it is added, so that the compiler cannot fuse
+// the two into one FMA (the Go spec allows that; the interpreters never
+// do), and so they compute exactly what the programs do, operation by
+// operation. Constants are variables, not Go constants, so that they are
+// computed in float64 too, not exactly.
+
+// nbody is progs/nbody.*: the Jovian planets, steps steps of 0.01.
+func nbody(steps int) int64 {
+	pi := 3.141592653589793
+	solarMass := 4 * pi * pi
+	days := 365.24
+	x := []float64{0.0, 4.84143144246472090e+00, 8.34336671824457987e+00, 1.28943695621391310e+01, 1.53796971148509165e+01}
+	y := []float64{0.0, -1.16032004402742839e+00, 4.12479856412430479e+00, -1.51111514016986312e+01, -2.59193146099879641e+01}
+	z := []float64{0.0, -1.03622044471123109e-01, -4.03523417114321381e-01, -2.23307578892655734e-01, 1.79258772950371181e-01}
+	vx := []float64{0.0, 1.66007664274403694e-03 * days, -2.76742510726862411e-03 * days, 2.96460137564761618e-03 * days, 2.68067772490389322e-03 * days}
+	vy := []float64{0.0, 7.69901118419740425e-03 * days, 4.99852801234917238e-03 * days, 2.37847173959480950e-03 * days, 1.62824170038242295e-03 * days}
+	vz := []float64{0.0, -6.90460016972063023e-05 * days, 2.30417297573763929e-05 * days, -2.96589568540237556e-05 * days, -9.51592254519715870e-05 * days}
+	mass := []float64{solarMass, 9.54791938424326609e-04 * solarMass, 2.85885980666130812e-04 * solarMass, 4.36624404335156298e-05 * solarMass, 5.15138902046611451e-05 * solarMass}
+	n := len(mass)
+
+	var px, py, pz float64
+	for i := range n {
+		px += float64(vx[i] * mass[i])
+		py += float64(vy[i] * mass[i])
+		pz += float64(vz[i] * mass[i])
+	}
+	vx[0] = -px / solarMass
+	vy[0] = -py / solarMass
+	vz[0] = -pz / solarMass
+
+	dt := 0.01
+	for range steps {
+		for i := range n {
+			xi, yi, zi, mi := x[i], y[i], z[i], mass[i]
+			for j := i + 1; j < n; j++ {
+				dx := xi - x[j]
+				dy := yi - y[j]
+				dz := zi - z[j]
+				d2 := float64(dx*dx) + float64(dy*dy) + float64(dz*dz)
+				mag := dt / float64(d2*math.Sqrt(d2))
+				mj := mass[j]
+				vx[i] -= float64(dx * mj * mag)
+				vy[i] -= float64(dy * mj * mag)
+				vz[i] -= float64(dz * mj * mag)
+				vx[j] += float64(dx * mi * mag)
+				vy[j] += float64(dy * mi * mag)
+				vz[j] += float64(dz * mi * mag)
+			}
+		}
+		for i := range n {
+			x[i] += float64(dt * vx[i])
+			y[i] += float64(dt * vy[i])
+			z[i] += float64(dt * vz[i])
+		}
+	}
+
+	var e float64
+	for i := range n {
+		e += float64(0.5 * mass[i] * (float64(vx[i]*vx[i]) + float64(vy[i]*vy[i]) + float64(vz[i]*vz[i])))
+		for j := i + 1; j < n; j++ {
+			dx := x[i] - x[j]
+			dy := y[i] - y[j]
+			dz := z[i] - z[j]
+			e -= float64(mass[i]*mass[j]) / math.Sqrt(float64(dx*dx)+float64(dy*dy)+float64(dz*dz))
+		}
+	}
+	return int64(float64(e * 1e9)) // truncates toward zero, as int() does
+}
+
+// spectral is progs/spectral.*: the spectral norm of A for size n.
+func spectral(n int) int64 {
+	a := func(i, j int) float64 {
+		ij := i + j
+		return 1.0 / float64(ij*(ij+1)/2+i+1)
+	}
+	mulAv := func(v, av []float64) {
+		for i := range n {
+			var s float64
+			for j := range n {
+				s += float64(a(i, j) * v[j])
+			}
+			av[i] = s
+		}
+	}
+	mulAtv := func(v, atv []float64) {
+		for i := range n {
+			var s float64
+			for j := range n {
+				s += float64(a(j, i) * v[j])
+			}
+			atv[i] = s
+		}
+	}
+	u := make([]float64, n)
+	for i := range u {
+		u[i] = 1.0
+	}
+	v := make([]float64, n)
+	tmp := make([]float64, n)
+	for range 10 {
+		mulAv(u, tmp)
+		mulAtv(tmp, v)
+		mulAv(v, tmp)
+		mulAtv(tmp, u)
+	}
+	var vbv, vv float64
+	for i := range n {
+		vbv += float64(u[i] * v[i])
+		vv += float64(v[i] * v[i])
+	}
+	return int64(float64(math.Sqrt(vbv/vv) * 1e9))
+}
+
+// fannkuch is progs/fannkuch.*: fannkuch-redux of n, as checksum*100 + the
+// most flips.
+func fannkuch(n int) int64 {
+	perm1 := make([]int, n)
+	for i := range perm1 {
+		perm1[i] = i
+	}
+	perm := make([]int, n)
+	count := make([]int, n)
+	maxFlips, checksum, permCount := 0, 0, 0
+	r := n
+	for {
+		for ; r != 1; r-- {
+			count[r-1] = r
+		}
+		copy(perm, perm1)
+		flips := 0
+		for k := perm[0]; k != 0; k = perm[0] {
+			for i, j := 0, k; i < j; i, j = i+1, j-1 {
+				perm[i], perm[j] = perm[j], perm[i]
+			}
+			flips++
+		}
+		maxFlips = max(maxFlips, flips)
+		if permCount%2 == 0 {
+			checksum += flips
+		} else {
+			checksum -= flips
+		}
+		for {
+			if r == n {
+				return int64(checksum*100 + maxFlips)
+			}
+			p0 := perm1[0]
+			copy(perm1[:r], perm1[1:r+1])
+			perm1[r] = p0
+			count[r]--
+			if count[r] > 0 {
+				break
+			}
+			r++
+		}
+		permCount++
+	}
+}
+
+// tree is a node of bintrees; a leaf has two nil children.
+type tree struct{ left, right *tree }
+
+// bintrees is progs/bintrees.*: binary-trees to depth maxDepth, as the sum
+// of every node count checked.
+func bintrees(maxDepth int) int64 {
+	var build func(d int) *tree
+	build = func(d int) *tree {
+		if d == 0 {
+			return &tree{}
+		}
+		return &tree{build(d - 1), build(d - 1)}
+	}
+	var check func(t *tree) int64
+	check = func(t *tree) int64 {
+		if t.left == nil {
+			return 1
+		}
+		return 1 + check(t.left) + check(t.right)
+	}
+	const minDepth = 4
+	total := check(build(maxDepth + 1)) // the stretch tree
+	longLived := build(maxDepth)
+	for d := minDepth; d <= maxDepth; d += 2 {
+		iters := 1 << (maxDepth - d + minDepth)
+		for range iters {
+			total += check(build(d))
+		}
+	}
+	return total + check(longLived)
 }
 
 func TestEnginesAgree(t *testing.T) {
