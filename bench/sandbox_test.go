@@ -13,22 +13,27 @@ import (
 	"github.com/runehost/runehost/wasmvm"
 )
 
-func init() { engines = append(engines, sandboxEngine) }
+func init() {
+	engines = append(engines, sandboxEngine("rune-wasm", false), sandboxEngine("rune-wasm-interp", true))
+	engineExt["rune-wasm-interp"] = "rune"
+}
 
-var sandbox *wasmvm.Runtime
+var sandboxes = map[bool]*wasmvm.Runtime{}
 
 // sandboxEngine runs each program to its end in one Step in the sandbox,
-// from a fresh Start, on a warm instance.
-var sandboxEngine = &engine{
-	name: "rune-wasm",
-	prepare: func(src []byte) (runner, error) {
+// from a fresh Start, on a warm instance: compiled (guest/wasmgen), or with
+// interpret in the guest's interpreter alone.
+func sandboxEngine(name string, interpret bool) *engine {
+	return &engine{name: name, prepare: func(src []byte) (runner, error) {
 		ctx := context.Background()
+		sandbox := sandboxes[interpret]
 		if sandbox == nil {
 			var err error
-			sandbox, err = wasmvm.New(ctx, wasmvm.Config{CacheDir: filepath.Join(os.TempDir(), "runehost-test-wazero-cache")})
+			sandbox, err = wasmvm.New(ctx, wasmvm.Config{CacheDir: filepath.Join(os.TempDir(), "runehost-test-wazero-cache"), Interpret: interpret})
 			if err != nil {
 				return nil, err
 			}
+			sandboxes[interpret] = sandbox
 		}
 		if _, err := sandbox.Load(ctx, src); err != nil {
 			return nil, err
@@ -43,7 +48,7 @@ var sandboxEngine = &engine{
 				return 0, err
 			}
 			if r.Kind != port.Done {
-				return 0, fmt.Errorf("rune-wasm: %s %v", r.Kind, r.Err)
+				return 0, fmt.Errorf("%s: %s %v", name, r.Kind, r.Err)
 			}
 			d, err := checkpoint.DecodeData(r.Result)
 			if err != nil {
@@ -51,9 +56,9 @@ var sandboxEngine = &engine{
 			}
 			i, ok := d.(int64)
 			if !ok {
-				return 0, fmt.Errorf("rune-wasm: result %v is not an int", d)
+				return 0, fmt.Errorf("%s: result %v is not an int", name, d)
 			}
 			return i, nil
 		}, nil
-	},
+	}}
 }

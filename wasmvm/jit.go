@@ -148,6 +148,7 @@ func (r *Runtime) jitModule(ctx context.Context) error {
 		if in.r.cfg.jitSkip != nil && in.r.cfg.jitSkip() {
 			return // tests: hand back at once, as at a block that does not fit
 		}
+		in.r.jitEnters.Add(1)
 		j := &in.jit[slot-1]
 		if in.fuel != nil {
 			j.fuel.Set(in.fuel.Get()) // the call's fuel, spent by both

@@ -99,12 +99,14 @@ func nest(open, close string, n int, inner string) string {
 // must behave the same natively and in the sandbox. want is a prefix of the
 // native outcome (describe), checked so that a prog cannot silently stop
 // exercising its edge.
-var parityProgs = []struct {
+type parityProg struct {
 	name, src string
 	limit     uint64
 	want      string
 	slice     uint64 // 0: port.DefaultSlice
-}{
+}
+
+var parityProgs = []parityProg{
 	{"deep result", "return " + nest("[", "]", 15, ""), 0, "done", 0},
 	{"deepest result", "return " + nest("[", "]", 99, "1"), 0, "done", 0},
 	{"deep map result", "var m = 1\nfor i in range(100) { m = {a: m} }\nreturn m", 0, "done", 0},

@@ -120,7 +120,8 @@ type Runtime struct {
 	jit      map[[32]byte]*jitCode   // compiled progs, by program hash
 	jitOrder [][32]byte
 
-	calls atomic.Int64 // calls running, each on an instance of its own
+	calls     atomic.Int64 // calls running, each on an instance of its own
+	jitEnters atomic.Int64 // entries into compiled code (tests)
 }
 
 // Pool says how many calls run now, each on an instance, and how many

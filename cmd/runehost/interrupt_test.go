@@ -30,8 +30,13 @@ import (
 	"github.com/runehost/runehost/store"
 )
 
-// longProg runs 9,000,008 steps and returns 1000000.
-const longProg = "var i = 0\nwhile i < 1000000 { i += 1 }\nreturn i\n"
+// longProg runs 180,000,008 steps, more than a second of slices however
+// fast the machine, and returns longAnswer; it needs longLimit.
+const (
+	longProg   = "var i = 0\nwhile i < 20000000 { i += 1 }\nreturn i\n"
+	longAnswer = "20000000\n"
+	longLimit  = "200000000"
+)
 
 // started is a runehost process whose stderr is read as it comes.
 type started struct {
@@ -129,7 +134,7 @@ func TestInterruptStopsAtASlice(t *testing.T) {
 	f := writeProg(t, longProg)
 	for i, after := range []time.Duration{0, 300 * time.Millisecond} {
 		inv := "r" + string(rune('1'+2*i))
-		p := start(t, dir, nil, "run", f)
+		p := start(t, dir, nil, "run", "--limit", longLimit, f)
 		p.await(t, inv+" ℹ")
 		time.Sleep(after)
 		p.cmd.Process.Signal(os.Interrupt)
@@ -153,7 +158,7 @@ func TestInterruptStopsAtASlice(t *testing.T) {
 		if strings.Join(last, " ") != "resume "+inv {
 			t.Fatalf("hint %q in:\n%s", last, errs)
 		}
-		if code, out, e := process(t, dir, last...); code != exitOK || out != "1000000\n" {
+		if code, out, e := process(t, dir, last...); code != exitOK || out != longAnswer {
 			t.Fatalf("%q: exit %d, %q, %s", last, code, out, e)
 		}
 	}
@@ -268,22 +273,22 @@ func TestProgressLine(t *testing.T) {
 			t.Fatalf("%v: %v\n%s", args, err, screen.String())
 		}
 		<-copied // EIO once the last writer closed
-		if out.String() != "1000000\n" {
+		if out.String() != longAnswer {
 			t.Fatalf("%v: stdout %q", args, out.String())
 		}
 		return screen.String()
 	}
-	screen := onPTY("run", f)
+	screen := onPTY("run", "--limit", longLimit, f)
 	if !strings.Contains(screen, "\r\x1b[K… ") || !strings.Contains(screen, " steps · ") || !strings.Contains(screen, " slices · 0 acts · ") {
 		t.Fatalf("no progress line:\n%q", screen)
 	}
 	if i := strings.LastIndex(screen, "\r\x1b[K… "); !strings.Contains(screen[i+4:], "\r\x1b[K") {
 		t.Fatalf("the last progress line was not cleared:\n%q", screen[i:])
 	}
-	if screen := onPTY("run", "--quiet", f); strings.Contains(screen, " steps · ") {
+	if screen := onPTY("run", "--quiet", "--limit", longLimit, f); strings.Contains(screen, " steps · ") {
 		t.Fatalf("--quiet:\n%q", screen)
 	}
-	if _, _, errs := process(t, dir, "run", f); strings.Contains(errs, " steps · ") {
+	if _, _, errs := process(t, dir, "run", "--limit", longLimit, f); strings.Contains(errs, " steps · ") {
 		t.Fatalf("not a terminal:\n%q", errs)
 	}
 }

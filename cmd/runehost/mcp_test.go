@@ -379,7 +379,7 @@ func TestMCPCancelled(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "store")
 	long := writeProg(t, longProg)
 	stderr := &syncBuffer{}
-	cs := mcpSession(t, dir, stderr, "--prog-file", "long="+long)
+	cs := mcpSession(t, dir, stderr, "--limit", longLimit, "--prog-file", "long="+long)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		for !strings.Contains(stderr.String(), "invocation r1") {
@@ -399,7 +399,7 @@ func TestMCPCancelled(t *testing.T) {
 			break
 		}
 	}
-	if code != exitOK || out != "1000000\n" {
+	if code != exitOK || out != longAnswer {
 		t.Fatalf("resume r1: %d %q %s\nmcp:\n%s", code, out, errs, stderr)
 	}
 }

@@ -59,7 +59,7 @@ func (c *compiled) Leader(fn, pc int) bool {
 	return fn < len(c.leaders) && pc < len(c.leaders[fn]) && c.leaders[fn][pc]
 }
 
-func (c *compiled) Safepoint() { collect() }
+func (c *compiled) Safepoint() { collect(4 << 20) }
 
 // Enter runs compiled code. The code moves Go pointers between Values
 // without the write barrier, which is sound only while no collection is

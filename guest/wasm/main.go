@@ -67,7 +67,7 @@ func call(op, n uint32) uint64 {
 	// Goroutines run only while an export runs: let the garbage collector's
 	// workers finish a cycle before returning to the host.
 	runtime.Gosched()
-	collect()
+	collect(32 << 20)
 	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(out))))<<32 | uint64(len(out))
 }
 
@@ -110,16 +110,19 @@ var (
 // not always enough for a cycle to finish, and a prog that allocates fast
 // (doubling a list) then grew the heap past the memory limit with garbage
 // (measured: 512 MiB in use for 72 MiB of live data). So once the bytes
-// allocated since the last finished cycle pass the live heap (and 32 MiB),
-// the guest collects in full before answering.
-func collect() {
+// allocated since the last finished cycle pass the live heap (and floor:
+// 32 MiB here), the guest collects in full before answering. While compiled
+// code runs the collector is off (compiled.go), and the guest collects at
+// the machine's safepoints as the collector would have: once as much was
+// allocated as is live (and 4 MiB).
+func collect(floor uint64) {
 	metrics.Read(gcStats)
 	allocs, live, cycles := gcStats[0].Value.Uint64(), gcStats[1].Value.Uint64(), gcStats[2].Value.Uint64()
 	if cycles != lastCycles {
 		lastCycles, lastAllocs = cycles, allocs
 		return
 	}
-	if allocs-lastAllocs > max(32<<20, live) {
+	if allocs-lastAllocs > max(floor, live) {
 		runtime.GC()
 		metrics.Read(gcStats)
 		lastCycles, lastAllocs = gcStats[2].Value.Uint64(), gcStats[0].Value.Uint64()

@@ -1,0 +1,176 @@
+// compiled_test.go checks compiled progs (guest/wasmgen) against the
+// guest's interpreter: the same results, steps, errors and checkpoints.
+
+package wasmvm
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/runehost/runehost/guest/port"
+	"github.com/runehost/runehost/guest/port/porttest"
+)
+
+func runtimeWith(t testing.TB, cfg Config) *Runtime {
+	t.Helper()
+	cfg.CacheDir = filepath.Join(os.TempDir(), "runehost-test-wazero-cache")
+	r, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(context.Background()) })
+	return r
+}
+
+// switching is a Runtime whose compiled code hands back at once at a random
+// third of its entries, so that compiled and interpreted runs alternate at
+// arbitrary leaders, besides those where a block does not fit.
+func switching(t testing.TB, seed uint64) *Runtime {
+	var mu sync.Mutex
+	rng := rand.New(rand.NewPCG(seed, 7))
+	return runtimeWith(t, Config{jitSkip: func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return rng.IntN(3) == 0
+	}})
+}
+
+// alternating steps each slice on one of two runtimes, picked at random: a
+// machine checkpointed by one is resumed by the other.
+type alternating struct {
+	a, b port.RuntimePort
+	mu   sync.Mutex
+	rng  *rand.Rand
+}
+
+func (x *alternating) Load(ctx context.Context, src []byte) (port.Info, error) {
+	if _, err := x.b.Load(ctx, src); err != nil {
+		return port.Info{}, err
+	}
+	return x.a.Load(ctx, src)
+}
+
+func (x *alternating) Start(ctx context.Context, in port.Input) ([]byte, error) {
+	if _, err := x.b.Load(ctx, in.Source); err != nil {
+		return x.a.Start(ctx, in) // the same compile error, from a
+	}
+	return x.a.Start(ctx, in)
+}
+
+func (x *alternating) Step(ctx context.Context, req port.Request) (*port.Result, error) {
+	x.mu.Lock()
+	rt := x.a
+	if x.rng.IntN(2) == 0 {
+		rt = x.b
+	}
+	x.mu.Unlock()
+	return rt.Step(ctx, req)
+}
+
+var compiledSizes = []uint64{1, 2, 3, 7, 64, 1000}
+
+// maxBytes bounds what the runs of one prog in slices below 1000 steps
+// decode: slices times checkpoint size.
+const maxBytes = 24 << 20
+
+// peak is a RuntimePort that keeps the size of its largest checkpoint.
+type peak struct {
+	port.RuntimePort
+	max int
+}
+
+func (p *peak) Step(ctx context.Context, req port.Request) (*port.Result, error) {
+	r, err := p.RuntimePort.Step(ctx, req)
+	if err == nil {
+		p.max = max(p.max, len(r.Checkpoint))
+	}
+	return r, err
+}
+
+// TestCompiledMatchesInterpreted runs every golden prog compiled at every
+// slice size, and at every other size compiled with switches to the
+// interpreter at random entries or resumed by turns compiled and
+// interpreted, against the interpreter alone: each slice's result, steps
+// and checkpoint are the same.
+func TestCompiledMatchesInterpreted(t *testing.T) {
+	compiled := testRuntime(t)
+	interp := runtimeWith(t, Config{Interpret: true})
+	mixed := switching(t, 1)
+	turns := &alternating{a: compiled, b: interp, rng: rand.New(rand.NewPCG(2, 3))}
+	before := compiled.jitEnters.Load()
+	for _, file := range porttest.ProgFiles(t, "..") {
+		name := strings.TrimSuffix(filepath.Base(file), ".rune")
+		t.Run(name, func(t *testing.T) {
+			src := readProg(t, file)
+			s := porttest.ParseScript(t, src)
+			if s.CompileErr != "" {
+				return
+			}
+			in := port.Input{Source: src, Input: s.Input, State: s.State, Limit: s.Limit, Seed: s.Seed, Invocation: name}
+			pk := &peak{RuntimePort: compiled}
+			whole, _ := lockstep(t, pk, interp, in, 1000, echoReply)
+			for i, size := range compiledSizes {
+				// A long prog in tiny slices takes minutes and shows
+				// nothing the first few thousand slices do not.
+				if whole != nil && whole.Used/size*uint64(pk.max+4096) > maxBytes {
+					continue
+				}
+				// Compiled at every size (1000 is the run above); switching
+				// and turns at every other.
+				rts := []port.RuntimePort{compiled, []port.RuntimePort{mixed, turns}[i%2]}
+				if size == 1000 {
+					rts = []port.RuntimePort{mixed, turns}
+				}
+				for _, rt := range rts {
+					lockstep(t, rt, interp, in, size, echoReply)
+				}
+			}
+		})
+	}
+	if compiled.jitEnters.Load() == before {
+		t.Fatal("no compiled code ran")
+	}
+}
+
+// TestCompiledHostile: progs that run away, bounded by the same limits at
+// the same steps compiled as interpreted, in one slice and in small ones.
+// (TestParity runs the parity test's hostile progs compiled, against the
+// native interpreter.)
+func TestCompiledHostile(t *testing.T) {
+	compiled := testRuntime(t)
+	interp := runtimeWith(t, Config{Interpret: true})
+	for _, tc := range []struct{ name, src, want string }{
+		{"deep recursion", "fn f(n) { return f(n + 1) + 1 }\nreturn f(0)", "error"},
+		{"endless loop", "var i = 0\nwhile true { i += 1 }", "error"},
+		{"endless recursion in a loop", "fn f(n) { if n == 0 { return 0 } return f(n - 1) }\nwhile true { f(900) }", "error"},
+		{"list bomb in a loop", "var l = [1]\nwhile true { l = l + l }", "error"},
+		{"overflow", "var i = 1\nwhile true { i = i * 3 + 1 }", "error"},
+		{"division by zero", "var i = 10\nwhile true { i = 100 / (i - 1) }", "error"},
+		{"caught in a loop", "var n = 0\nwhile true { try { n += 1\nthrow n } catch e { n += e } }", "error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, run := range []struct{ limit, slice uint64 }{{5_000_000, 1 << 40}, {200_000, 1000}, {20_000, 7}} {
+				in := port.Input{Source: []byte(tc.src), Limit: run.limit, Invocation: "hostile"}
+				_, got := lockstep(t, compiled, interp, in, run.slice, echoReply)
+				if !matches(got, tc.want) {
+					t.Fatalf("slice %d: got %s, want %s", run.slice, got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// TestInterpretedRunsNoCompiledCode: Interpret is what it says.
+func TestInterpretedRunsNoCompiledCode(t *testing.T) {
+	interp := runtimeWith(t, Config{Interpret: true})
+	in := port.Input{Source: []byte("fn fib(n) { if n < 2 { return n } return fib(n - 1) + fib(n - 2) }\nreturn fib(15)"), Invocation: "fib"}
+	lockstep(t, interp, testRuntime(t), in, 100, echoReply)
+	if n := interp.jitEnters.Load(); n != 0 {
+		t.Fatalf("%d compiled entries", n)
+	}
+}
