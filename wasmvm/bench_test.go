@@ -3,15 +3,21 @@
 package wasmvm
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/tetratelabs/wazero"
+
 	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/guest/compile"
 	"github.com/runehost/runehost/guest/port"
 	"github.com/runehost/runehost/wasmvm/fuel"
 )
@@ -172,4 +178,94 @@ func BenchmarkResume(b *testing.B) {
 	if cpu > 0 {
 		b.ReportMetric(float64(cpu.Microseconds())/float64(len(times)), "cpu-µs/op")
 	}
+}
+
+// thousandLines is a prog of 1,000 lines: 49 functions of loops,
+// branches, lists and maps, and a main that calls them all.
+func thousandLines() []byte {
+	var b strings.Builder
+	for k := range 49 {
+		fmt.Fprintf(&b, `fn f%d(n) {
+	var s = 0
+	var l = []
+	let m = {}
+	for i in range(n) {
+		if i %% 3 == 0 {
+			s += i * %d
+		} else if i %% 3 == 1 {
+			s -= 1
+		} else {
+			append(l, i)
+		}
+	}
+	var j = 0
+	while j < len(l) {
+		m[str(j)] = l[j] + s
+		j += 1
+	}
+	return s + len(m)
+}
+`, k, k)
+	}
+	for k := range 19 {
+		fmt.Fprintf(&b, "let r%d = f%d(%d)\n", k, k, k)
+	}
+	b.WriteString("return r0 + f48(3)\n")
+	return []byte(b.String())
+}
+
+// BenchmarkCompileProg compiles a 1,000-line prog to a wazero module: cold
+// (no cache at all), with wazero's compilation cache on disk warm (the
+// wasm is still generated), and from the Runtime's cache (what every
+// instance but the first does).
+func BenchmarkCompileProg(b *testing.B) {
+	ctx := context.Background()
+	src := thousandLines()
+	if n := bytes.Count(src, []byte("\n")); n != 1000 {
+		b.Fatalf("%d lines", n)
+	}
+	compileWith := func(b *testing.B, cache wazero.CompilationCache) {
+		for b.Loop() {
+			b.StopTimer()
+			rc := wazero.NewRuntimeConfigCompiler()
+			if cache != nil {
+				rc = rc.WithCompilationCache(cache)
+			}
+			rt := wazero.NewRuntimeWithConfig(ctx, rc)
+			b.StartTimer()
+			var jc jitCode
+			jc.compile(ctx, rt, src)
+			if jc.err != nil {
+				b.Fatal(jc.err)
+			}
+			b.StopTimer()
+			rt.Close(ctx)
+			b.StartTimer()
+		}
+	}
+	b.Run("cold", func(b *testing.B) { compileWith(b, nil) })
+	b.Run("disk", func(b *testing.B) {
+		cache, err := wazero.NewCompilationCacheWithDir(b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().WithCompilationCache(cache))
+		(&jitCode{}).compile(ctx, rt, src)
+		rt.Close(ctx)
+		compileWith(b, cache)
+	})
+	b.Run("memory", func(b *testing.B) {
+		r := testRuntime(b)
+		hash := compile.HashSource(src)
+		r.remember(hash, src)
+		jc := r.code(hash)
+		if <-jc.done; jc.err != nil {
+			b.Fatal(jc.err)
+		}
+		for b.Loop() {
+			if jc := r.code(hash); jc.mod == nil {
+				b.Fatal("not cached")
+			}
+		}
+	})
 }

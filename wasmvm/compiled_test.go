@@ -33,7 +33,7 @@ func runtimeWith(t testing.TB, cfg Config) *Runtime {
 func switching(t testing.TB, seed uint64) *Runtime {
 	var mu sync.Mutex
 	rng := rand.New(rand.NewPCG(seed, 7))
-	return runtimeWith(t, Config{jitSkip: func() bool {
+	return runtimeWith(t, Config{jitSync: true, jitSkip: func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return rng.IntN(3) == 0
@@ -162,6 +162,36 @@ func TestCompiledHostile(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCompiledInBackground: by default a prog is compiled only once a run
+// has taken compileAfter steps, beside the interpreter, which goes on
+// until the code is ready, mid-slice; nothing differs. Later runs use the
+// code from the start.
+func TestCompiledInBackground(t *testing.T) {
+	bg := runtimeWith(t, Config{})
+	interp := runtimeWith(t, Config{Interpret: true})
+	short := port.Input{Source: []byte("var s = 0\nfor i in range(1000) { s += i }\nreturn s"), Invocation: "short"}
+	lockstep(t, bg, interp, short, 1<<40, echoReply)
+	if len(bg.jit) != 0 {
+		t.Fatal("a short run had its prog compiled")
+	}
+	long := port.Input{Source: []byte("var s = 0\nvar i = 0\nwhile i < 300000 { s += i % 7\ni += 1 }\nreturn s"), Limit: 1 << 30, Invocation: "long"}
+	for _, slice := range []uint64{1 << 40, 100_000} {
+		if _, got := lockstep(t, bg, interp, long, slice, echoReply); got != "done after 4500010 steps, 5 bytes of result" {
+			t.Fatalf("slice %d: %s", slice, got)
+		}
+	}
+	if bg.jitEnters.Load() == 0 {
+		t.Fatal("no compiled code ran")
+	}
+	// A short run of a compiled prog uses its code at once.
+	long.Limit, long.Invocation = 1000, "again"
+	before := bg.jitEnters.Load()
+	lockstep(t, bg, interp, long, 1<<40, echoReply)
+	if bg.jitEnters.Load() == before {
+		t.Fatal("a prog compiled before was interpreted")
 	}
 }
 

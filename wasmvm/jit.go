@@ -9,7 +9,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -21,9 +20,10 @@ import (
 	"github.com/runehost/runehost/wasmvm/fuel"
 )
 
-// jitCode is one program's compiled module, or why it has none.
+// jitCode is one program's compiled module, or why it has none, once done
+// is closed.
 type jitCode struct {
-	once   sync.Once
+	done   chan struct{}
 	mod    wazero.CompiledModule
 	digest uint64
 	fns    []byte // 1 for each function compiled, 0 for one handed over whole
@@ -33,49 +33,72 @@ type jitCode struct {
 // jitMax bounds the compiled modules a Runtime keeps in memory.
 const jitMax = 256
 
-// code returns the compiled module for the program of hash, compiling it
-// on first use.
-func (r *Runtime) code(ctx context.Context, hash [32]byte) *jitCode {
+// compileAfter is how many steps a run takes in the interpreter before its
+// program is compiled: most runs are short or wait on acts, and would
+// spend more compiling than they save. The compile runs beside the
+// interpreter, which goes on until the code is ready; later runs of the
+// program use the code from their first step.
+const compileAfter = 100_000
+
+// code returns the compiled module for the program of hash, whose compile
+// starts on first use.
+func (r *Runtime) code(hash [32]byte) *jitCode {
 	r.mu.Lock()
-	jc, ok := r.jit[hash]
-	if !ok {
-		if len(r.jitOrder) >= jitMax {
-			old := r.jitOrder[0]
-			r.jitOrder = r.jitOrder[1:]
-			delete(r.jit, old) // instances that use it keep theirs
-		}
-		jc = &jitCode{}
-		r.jit[hash] = jc
-		r.jitOrder = append(r.jitOrder, hash)
+	defer r.mu.Unlock()
+	if jc, ok := r.jit[hash]; ok {
+		return jc
 	}
-	r.mu.Unlock()
-	jc.once.Do(func() {
-		source := r.source(hash)
-		if source == nil {
-			jc.err = fmt.Errorf("no source")
-			return
-		}
-		p, err := compile.Compile(source)
-		if err != nil {
-			jc.err = err
-			return
-		}
-		bin, err := wasmgen.Compile(p, machine.TheLayout)
-		if err != nil {
-			jc.err = err
-			return
-		}
-		// Metered as the guest is: compiled code spends the call's fuel.
-		if bin, err = fuel.Inject(bin); err != nil {
-			jc.err = err
-			return
-		}
-		jc.digest = p.Digest()
-		jc.fns = wasmgen.Compiled(p)
-		jc.mod, jc.err = r.rt.CompileModule(ctx, bin)
-	})
+	if len(r.jitOrder) >= jitMax {
+		old := r.jitOrder[0]
+		r.jitOrder = r.jitOrder[1:]
+		delete(r.jit, old) // instances that use it keep theirs
+	}
+	jc := &jitCode{done: make(chan struct{})}
+	r.jit[hash] = jc
+	r.jitOrder = append(r.jitOrder, hash)
+	source := r.sources[hash]
+	switch {
+	case r.closed:
+		jc.err = ErrClosed
+		close(jc.done)
+	case source == nil:
+		jc.err = fmt.Errorf("no source")
+		close(jc.done)
+	default:
+		r.compiling.Add(1)
+		go func() {
+			defer r.compiling.Done()
+			defer close(jc.done)
+			jc.compile(context.Background(), r.rt, source)
+		}()
+	}
 	return jc
 }
+
+// compile compiles source's program to a module of rt.
+func (jc *jitCode) compile(ctx context.Context, rt wazero.Runtime, source []byte) {
+	p, err := compile.Compile(source)
+	if err != nil {
+		jc.err = err
+		return
+	}
+	bin, err := wasmgen.Compile(p, machine.TheLayout)
+	if err != nil {
+		jc.err = err
+		return
+	}
+	// Metered as the guest is: compiled code spends the call's fuel.
+	if bin, err = fuel.Inject(bin); err != nil {
+		jc.err = err
+		return
+	}
+	jc.digest = p.Digest()
+	jc.fns = wasmgen.Compiled(p)
+	jc.mod, jc.err = rt.CompileModule(ctx, bin)
+}
+
+// bindLater is bind's answer while a program is not compiled (yet).
+const bindLater = 1<<32 - 1
 
 // jitSlot is one program's compiled code instantiated on an instance.
 type jitSlot struct {
@@ -85,13 +108,30 @@ type jitSlot struct {
 }
 
 // bind answers the guest's bind: the slot (from 1) of the program's
-// compiled code on this instance, or 0 to interpret it.
-func (in *instance) bind(ctx context.Context, hash [32]byte, layout []uint32, digest uint64, fns []byte) uint32 {
+// compiled code on this instance, 0 to interpret it, or bindLater to ask
+// again later in the run.
+func (in *instance) bind(ctx context.Context, hash [32]byte, layout []uint32, digest uint64, fns []byte, steps uint64) uint32 {
 	r := in.r
 	if r.cfg.Interpret || !slices.Equal(layout, machine.TheLayout.Words()) {
 		return 0
 	}
-	jc := r.code(ctx, hash)
+	r.mu.Lock()
+	jc := r.jit[hash]
+	r.mu.Unlock()
+	if jc == nil {
+		if steps < compileAfter && !r.cfg.jitSync {
+			return bindLater // compiled already or not at all, for a short run
+		}
+		jc = r.code(hash)
+	}
+	if r.cfg.jitSync {
+		<-jc.done
+	}
+	select {
+	case <-jc.done:
+	default:
+		return bindLater
+	}
 	if jc.err != nil || jc.digest != digest || len(fns) != len(jc.fns) {
 		return 0
 	}
@@ -122,7 +162,7 @@ func (r *Runtime) jitModule(ctx context.Context) error {
 	bind := func(ctx context.Context, mod api.Module, stack []uint64) {
 		in, _ := ctx.Value(instanceKey{}).(*instance)
 		hashPtr, layoutPtr, layoutLen, digest := uint32(stack[0]), uint32(stack[1]), uint32(stack[2]), stack[3]
-		fnsPtr, fnsLen := uint32(stack[4]), uint32(stack[5])
+		fnsPtr, fnsLen, steps := uint32(stack[4]), uint32(stack[5]), stack[6]
 		stack[0] = 0
 		if in == nil || layoutLen > 256 {
 			return
@@ -137,7 +177,7 @@ func (r *Runtime) jitModule(ctx context.Context) error {
 		for i := range layout {
 			layout[i] = binary.LittleEndian.Uint32(lb[4*i:])
 		}
-		stack[0] = uint64(in.bind(ctx, [32]byte(h), layout, digest, fns))
+		stack[0] = uint64(in.bind(ctx, [32]byte(h), layout, digest, fns, steps))
 	}
 	enter := func(ctx context.Context, mod api.Module, stack []uint64) {
 		in, _ := ctx.Value(instanceKey{}).(*instance)
@@ -164,7 +204,7 @@ func (r *Runtime) jitModule(ctx context.Context) error {
 	}
 	i32, i64 := api.ValueTypeI32, api.ValueTypeI64
 	_, err := r.rt.NewHostModuleBuilder("rune_jit").
-		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(bind), []api.ValueType{i32, i32, i32, i64, i32, i32}, []api.ValueType{i32}).Export("bind").
+		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(bind), []api.ValueType{i32, i32, i32, i64, i32, i32, i64}, []api.ValueType{i32}).Export("bind").
 		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(enter), []api.ValueType{i32, i32, i64}, nil).Export("enter").
 		Instantiate(ctx)
 	if err != nil {

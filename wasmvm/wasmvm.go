@@ -101,6 +101,7 @@ type Config struct {
 
 	unmetered bool        // benchmarks only: accept a module without fuel
 	jitSkip   func() bool // tests: true makes compiled code hand back at once
+	jitSync   bool        // tests: compile at the first bind, and wait for it
 }
 
 // Runtime is a RuntimePort over the sandboxed guest. It is safe for
@@ -120,8 +121,9 @@ type Runtime struct {
 	jit      map[[32]byte]*jitCode   // compiled progs, by program hash
 	jitOrder [][32]byte
 
-	calls     atomic.Int64 // calls running, each on an instance of its own
-	jitEnters atomic.Int64 // entries into compiled code (tests)
+	compiling sync.WaitGroup // compiles of progs under way
+	calls     atomic.Int64   // calls running, each on an instance of its own
+	jitEnters atomic.Int64   // entries into compiled code (tests)
 }
 
 // Pool says how many calls run now, each on an instance, and how many
@@ -226,6 +228,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 	r.closed = true
 	r.idle.Broadcast()
 	r.mu.Unlock()
+	r.compiling.Wait() // a compile's module belongs to rt
 	return r.rt.Close(ctx)
 }
 

@@ -34,7 +34,8 @@ func testRuntime(t testing.TB) *Runtime {
 	sharedOnce.Do(func() {
 		// A fixed directory, so that runs after the first find the guest compiled.
 		dir := filepath.Join(os.TempDir(), "runehost-test-wazero-cache")
-		shared, sharedErr = New(context.Background(), Config{CacheDir: dir})
+		// Compiled code from the first step, not after compileAfter.
+		shared, sharedErr = New(context.Background(), Config{CacheDir: dir, jitSync: true})
 	})
 	if sharedErr != nil {
 		t.Fatal(sharedErr)

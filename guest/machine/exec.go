@@ -11,19 +11,31 @@ import (
 
 // exec runs instructions while the charged steps are below end: the fast
 // path (fast.go) as far as it goes, slow for what it hands back.
+// Until Compiler gives a final answer, it is asked again every jitAsk
+// steps.
 func (m *Machine) exec(end uint64) {
-	if !m.jitLooked {
-		m.jitLooked = true
-		if Compiler != nil {
-			m.jit = Compiler(m.prog)
+	for {
+		if !m.jitLooked && Compiler != nil {
+			c, final := Compiler(m.prog, m.steps)
+			m.jit, m.jitLooked = c, final || c != nil
+		}
+		switch {
+		case m.jit != nil:
+			m.execCompiled(end)
+			return
+		case m.jitLooked || Compiler == nil:
+			m.execInterpreted(end)
+			return
+		}
+		m.execInterpreted(min(end, m.steps+jitAsk))
+		if m.status != checkpoint.Runnable || m.steps >= end {
+			return
 		}
 	}
-	if m.jit != nil {
-		m.execCompiled(end)
-		return
-	}
-	m.execInterpreted(end)
 }
+
+// jitAsk is how many steps are interpreted before Compiler is asked again.
+const jitAsk = 1 << 16
 
 // execInterpreted runs the interpreter alone.
 func (m *Machine) execInterpreted(end uint64) {

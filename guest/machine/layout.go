@@ -28,8 +28,10 @@ type Compiled interface {
 }
 
 // Compiler, when set, gives a program's compiled code, or nil to
-// interpret it. The sandbox's guest sets it.
-var Compiler func(p *compile.Program) Compiled
+// interpret it, for a run that has taken steps so far; final false means
+// ask again later in the run (the code is not compiled yet). The
+// sandbox's guest sets it.
+var Compiler func(p *compile.Program, steps uint64) (c Compiled, final bool)
 
 // Layout is where the machine keeps what compiled code reads and writes:
 // byte offsets of fields, sizes of elements, and the kind numbers. Go lays

@@ -40,7 +40,7 @@ type Machine struct {
 	emits []Emit // produced during the current Run
 
 	jit       Compiled // the program's compiled code, if any
-	jitLooked bool     // whether Compiler was asked
+	jitLooked bool     // whether Compiler answered for good
 }
 
 type frame struct {

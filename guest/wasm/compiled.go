@@ -14,10 +14,14 @@ import (
 )
 
 //go:wasmimport rune_jit bind
-func jitBind(hashPtr, layoutPtr, layoutLen uint32, digest uint64, fnsPtr, fnsLen uint32) uint32
+func jitBind(hashPtr, layoutPtr, layoutLen uint32, digest uint64, fnsPtr, fnsLen uint32, steps uint64) uint32
 
 //go:wasmimport rune_jit enter
 func jitEnter(slot, m uint32, end uint64)
+
+// bindLater is bind's answer while the code is not compiled (yet); 0 is
+// never.
+const bindLater = 1<<32 - 1
 
 // compiled is one program's compiled code in the host.
 type compiled struct {
@@ -25,24 +29,39 @@ type compiled struct {
 	leaders [][]bool // by function index; nil for one without compiled code
 }
 
-// bound remembers what the host answered for each program (nil: none).
-var bound = map[[32]byte]*compiled{}
+// bound remembers the host's final answer for each program (nil: none);
+// digests, the digest of each program asked about.
+var (
+	bound   = map[[32]byte]*compiled{}
+	digests = map[[32]byte]uint64{}
+)
 
-func bindCompiled(p *compile.Program) machine.Compiled {
+var layoutWords = machine.TheLayout.Words()
+
+func bindCompiled(p *compile.Program, steps uint64) (machine.Compiled, bool) {
 	if c, ok := bound[p.Hash]; ok {
 		if c == nil {
-			return nil
+			return nil, true
 		}
-		return c
+		return c, true
 	}
-	words := machine.TheLayout.Words()
+	digest, ok := digests[p.Hash]
+	if !ok {
+		digest = p.Digest()
+		digests[p.Hash] = digest
+	}
 	fns := make([]byte, len(p.Funcs)) // the host marks the functions it compiled
-	slot := jitBind(uint32(uintptr(unsafe.Pointer(&p.Hash[0]))), uint32(uintptr(unsafe.Pointer(&words[0]))), uint32(len(words)), p.Digest(),
-		uint32(uintptr(unsafe.Pointer(unsafe.SliceData(fns)))), uint32(len(fns)))
-	if slot == 0 {
+	slot := jitBind(uint32(uintptr(unsafe.Pointer(&p.Hash[0]))), uint32(uintptr(unsafe.Pointer(&layoutWords[0]))), uint32(len(layoutWords)), digest,
+		uint32(uintptr(unsafe.Pointer(unsafe.SliceData(fns)))), uint32(len(fns)), steps)
+	switch slot {
+	case bindLater:
+		return nil, false
+	case 0:
 		bound[p.Hash] = nil
-		return nil
+		delete(digests, p.Hash)
+		return nil, true
 	}
+	delete(digests, p.Hash)
 	c := &compiled{slot: slot, leaders: make([][]bool, len(p.Funcs))}
 	for i, f := range p.Funcs {
 		if fns[i] == 1 {
@@ -50,7 +69,7 @@ func bindCompiled(p *compile.Program) machine.Compiled {
 		}
 	}
 	bound[p.Hash] = c
-	return c
+	return c, true
 }
 
 func (c *compiled) Compiles(fn int) bool { return fn < len(c.leaders) && c.leaders[fn] != nil }
