@@ -35,7 +35,7 @@ func sandboxEngine(name string, interpret bool) *engine {
 			}
 			sandboxes[interpret] = sandbox
 		}
-		if _, err := sandbox.Load(ctx, src); err != nil {
+		if err := sandbox.Compile(ctx, src); err != nil {
 			return nil, err
 		}
 		return func() (int64, error) {

@@ -150,6 +150,8 @@ func TestCompiledHostile(t *testing.T) {
 		{"endless recursion in a loop", "fn f(n) { if n == 0 { return 0 } return f(n - 1) }\nwhile true { f(900) }", "error"},
 		{"list bomb in a loop", "var l = [1]\nwhile true { l = l + l }", "error"},
 		{"overflow", "var i = 1\nwhile true { i = i * 3 + 1 }", "error"},
+		{"overflow by adding", "var i = 1\nwhile true { i = i + i }", "error"},
+		{"overflow by subtracting", "var i = -1\nwhile true { i = i - 9223372036854775807 }", "error"},
 		{"division by zero", "var i = 10\nwhile true { i = 100 / (i - 1) }", "error"},
 		{"caught in a loop", "var n = 0\nwhile true { try { n += 1\nthrow n } catch e { n += e } }", "error"},
 	} {
@@ -192,6 +194,24 @@ func TestCompiledInBackground(t *testing.T) {
 	lockstep(t, bg, interp, long, 1<<40, echoReply)
 	if bg.jitEnters.Load() == before {
 		t.Fatal("a prog compiled before was interpreted")
+	}
+}
+
+// TestCompileAhead: after Compile, a prog's runs are compiled from their
+// first step; a prog that does not compile says why.
+func TestCompileAhead(t *testing.T) {
+	r := runtimeWith(t, Config{})
+	ctx := context.Background()
+	src := []byte("var s = 0\nfor i in range(100) { s += i }\nreturn s")
+	if err := r.Compile(ctx, src); err != nil {
+		t.Fatal(err)
+	}
+	lockstep(t, r, runtimeWith(t, Config{Interpret: true}), port.Input{Source: src, Invocation: "ahead"}, 1<<40, echoReply)
+	if r.jitEnters.Load() == 0 {
+		t.Fatal("no compiled code ran")
+	}
+	if err := r.Compile(ctx, []byte("return (")); err == nil || !strings.Contains(err.Error(), "1:9") {
+		t.Fatalf("a bad prog: %v", err)
 	}
 }
 

@@ -6,6 +6,7 @@ package wasmvm
 
 import (
 	"context"
+	"errors"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -73,6 +74,29 @@ func (r *Runtime) code(hash [32]byte) *jitCode {
 		}()
 	}
 	return jc
+}
+
+// Compile compiles source's prog to wasm now, and waits, so that its runs
+// use compiled code from their first step (otherwise a prog is compiled
+// once a run has taken compileAfter steps). It reports why the prog cannot
+// run; one the compiler does not take is interpreted, without error.
+func (r *Runtime) Compile(ctx context.Context, source []byte) error {
+	if _, err := r.Load(ctx, source); err != nil {
+		return err
+	}
+	if r.cfg.Interpret {
+		return nil
+	}
+	jc := r.code(compile.HashSource(source))
+	select {
+	case <-jc.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if errors.Is(jc.err, ErrClosed) {
+		return jc.err
+	}
+	return nil
 }
 
 // compile compiles source's program to a module of rt.
