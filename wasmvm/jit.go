@@ -6,8 +6,8 @@ package wasmvm
 
 import (
 	"context"
-	"errors"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 
