@@ -31,13 +31,38 @@ func runtimeWith(t testing.TB, cfg Config) *Runtime {
 // third of its entries, so that compiled and interpreted runs alternate at
 // arbitrary leaders, besides those where a block does not fit.
 func switching(t testing.TB, seed uint64) *Runtime {
+	return runtimeWith(t, Config{jitSync: true, jitSkip: skipper(seed)})
+}
+
+// skipper is true at a random third of its calls.
+func skipper(seed uint64) func() bool {
 	var mu sync.Mutex
 	rng := rand.New(rand.NewPCG(seed, 7))
-	return runtimeWith(t, Config{jitSync: true, jitSkip: func() bool {
+	return func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return rng.IntN(3) == 0
-	}})
+	}
+}
+
+var (
+	mixedOnce sync.Once
+	mixed     *Runtime
+)
+
+// mixedRuntime is one switching Runtime for the fuzz targets, never closed.
+func mixedRuntime(t testing.TB) *Runtime {
+	mixedOnce.Do(func() {
+		r, err := New(context.Background(), Config{CacheDir: filepath.Join(os.TempDir(), "runehost-test-wazero-cache"), jitSync: true, jitSkip: skipper(11)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mixed = r
+	})
+	if mixed == nil {
+		t.Fatal("no switching runtime")
+	}
+	return mixed
 }
 
 // alternating steps each slice on one of two runtimes, picked at random: a

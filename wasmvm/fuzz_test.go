@@ -30,7 +30,9 @@ func sameErr(t *testing.T, what string, errN, errW error) {
 
 // FuzzRunParity compiles arbitrary source natively and in the sandbox (the
 // same errors), and runs what compiles on both in varying slices, answering
-// acts and awaits alternately with their arguments and their sequence number.
+// acts and awaits alternately with their arguments and their sequence
+// number. The sandbox runs compiled code, for half the inputs with
+// switches to its interpreter at random entries.
 func FuzzRunParity(f *testing.F) {
 	porttest.AddProgSeeds(f, "..")
 	for _, file := range porttest.ProgFiles(f, "..") {
@@ -60,6 +62,9 @@ func FuzzRunParity(f *testing.F) {
 				return seqReply(r)
 			}
 			return echoReply(r)
+		}
+		if len(src)%2 == 1 {
+			sb = mixedRuntime(t) // compiled, with switches to the interpreter
 		}
 		lockstep(t, sb, native, port.Input{Source: src, Limit: 3000, Invocation: "fuzz"}, 0, reply)
 	})

@@ -30,8 +30,8 @@ func echoReply(r *port.Result) []byte {
 	return b
 }
 
-// lockstep runs in on both runtimes in slices of slice steps (0: varying,
-// 1 to 7), answering suspensions with reply, and fails t at the first
+// lockstep runs in on both runtimes in slices of slice steps (0: by turns
+// 1, 2, 3, 7, 64 and 1000), answering suspensions with reply, and fails t at the first
 // difference. It returns the native runtime's last result and its text.
 func lockstep(t testing.TB, sb, native port.RuntimePort, in port.Input, slice uint64, reply func(*port.Result) []byte) (*port.Result, string) {
 	t.Helper()
@@ -51,7 +51,7 @@ func lockstep(t testing.TB, sb, native port.RuntimePort, in port.Input, slice ui
 	for i := 0; ; i++ {
 		req.Slice = slice
 		if slice == 0 {
-			req.Slice = uint64(i%7 + 1)
+			req.Slice = compiledSizes[i%len(compiledSizes)]
 		}
 		rN, errN := native.Step(ctx, req)
 		rW, errW := sb.Step(ctx, req)
