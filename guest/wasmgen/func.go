@@ -210,15 +210,22 @@ func (fg *fgen) exit(pc int) {
 	c.i64(int64(len(fg.vs)))
 	c.byte(opI64Add)
 	c.mem(opI64Store, l.MachineSP)
+	fg.saveSteps(pc - fg.start)
+	c.i32(statusExit)
+	c.byte(opReturn)
+}
+
+// saveSteps writes the steps local plus the block's first n steps back to
+// the machine.
+func (fg *fgen) saveSteps(n int) {
+	c := &fg.c
 	c.get(lM)
 	c.get(lSteps)
-	if n := pc - fg.start; n > 0 {
+	if n > 0 {
 		c.i64(int64(n))
 		c.byte(opI64Add)
 	}
-	c.mem(opI64Store, l.MachineSteps)
-	c.i32(statusExit)
-	c.byte(opReturn)
+	c.mem(opI64Store, fg.l.MachineSteps)
 }
 
 // jump goes to the block at pc, the block's steps charged and its stack
