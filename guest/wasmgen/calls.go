@@ -2,7 +2,11 @@
 
 package wasmgen
 
-import "github.com/runehost/runehost/guest/compile"
+import (
+	"slices"
+
+	"github.com/runehost/runehost/guest/compile"
+)
 
 // element leaves in lC the address of element i (depth di) of the list at
 // depth dx, branching to $fail (label 0) unless it is a list with an int
@@ -58,6 +62,70 @@ func (fg *fgen) index(pc int, op compile.Opcode) {
 		fg.element(d-3, d-2)
 		fg.storeFrom(d-1, lC, 0)
 		fg.vs = fg.vs[:d-3]
+	})
+}
+
+// builtinSqrt is sqrt's index among the builtins.
+var builtinSqrt = slices.Index(compile.Builtins, "sqrt")
+
+// builtinAt is the index of the builtin at depth d of the virtual stack,
+// known when the block loaded it, or -1.
+func (fg *fgen) builtinAt(d int) int {
+	if d < 0 {
+		return -1
+	}
+	if e := fg.vs[d]; e.kind == eConst && e.k == fg.l.KindBuiltin {
+		return int(e.n)
+	}
+	return -1
+}
+
+// sqrt compiles CALL of the builtin sqrt, as bSqrt: an int or a float at
+// least 0 (or NaN), the float's square root; anything else, a negative
+// number among them, is the interpreter's.
+func (fg *fgen) sqrt(pc int) {
+	c := &fg.c
+	l := &fg.l
+	d := len(fg.vs)
+	fg.guarded(pc, func() {
+		switch e := fg.vs[d-1]; e.kind {
+		case eFloat:
+			c.get(e.loc)
+		case eInt:
+			c.get(e.loc)
+			c.byte(opF64FromI64)
+		default:
+			off := fg.addr(d - 1)
+			fg.kind(off)
+			c.set(lA)
+			fg.bits(off)
+			c.set(lX)
+			c.get(lA)
+			c.i32(int32(l.KindFloat))
+			c.byte(opI32Eq)
+			c.block(opIf)
+			c.get(lX)
+			c.byte(opF64FromBits)
+			c.set(lFX)
+			c.byte(opElse)
+			c.get(lA)
+			c.i32(int32(l.KindInt))
+			c.byte(opI32Ne)
+			c.brIf(1) // $fail, outside the if
+			c.get(lX)
+			c.byte(opF64FromI64)
+			c.set(lFX)
+			c.end()
+			c.get(lFX)
+		}
+		c.tee(lFX)
+		c.f64(0)
+		c.byte(opF64Lt)
+		c.brIf(0)
+		c.get(lFX)
+		c.byte(opF64Sqrt)
+		fg.vs = fg.vs[:d-2]
+		fg.push(tF64, eFloat)
 	})
 }
 

@@ -181,6 +181,10 @@ func (fg *fgen) instr(pc, end int) bool {
 	case compile.INDEX, compile.SETINDEX:
 		fg.index(pc, op)
 	case compile.CALL:
+		if arg == 1 && fg.builtinAt(d-2) == builtinSqrt {
+			fg.sqrt(pc)
+			return true // a leader follows: the block ends here
+		}
 		fg.call(pc, arg)
 		return false
 	case compile.RETURN:

@@ -80,6 +80,7 @@ const (
 	opI64Or        = 0x84
 	opI64Xor       = 0x85
 	opF64Neg       = 0x9A
+	opF64Sqrt      = 0x9F
 	opF64Add       = 0xA0
 	opF64Sub       = 0xA1
 	opF64Mul       = 0xA2
