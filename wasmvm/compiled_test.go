@@ -5,6 +5,7 @@ package wasmvm
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -237,6 +238,39 @@ func TestCompileAhead(t *testing.T) {
 	}
 	if err := r.Compile(ctx, []byte("return (")); err == nil || !strings.Contains(err.Error(), "1:9") {
 		t.Fatalf("a bad prog: %v", err)
+	}
+}
+
+// TestManyProgsOnAnInstance: an instance binds at most jitPerInstance
+// compiled progs; the next is interpreted there, and the instance is then
+// replaced by a fresh one, which compiles it.
+func TestManyProgsOnAnInstance(t *testing.T) {
+	defer func(n int) { jitPerInstance = n }(jitPerInstance)
+	jitPerInstance = 2
+	r := runtimeWith(t, Config{PoolSize: 1, jitSync: true})
+	interp := runtimeWith(t, Config{Interpret: true})
+	var first *instance
+	for i := range 4 {
+		src := []byte(fmt.Sprintf("var s = 0\nfor i in range(50) { s += i * %d }\nreturn s", i))
+		before := r.jitEnters.Load()
+		lockstep(t, r, interp, port.Input{Source: src, Invocation: "many"}, 1<<40, echoReply)
+		compiled := r.jitEnters.Load() > before
+		switch i {
+		case 0:
+			first = r.pool[0]
+		case 1:
+			if len(r.pool) != 1 || r.pool[0] != first || !compiled {
+				t.Fatal("the second prog was not compiled on the same instance")
+			}
+		case 2:
+			if compiled || len(r.pool) != 0 {
+				t.Fatalf("the third prog ran compiled (%v), or its instance was kept (%d idle)", compiled, len(r.pool))
+			}
+		case 3:
+			if !compiled || len(r.pool) != 1 || r.pool[0] == first {
+				t.Fatal("a fresh instance did not compile the fourth")
+			}
+		}
 	}
 }
 

@@ -29,6 +29,7 @@ type instance struct {
 	held     []byte            // an act reply waiting for act_reply
 	stack    []uint64          // reused for CallWithStack
 	jit      []jitSlot         // compiled progs bound on this instance, by slot-1
+	full     bool              // it has bound jitPerInstance progs
 	jitStack [2]uint64
 
 	// Under Runtime.mu:

@@ -31,8 +31,12 @@ type jitCode struct {
 	err    error
 }
 
-// jitMax bounds the compiled modules a Runtime keeps in memory.
+// jitMax bounds the compiled modules a Runtime keeps in memory;
+// jitPerInstance, the programs bound on one instance (a variable for
+// tests).
 const jitMax = 256
+
+var jitPerInstance = 64
 
 // compileAfter is how many steps a run takes in the interpreter before its
 // program is compiled: most runs are short or wait on acts, and would
@@ -157,6 +161,10 @@ func (in *instance) bind(ctx context.Context, hash [32]byte, layout []uint32, di
 		return bindLater
 	}
 	if jc.err != nil || jc.digest != digest || len(fns) != len(jc.fns) {
+		return 0
+	}
+	if len(in.jit) >= jitPerInstance {
+		in.full = true // replaced by a fresh instance once it is idle
 		return 0
 	}
 	copy(fns, jc.fns)

@@ -508,16 +508,18 @@ func (r *Runtime) get(ctx context.Context) (*instance, error) {
 }
 
 // put returns an instance to the pool. A full pool lets go of an instance
-// that holds no live machine rather than one that does.
+// that holds no live machine rather than one that does; one that has bound
+// as many compiled progs as it may is let go once it holds none.
 func (r *Runtime) put(in *instance) {
 	r.mu.Lock()
 	defer r.idle.Broadcast()
-	if !r.closed && len(r.pool) < r.cfg.PoolSize {
+	keep := !r.closed && (!in.full || in.lives > 0)
+	if keep && len(r.pool) < r.cfg.PoolSize {
 		r.pool = append(r.pool, in)
 		r.mu.Unlock()
 		return
 	}
-	if !r.closed && in.lives > 0 {
+	if keep && in.lives > 0 {
 		for i, idle := range r.pool {
 			if idle.lives == 0 {
 				r.pool[i] = in
