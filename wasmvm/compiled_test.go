@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/runehost/runehost/guest/compile"
 	"github.com/runehost/runehost/guest/port"
 	"github.com/runehost/runehost/guest/port/porttest"
 )
@@ -214,9 +215,30 @@ func TestCompiledInBackground(t *testing.T) {
 	if bg.jitEnters.Load() == 0 {
 		t.Fatal("no compiled code ran")
 	}
+	// A short prog run often enough is compiled too.
+	code := func() *jitCode {
+		bg.mu.Lock()
+		defer bg.mu.Unlock()
+		return bg.jit[compile.HashSource(short.Source)]
+	}
+	for i := 1; i < compileRuns; i++ { // one run above
+		if lockstep(t, bg, interp, short, 1<<40, echoReply); code() != nil && i < compileRuns-1 {
+			t.Fatalf("compiled after %d runs", i+1)
+		}
+	}
+	jc := code()
+	if jc == nil {
+		t.Fatalf("not compiled after %d runs", compileRuns)
+	}
+	<-jc.done
+	before := bg.jitEnters.Load()
+	lockstep(t, bg, interp, short, 1<<40, echoReply)
+	if bg.jitEnters.Load() == before {
+		t.Fatal("a short prog compiled was interpreted")
+	}
 	// A short run of a compiled prog uses its code at once.
 	long.Limit, long.Invocation = 1000, "again"
-	before := bg.jitEnters.Load()
+	before = bg.jitEnters.Load()
 	lockstep(t, bg, interp, long, 1<<40, echoReply)
 	if bg.jitEnters.Load() == before {
 		t.Fatal("a prog compiled before was interpreted")

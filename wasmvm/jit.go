@@ -39,11 +39,15 @@ const jitMax = 256
 var jitPerInstance = 64
 
 // compileAfter is how many steps a run takes in the interpreter before its
-// program is compiled: most runs are short or wait on acts, and would
+// program is compiled (or compileRuns runs have started): most runs are short or wait on acts, and would
 // spend more compiling than they save. The compile runs beside the
 // interpreter, which goes on until the code is ready; later runs of the
 // program use the code from their first step.
 const compileAfter = 100_000
+
+// compileRuns is how many runs of a program start before it is compiled,
+// however short they are.
+const compileRuns = 16
 
 // code returns the compiled module for the program of hash, whose compile
 // starts on first use.
@@ -145,9 +149,17 @@ func (in *instance) bind(ctx context.Context, hash [32]byte, layout []uint32, di
 	}
 	r.mu.Lock()
 	jc := r.jit[hash]
+	hot := false
+	if jc == nil && steps == 0 { // a run's start
+		if len(r.jitStarts) >= 4*jitMax {
+			clear(r.jitStarts)
+		}
+		r.jitStarts[hash]++
+		hot = r.jitStarts[hash] >= compileRuns
+	}
 	r.mu.Unlock()
 	if jc == nil {
-		if steps < compileAfter && !r.cfg.jitSync {
+		if steps < compileAfter && !hot && !r.cfg.jitSync {
 			return bindLater // compiled already or not at all, for a short run
 		}
 		jc = r.code(hash)

@@ -112,14 +112,15 @@ type Runtime struct {
 	compiled wazero.CompiledModule
 	pool     []*instance // idle, most recently used last
 
-	mu       sync.Mutex
-	idle     *sync.Cond // an instance came back to the pool, or was discarded
-	sources  map[[32]byte][]byte
-	order    [][32]byte
-	closed   bool
-	lazy     map[string]*lazyMachine // live machines left by lazy Yields
-	jit      map[[32]byte]*jitCode   // compiled progs, by program hash
-	jitOrder [][32]byte
+	mu        sync.Mutex
+	idle      *sync.Cond // an instance came back to the pool, or was discarded
+	sources   map[[32]byte][]byte
+	order     [][32]byte
+	closed    bool
+	lazy      map[string]*lazyMachine // live machines left by lazy Yields
+	jit       map[[32]byte]*jitCode   // compiled progs, by program hash
+	jitOrder  [][32]byte
+	jitStarts map[[32]byte]int // runs started, of programs not compiled
 
 	compiling sync.WaitGroup // compiles of progs under way
 	calls     atomic.Int64   // calls running, each on an instance of its own
@@ -164,7 +165,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	} else if cache != nil {
 		rc = rc.WithCompilationCache(cache)
 	}
-	r := &Runtime{cfg: cfg, rt: wazero.NewRuntimeWithConfig(ctx, rc), sources: make(map[[32]byte][]byte), jit: make(map[[32]byte]*jitCode)}
+	r := &Runtime{cfg: cfg, rt: wazero.NewRuntimeWithConfig(ctx, rc), sources: make(map[[32]byte][]byte), jit: make(map[[32]byte]*jitCode), jitStarts: make(map[[32]byte]int)}
 	r.idle = sync.NewCond(&r.mu)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r.rt); err != nil {
 		r.rt.Close(ctx)
