@@ -232,6 +232,44 @@ func TestJetStreamViewSnapshot(t *testing.T) {
 	wg.Wait()
 }
 
+// Records passes each record once though a write in the middle of the walk
+// makes its View run again.
+func TestJetStreamRecordsOnce(t *testing.T) {
+	s := openJS(t, true)
+	s.Update(Synced, func(tx *Tx) error {
+		for i := range 200 {
+			if err := tx.Put(K("acct", fmt.Sprint(i)), i); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	seen := map[string]int{}
+	calls := 0
+	err := s.Records(func(r Record) error {
+		if calls++; calls == 100 { // a write the walk has read past
+			done := make(chan error)
+			go func() { done <- s.Update(Synced, func(tx *Tx) error { return tx.Put(K("acct", "0"), -1) }) }()
+			if err := <-done; err != nil {
+				return err
+			}
+		}
+		seen[string(r.Key)]++
+		return r.Err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Fatalf("%q passed %d times", k, n)
+		}
+	}
+	if len(seen) != 200 || calls != 200 {
+		t.Fatalf("%d records in %d calls", len(seen), calls)
+	}
+}
+
 // A directory store on JetStream is locked, and reopens with its records.
 func TestJetStreamReopen(t *testing.T) {
 	dir := t.TempDir()

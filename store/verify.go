@@ -68,13 +68,18 @@ type Record struct {
 
 // Records calls fn for every record of the store but its own, in key
 // order, with the value read (and checksummed by Badger); fn's error stops
-// the walk. A value that cannot be read is passed with its Err.
+// the walk. A value that cannot be read is passed with its Err. Each
+// record is passed once, though the View under the walk may run again
+// (JetStream, with writes going on): a walk of a live store is not one
+// snapshot there.
 func (s *Store) Records(fn func(r Record) error) error {
+	seen := map[string]bool{}
 	return s.View(func(tx *Tx) error {
 		return tx.b.scan(Key{}, Key{}, func(key Key, val func() ([]byte, error)) (bool, error) {
-			if ownKey(key) {
+			if ownKey(key) || seen[string(key)] {
 				return true, nil
 			}
+			seen[string(key)] = true
 			r := Record{Key: key}
 			if r.Value, r.Err = val(); r.Err != nil {
 				r.Value = nil

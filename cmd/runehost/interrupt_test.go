@@ -30,12 +30,13 @@ import (
 	"github.com/runehost/runehost/store"
 )
 
-// longProg runs 180,000,008 steps, more than a second of slices however
-// fast the machine, and returns longAnswer; it needs longLimit.
+// longProg runs for two seconds of the host's clock (now() is the clock of
+// its slice), however fast the machine, and returns longAnswer; longLimit
+// is more steps than it can take in that time.
 const (
-	longProg   = "var i = 0\nwhile i < 20000000 { i += 1 }\nreturn i\n"
-	longAnswer = "20000000\n"
-	longLimit  = "200000000"
+	longProg   = "let t0 = now()\nvar n = 0\nwhile now() - t0 < 2000 { n += 1 }\nreturn 1\n"
+	longAnswer = "1\n"
+	longLimit  = "1000000000"
 )
 
 // started is a runehost process whose stderr is read as it comes.
