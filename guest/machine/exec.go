@@ -71,6 +71,7 @@ func (m *Machine) execCompiled(end uint64) {
 			continue
 		}
 		if m.jit.Leader(fr.fn.Index, fr.pc) {
+			m.refill()
 			m.jit.Enter(m, end)
 			if m.status != checkpoint.Runnable || m.steps >= end {
 				return

@@ -39,6 +39,7 @@ var Compiler func(p *compile.Program, steps uint64) (c Compiled, final bool)
 // sends its own Layout when it binds a program, and the host compares.
 type Layout struct {
 	MachineConsts, MachineGlobals, MachineStack, MachineSP, MachineFrames, MachineHandlers, MachineSteps uint32
+	MachineLists, MachineVals, MachineIters, ListSize, IterSize, PoolListMax                             uint32
 
 	FrameSize, FrameFn, FrameClosure, FramePC, FrameBase            uint32
 	HandlerSize, HandlerFrame                                       uint32
@@ -51,7 +52,7 @@ type Layout struct {
 
 	KindNil, KindBool, KindInt, KindFloat, KindStr, KindList, KindMap, KindFunc, KindBuiltin, KindCell, KindIter, KindUndef uint32
 
-	MaxFrames uint32
+	MaxFrames, ElemsPerStep uint32
 }
 
 // TheLayout is this build's Layout.
@@ -78,6 +79,12 @@ var TheLayout = func() Layout {
 		MachineFrames:   uint32(unsafe.Offsetof(m.frames)),
 		MachineHandlers: uint32(unsafe.Offsetof(m.handlers)),
 		MachineSteps:    uint32(unsafe.Offsetof(m.steps)),
+		MachineLists:    uint32(unsafe.Offsetof(m.pool) + unsafe.Offsetof(m.pool.lists)),
+		MachineVals:     uint32(unsafe.Offsetof(m.pool) + unsafe.Offsetof(m.pool.vals)),
+		MachineIters:    uint32(unsafe.Offsetof(m.pool) + unsafe.Offsetof(m.pool.iters)),
+		ListSize:        uint32(unsafe.Sizeof(l)),
+		IterSize:        uint32(unsafe.Sizeof(it)),
+		PoolListMax:     PoolListMax,
 		FrameSize:       uint32(unsafe.Sizeof(fr)),
 		FrameFn:         uint32(unsafe.Offsetof(fr.fn)),
 		FrameClosure:    uint32(unsafe.Offsetof(fr.closure)),
@@ -106,7 +113,7 @@ var TheLayout = func() Layout {
 		KindNil:         uint32(Nil), KindBool: uint32(Bool), KindInt: uint32(Int), KindFloat: uint32(Float),
 		KindStr: uint32(Str), KindList: uint32(List), KindMap: uint32(Map), KindFunc: uint32(Func),
 		KindBuiltin: uint32(Builtin), KindCell: uint32(cellKind), KindIter: uint32(iterKind), KindUndef: uint32(undefKind),
-		MaxFrames: MaxFrames,
+		MaxFrames: MaxFrames, ElemsPerStep: elemsPerStep,
 	}
 }()
 

@@ -41,6 +41,41 @@ type Machine struct {
 
 	jit       Compiled // the program's compiled code, if any
 	jitLooked bool     // whether Compiler answered for good
+	pool      pool     // what compiled code allocates from
+}
+
+// pool is memory compiled code takes new lists and iterators from, each
+// slice used up to its length: the guest's Go allocator costs a
+// microsecond an object in wasm, a bump of a length a few nanoseconds. Go
+// allocates the slabs, where no compiled code runs (refill); an object
+// taken keeps its slab alive, so slabs are small. Natively it stays empty.
+type pool struct {
+	lists []listObj
+	vals  []Value
+	iters []iterObj
+}
+
+// Slab sizes of the pool; PoolListMax is the longest list compiled code
+// makes from it.
+const (
+	poolLists   = 64
+	poolVals    = 256
+	poolIters   = 32
+	PoolListMax = 16
+)
+
+// refill gives the pool new slabs where it could not serve one more object.
+func (m *Machine) refill() {
+	p := &m.pool
+	if len(p.lists) == cap(p.lists) {
+		p.lists = make([]listObj, 0, poolLists)
+	}
+	if cap(p.vals)-len(p.vals) <= PoolListMax {
+		p.vals = make([]Value, 0, poolVals)
+	}
+	if len(p.iters) == cap(p.iters) {
+		p.iters = make([]iterObj, 0, poolIters)
+	}
 }
 
 type frame struct {

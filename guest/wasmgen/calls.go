@@ -250,7 +250,7 @@ func (fg *fgen) call(pc, arg int) {
 		c.get(lZ)
 		c.byte(opI64Add)
 		c.mem(opI64Store, l.MachineSP)
-		fg.saveSteps(pc - fg.start + 1)
+		fg.saveSteps(fg.steps(pc + 1))
 
 		c.get(lM)
 		c.i32(0)
@@ -323,7 +323,7 @@ func (fg *fgen) ret(pc int) {
 		c.i64(int64(fg.nlocals))
 		c.byte(opI64Sub)
 		c.mem(opI64Store, l.MachineSP)
-		fg.saveSteps(pc - fg.start + 1)
+		fg.saveSteps(fg.steps(pc + 1))
 		c.i32(statusReturned)
 		c.byte(opReturn)
 	})
@@ -378,7 +378,7 @@ func (fg *fgen) next(pc int, op compile.Opcode, target int) {
 		c.byte(opI32WrapI64)
 		c.set(lC)
 		c.end()
-		fg.charge(pc + 1 - fg.start)
+		fg.charge(fg.steps(pc + 1))
 		// Exhausted: pop the iterator and leave the loop.
 		c.get(lX)
 		c.get(lY)

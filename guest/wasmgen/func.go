@@ -57,7 +57,8 @@ type fgen struct {
 	start        int   // its first pc
 	extra        int   // labels opened inside the block's code
 	vs           []entry
-	n32, n64, nf int // pool locals used in this block
+	n32, n64, nf int   // pool locals used in this block
+	pre          []int // steps charged by the instructions before each pc
 }
 
 func (g *gen) function(f *compile.Funcode) code {
@@ -65,7 +66,13 @@ func (g *gen) function(f *compile.Funcode) code {
 		return refuse()
 	}
 	lead := compile.Leaders(f)
-	fg := &fgen{gen: g, f: f, nlocals: uint32(len(f.Locals)), lead: lead}
+	fg := &fgen{gen: g, f: f, nlocals: uint32(len(f.Locals)), lead: lead, pre: make([]int, len(f.Code)+1)}
+	for pc, ins := range f.Code {
+		fg.pre[pc+1] = fg.pre[pc] + 1
+		if op, arg := compile.Decode(ins); op == compile.LIST {
+			fg.pre[pc+1] += arg / int(g.l.ElemsPerStep) // as the interpreter charges it
+		}
+	}
 	for pc, isLead := range lead {
 		if isLead {
 			fg.blocks = append(fg.blocks, pc)
@@ -162,7 +169,7 @@ func (fg *fgen) block(bi int) {
 	c := &fg.c
 	// The whole block runs only if all its steps fit below end.
 	c.get(lSteps)
-	c.i64(int64(end - fg.start))
+	c.i64(int64(fg.steps(end)))
 	c.byte(opI64Add)
 	c.get(lEnd)
 	c.byte(opI64GtU)
@@ -178,11 +185,14 @@ func (fg *fgen) block(bi int) {
 	}
 	// Falls through to the next leader.
 	fg.flush()
-	fg.charge(end - fg.start)
+	fg.charge(fg.steps(end))
 	if end == len(fg.f.Code) {
 		fg.exit(end) // off the end: the interpreter faults
 	}
 }
+
+// steps is what the block's instructions before pc charge.
+func (fg *fgen) steps(pc int) int { return fg.pre[pc] - fg.pre[fg.start] }
 
 // charge adds n steps to the steps local.
 func (fg *fgen) charge(n int) {
@@ -210,7 +220,7 @@ func (fg *fgen) exit(pc int) {
 	c.i64(int64(len(fg.vs)))
 	c.byte(opI64Add)
 	c.mem(opI64Store, l.MachineSP)
-	fg.saveSteps(pc - fg.start)
+	fg.saveSteps(fg.steps(pc))
 	c.i32(statusExit)
 	c.byte(opReturn)
 }

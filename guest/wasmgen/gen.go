@@ -25,7 +25,7 @@ import (
 // Version is the generator's own version, bumped on each change to the
 // code it emits. (No cache needs it: wazero's is keyed by the module's
 // bytes, and the Runtime's lives no longer than the process.)
-const Version = 2
+const Version = 3
 
 // ErrTooLarge is returned for a program beyond what the generator compiles.
 var ErrTooLarge = errors.New("wasmgen: program too large to compile")
@@ -327,6 +327,10 @@ func effect(op compile.Opcode, arg, d int) (int, bool) {
 		return d, true
 	case compile.CALL:
 		return d - arg, true
+	case compile.LIST:
+		return d - arg + 1, true
+	case compile.ITER:
+		return d, true
 	}
 	return 0, false
 }

@@ -159,7 +159,7 @@ func (fg *fgen) instr(pc, end int) bool {
 		return fg.compare(pc, op)
 	case compile.JMP:
 		fg.flush()
-		fg.charge(pc + 1 - fg.start)
+		fg.charge(fg.steps(pc + 1))
 		fg.jump(arg)
 		return false
 	case compile.JMPF, compile.JMPT:
@@ -167,7 +167,7 @@ func (fg *fgen) instr(pc, end int) bool {
 		c.set(lT)
 		fg.vs = fg.vs[:d-1]
 		fg.flush()
-		fg.charge(pc + 1 - fg.start)
+		fg.charge(fg.steps(pc + 1))
 		c.get(lT)
 		if op == compile.JMPF {
 			c.byte(opI32Eqz)
@@ -180,6 +180,14 @@ func (fg *fgen) instr(pc, end int) bool {
 		return false // pc+1 is the next block
 	case compile.INDEX, compile.SETINDEX:
 		fg.index(pc, op)
+	case compile.LIST:
+		if arg > int(l.PoolListMax) {
+			fg.exit(pc)
+			return false
+		}
+		fg.list(pc, arg)
+	case compile.ITER:
+		return fg.iter(pc)
 	case compile.CALL:
 		if arg == 1 && fg.builtinAt(d-2) == builtinSqrt {
 			fg.sqrt(pc)
