@@ -4,6 +4,12 @@
 
 package wasmgen
 
+import (
+	"slices"
+
+	"github.com/runehost/runehost/guest/compile"
+)
+
 // take claims one object of size bytes from the pool slice at off of the
 // machine, and width more slots of a second one (at off2, when width > 0)
 // into local lB, branching to fail when either is out; the object's
@@ -125,4 +131,99 @@ func (fg *fgen) iter(pc int) bool {
 		fg.vs = append(fg.vs, entry{kind: eMem})
 	})
 	return true
+}
+
+// builtinRange is range's index among the builtins.
+var builtinRange = slices.Index(compile.Builtins, "range")
+
+// rangeList compiles CALL of range(stop) or range(start, stop), as bRange
+// makes it, for a list of at most PoolListMax ints; anything else (a step,
+// not an int, a longer list) is the interpreter's. The call ends its block.
+func (fg *fgen) rangeList(pc, arg int) {
+	c := &fg.c
+	l := &fg.l
+	d := len(fg.vs)
+	fg.guarded(pc, func() {
+		// Z = start; C = n = stop - start (0 if stop <= start), at most PoolListMax
+		if arg == 1 {
+			c.i64(0)
+		} else {
+			fg.intOf(d-2, 0)
+		}
+		c.set(lZ)
+		fg.intOf(d-1, 0)
+		c.tee(lX)
+		c.get(lZ)
+		c.byte(opI64LeS)
+		c.block(opIf)
+		c.i64(0)
+		c.set(lX)
+		c.byte(opElse)
+		c.get(lX)
+		c.get(lZ)
+		c.byte(opI64Sub)
+		c.set(lX) // exact as unsigned: stop > start
+		c.end()
+		c.get(lX)
+		c.i64(int64(l.PoolListMax))
+		c.byte(opI64GtU)
+		c.brIf(0)
+		c.get(lX)
+		c.byte(opI32WrapI64)
+		c.set(lC)
+		fg.take(l.MachineLists, l.ListSize, 0, l.MachineVals, int(l.PoolListMax))
+		c.get(lM) // claim n of the slots checked for
+		c.get(lY)
+		c.get(lC)
+		c.byte(opI64ExtendU)
+		c.byte(opI64Add)
+		c.mem(opI64Store, l.MachineVals+l.SliceLen)
+		c.get(lA)
+		c.get(lB)
+		c.byte(opI64ExtendU)
+		c.mem(opI64Store, l.ListElems)
+		for _, off := range []uint32{l.SliceLen, l.SliceCap} {
+			c.get(lA)
+			c.get(lC)
+			c.byte(opI64ExtendU)
+			c.mem(opI64Store, l.ListElems+off)
+		}
+		// for T = 0; T < n; T++, B += ValueSize { *B = int(start + T) }
+		c.i32(0)
+		c.set(lT)
+		c.block(opBlock)
+		c.block(opLoop)
+		c.get(lT)
+		c.get(lC)
+		c.byte(opI32GeS)
+		c.brIf(1)
+		fg.scalar(lB, 0, l.KindInt, func() {
+			c.get(lZ)
+			c.get(lT)
+			c.byte(opI64ExtendU)
+			c.byte(opI64Add)
+		}, 0)
+		c.get(lB)
+		c.i32(int32(l.ValueSize))
+		c.byte(opI32Add)
+		c.set(lB)
+		c.get(lT)
+		c.i32(1)
+		c.byte(opI32Add)
+		c.set(lT)
+		c.br(0)
+		c.end()
+		c.end()
+		// The elements' steps, as chargeElems charges them.
+		c.get(lSteps)
+		c.get(lC)
+		c.i32(int32(l.ElemsPerStep))
+		c.byte(opI32DivU)
+		c.byte(opI64ExtendU)
+		c.byte(opI64Add)
+		c.set(lSteps)
+		fg.vs = fg.vs[:d-1-arg]
+		fg.scalar(lBase, fg.slot(d-1-arg), l.KindList, func() { c.i64(0) }, lA)
+		fg.vs = append(fg.vs, entry{kind: eMem})
+	})
 }

@@ -193,6 +193,10 @@ func (fg *fgen) instr(pc, end int) bool {
 			fg.sqrt(pc)
 			return true // a leader follows: the block ends here
 		}
+		if (arg == 1 || arg == 2) && fg.builtinAt(d-1-arg) == builtinRange {
+			fg.rangeList(pc, arg)
+			return true
+		}
 		fg.call(pc, arg)
 		return false
 	case compile.RETURN:

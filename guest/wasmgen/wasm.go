@@ -49,6 +49,7 @@ const (
 	opI32LtU       = 0x49
 	opI32GtS       = 0x4A
 	opI32GeS       = 0x4E
+	opI32DivU      = 0x6E
 	opI32LeS       = 0x4C
 	opI64Eqz       = 0x50
 	opI64Eq        = 0x51
