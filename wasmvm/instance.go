@@ -11,6 +11,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/guest/port"
@@ -46,7 +47,7 @@ func (r *Runtime) instantiate(ctx context.Context) (*instance, error) {
 		WithStartFunctions("_initialize").
 		WithStderr(stderr).
 		WithRandSource(zeroReader{}) // the guest's Go runtime seeds its maps from this
-	mod, err := r.rt.InstantiateModule(ctx, r.compiled, cfg)
+	mod, err := r.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, memoryAllocator), r.compiled, cfg)
 	if err != nil {
 		return nil, &GuestError{Op: "instantiate", Err: ErrTrap, Detail: err.Error(), Stderr: stderr.String()}
 	}

@@ -301,7 +301,7 @@ func (m *Machine) indexOf(name string, a []Value) (int, *rtError) {
 		}
 		return utf8.RuneCountInString(x.str()[:i]), nil
 	case Map:
-		if _, ok := keyOf(a[1]); !ok {
+		if !isKey(a[1]) {
 			return -1, nil
 		}
 		return x.mapv().find(a[1]), nil
@@ -316,7 +316,7 @@ func bGet(m *Machine, a []Value) (Value, *rtError) {
 	}
 	switch x := a[0]; x.k {
 	case Map:
-		if _, ok := keyOf(a[1]); !ok {
+		if !isKey(a[1]) {
 			return def, nil
 		}
 		if v, ok := x.mapv().get(a[1]); ok {
@@ -337,7 +337,7 @@ func bDelete(m *Machine, a []Value) (Value, *rtError) {
 		return nilValue, argError("delete", 0, "map", a[0])
 	}
 	mo := a[0].mapv()
-	if _, ok := keyOf(a[1]); !ok {
+	if !isKey(a[1]) {
 		return falseValue, nil
 	}
 	m.chargeElems(len(mo.keys))

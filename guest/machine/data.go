@@ -131,7 +131,7 @@ func (m *Machine) fromData(d any, depth int) (Value, error) {
 			if err != nil {
 				return nilValue, err
 			}
-			if _, ok := keyOf(kv); !ok {
+			if !isKey(kv) {
 				return nilValue, fmt.Errorf("map key of type %T", k)
 			}
 			v, err := m.fromData(d.Values[i], depth+1)

@@ -229,7 +229,7 @@ func (m *Machine) slow(end uint64) {
 			mo := &mapObj{}
 			for i := sp - 2*arg; i < sp; i += 2 {
 				k := stack[i]
-				if _, ok := keyOf(k); !ok {
+				if !isKey(k) {
 					thrown = typeErrorf("map key must be str, int or bool, not %s", typeName(k))
 					goto raise
 				}

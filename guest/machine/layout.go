@@ -40,11 +40,13 @@ var Compiler func(p *compile.Program, steps uint64) (c Compiled, final bool)
 type Layout struct {
 	MachineConsts, MachineGlobals, MachineStack, MachineSP, MachineFrames, MachineHandlers, MachineSteps uint32
 	MachineLists, MachineVals, MachineIters, ListSize, IterSize, PoolListMax                             uint32
+	MachineBytes, PoolStrMax                                                                             uint32
 
 	FrameSize, FrameFn, FrameClosure, FramePC, FrameBase            uint32
 	HandlerSize, HandlerFrame                                       uint32
 	FuncIndex, FuncNumParams, FuncLocals, FuncMaxStack              uint32
 	ClosureFn, ClosureCells, CellValue, ListElems, MapKeys, MapVals uint32
+	MapIndex, MapSeed                                               uint32
 	IterSrc, IterPos                                                uint32
 
 	ValueSize, ValueKind, ValueN, ValueP uint32
@@ -52,7 +54,7 @@ type Layout struct {
 
 	KindNil, KindBool, KindInt, KindFloat, KindStr, KindList, KindMap, KindFunc, KindBuiltin, KindCell, KindIter, KindUndef uint32
 
-	MaxFrames, ElemsPerStep uint32
+	MaxFrames, ElemsPerStep, BytesPerStep, MaxList, MaxMap, LinearMax uint32
 }
 
 // TheLayout is this build's Layout.
@@ -85,6 +87,8 @@ var TheLayout = func() Layout {
 		ListSize:        uint32(unsafe.Sizeof(l)),
 		IterSize:        uint32(unsafe.Sizeof(it)),
 		PoolListMax:     PoolListMax,
+		MachineBytes:    uint32(unsafe.Offsetof(m.pool) + unsafe.Offsetof(m.pool.bytes)),
+		PoolStrMax:      PoolStrMax,
 		FrameSize:       uint32(unsafe.Sizeof(fr)),
 		FrameFn:         uint32(unsafe.Offsetof(fr.fn)),
 		FrameClosure:    uint32(unsafe.Offsetof(fr.closure)),
@@ -102,6 +106,8 @@ var TheLayout = func() Layout {
 		ListElems:       uint32(unsafe.Offsetof(l.elems)),
 		MapKeys:         uint32(unsafe.Offsetof(mo.keys)),
 		MapVals:         uint32(unsafe.Offsetof(mo.vals)),
+		MapIndex:        uint32(unsafe.Offsetof(mo.index)),
+		MapSeed:         uint32(unsafe.Offsetof(mo.seed)),
 		IterSrc:         uint32(unsafe.Offsetof(it.src)),
 		IterPos:         uint32(unsafe.Offsetof(it.pos)),
 		ValueSize:       uint32(unsafe.Sizeof(v)),
@@ -113,7 +119,8 @@ var TheLayout = func() Layout {
 		KindNil:         uint32(Nil), KindBool: uint32(Bool), KindInt: uint32(Int), KindFloat: uint32(Float),
 		KindStr: uint32(Str), KindList: uint32(List), KindMap: uint32(Map), KindFunc: uint32(Func),
 		KindBuiltin: uint32(Builtin), KindCell: uint32(cellKind), KindIter: uint32(iterKind), KindUndef: uint32(undefKind),
-		MaxFrames: MaxFrames, ElemsPerStep: elemsPerStep,
+		MaxFrames: MaxFrames, ElemsPerStep: elemsPerStep, BytesPerStep: bytesPerStep,
+		MaxList: MaxList, MaxMap: MaxMap, LinearMax: linearMax,
 	}
 }()
 

@@ -53,15 +53,18 @@ type pool struct {
 	lists []listObj
 	vals  []Value
 	iters []iterObj
+	bytes []byte // strings' bytes
 }
 
 // Slab sizes of the pool; PoolListMax is the longest list compiled code
-// makes from it.
+// makes from it, PoolStrMax the longest string.
 const (
 	poolLists   = 64
 	poolVals    = 256
 	poolIters   = 32
+	poolBytes   = 8192
 	PoolListMax = 16
+	PoolStrMax  = 1024
 )
 
 // refill gives the pool new slabs where it could not serve one more object.
@@ -75,6 +78,9 @@ func (m *Machine) refill() {
 	}
 	if len(p.iters) == cap(p.iters) {
 		p.iters = make([]iterObj, 0, poolIters)
+	}
+	if cap(p.bytes)-len(p.bytes) < PoolStrMax {
+		p.bytes = make([]byte, 0, poolBytes)
 	}
 }
 

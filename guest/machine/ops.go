@@ -325,7 +325,7 @@ func (m *Machine) index(x, i Value) (Value, *rtError) {
 		}
 		return strValue(r), nil
 	case Map:
-		if _, ok := keyOf(i); !ok {
+		if !isKey(i) {
 			return nilValue, typeErrorf("map key must be str, int or bool, not %s", typeName(i))
 		}
 		v, ok := x.mapv().get(i)
@@ -395,7 +395,7 @@ func (m *Machine) setIndex(x, i, v Value) *rtError {
 		elems[j] = v
 		return nil
 	case Map:
-		if _, ok := keyOf(i); !ok {
+		if !isKey(i) {
 			return typeErrorf("map key must be str, int or bool, not %s", typeName(i))
 		}
 		mo := x.mapv()

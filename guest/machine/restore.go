@@ -122,7 +122,7 @@ func Restore(prog *compile.Program, cp *checkpoint.Checkpoint) (*Machine, error)
 			keys, values = keys[n:], values[n:]
 			for j := 0; j < len(items); j += 2 {
 				k := items[j]
-				if k.k != Str && k.k != Int && k.k != Bool { // keyOf, inline
+				if k.k != Str && k.k != Int && k.k != Bool { // isKey, inline
 					return nil, bad("map %d has a %s key", i, typeName(k))
 				}
 				if n <= linearMax {

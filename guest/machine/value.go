@@ -4,6 +4,8 @@ package machine
 
 import (
 	"math"
+	"math/bits"
+	"math/rand/v2"
 	"unsafe"
 
 	"github.com/runehost/runehost/guest/compile"
@@ -47,10 +49,12 @@ type (
 	listObj struct{ elems []Value }
 	mapObj  struct {
 		keys, vals []Value
-		// Indexes, built once the map outgrows a linear scan: string keys
-		// (the common case) by their text, int and bool keys by kind and bits.
-		strIndex   map[string]int32
-		otherIndex map[mapKey]int32
+		// index, built once the map outgrows a linear scan, is an open
+		// addressed table of entry numbers (i+1; 0 is empty), probed
+		// linearly from hashKey's slot; at most half full. It is our own,
+		// not a Go map, so that compiled code can look keys up (hash.go).
+		index []int32
+		seed  uint64 // hashKey's seed, random per map: no prog can aim collisions
 	}
 	closureObj struct {
 		fn    *compile.Funcode
@@ -122,53 +126,42 @@ func truth(v Value) bool {
 // typeName is the name type() returns.
 func typeName(v Value) string { return v.k.String() }
 
-// mapKey is the comparable form of a map key (str, int or bool).
-type mapKey struct {
-	k Kind
-	n uint64
-	s string
-}
-
-func keyOf(v Value) (mapKey, bool) {
-	switch v.k {
-	case Str:
-		return mapKey{k: Str, s: v.str()}, true
-	case Int, Bool:
-		return mapKey{k: v.k, n: v.n}, true
-	}
-	return mapKey{}, false
-}
+// isKey reports whether v may be a map key (str, int or bool).
+func isKey(v Value) bool { return v.k == Str || v.k == Int || v.k == Bool }
 
 // linearMax is the size up to which maps are searched without an index.
 const linearMax = 8
 
 func (m *mapObj) find(v Value) int {
-	if m.strIndex != nil {
-		var i int32
-		var ok bool
-		if v.k == Str {
-			i, ok = m.strIndex[v.str()]
-		} else {
-			i, ok = m.otherIndex[mapKey{k: v.k, n: v.n}]
-		}
-		if ok {
-			return int(i)
-		}
-		return -1
+	if m.index != nil {
+		i, _ := m.probe(v)
+		return i
 	}
 	for i, k := range m.keys {
-		if k.k == v.k && k.n == v.n && (k.k != Str || k.str() == v.str()) {
+		if sameKey(k, v) {
 			return i
 		}
 	}
 	return -1
 }
 
-func (m *mapObj) indexKey(k Value, i int) {
-	if k.k == Str {
-		m.strIndex[k.str()] = int32(i)
-	} else {
-		m.otherIndex[mapKey{k: k.k, n: k.n}] = int32(i)
+// sameKey reports whether two map keys are the same key.
+func sameKey(k, v Value) bool {
+	return k.k == v.k && k.n == v.n && (k.k != Str || k.str() == v.str())
+}
+
+// probe looks v up in the index: its entry, or -1 and the empty slot
+// where it would go.
+func (m *mapObj) probe(v Value) (int, int) {
+	mask := len(m.index) - 1
+	for s := int(hashKey(v, m.seed)) & mask; ; s = (s + 1) & mask {
+		e := m.index[s]
+		if e == 0 {
+			return -1, s
+		}
+		if sameKey(m.keys[e-1], v) {
+			return int(e - 1), s
+		}
 	}
 }
 
@@ -188,23 +181,31 @@ func (m *mapObj) set(key, val Value) bool {
 	}
 	m.keys = append(m.keys, key)
 	m.vals = append(m.vals, val)
-	if m.strIndex != nil {
-		m.indexKey(key, len(m.keys)-1)
-	} else if len(m.keys) > linearMax {
+	switch n := len(m.keys); {
+	case m.index != nil && 2*n <= len(m.index):
+		_, s := m.probe(key)
+		m.index[s] = int32(n)
+	case n > linearMax:
 		m.reindex()
 	}
 	return true
 }
 
+// reindex builds the index anew, a quarter full (or drops it for a map
+// small enough to scan).
 func (m *mapObj) reindex() {
-	if len(m.keys) <= linearMax {
-		m.strIndex, m.otherIndex = nil, nil
+	n := len(m.keys)
+	if n <= linearMax {
+		m.index = nil
 		return
 	}
-	m.strIndex = make(map[string]int32, len(m.keys))
-	m.otherIndex = make(map[mapKey]int32)
+	if m.seed == 0 {
+		m.seed = rand.Uint64() | 1
+	}
+	m.index = make([]int32, 1<<bits.Len(uint(4*n-1)))
 	for i, k := range m.keys {
-		m.indexKey(k, i)
+		_, s := m.probe(k)
+		m.index[s] = int32(i + 1)
 	}
 }
 

@@ -125,7 +125,7 @@ func (fg *fgen) floatOf(d int) {
 	}
 }
 
-func (fg *fgen) arithmetic(pc int, op compile.Opcode) bool {
+func (fg *fgen) arithmetic(pc int, op compile.Opcode, end int) bool {
 	c := &fg.c
 	d := len(fg.vs)
 	kx, okx := fg.kindOf(fg.vs[d-2])
@@ -184,11 +184,21 @@ func (fg *fgen) arithmetic(pc int, op compile.Opcode) bool {
 		c.byte(opCall)
 		c.u32(fg.fnArith + uint32(arithIndex(op)))
 		c.byte(opI32Eqz)
-		c.brIf(1)
+		if op == compile.ADD {
+			// Not numbers: two strings, perhaps.
+			c.block(opIf)
+			fg.concat(ax, ay, dst, 2)
+			c.end()
+		} else {
+			c.brIf(1)
+		}
 		c.end()
 		fg.vs = fg.vs[:d-2]
 		fg.vs = append(fg.vs, entry{kind: eMem})
 	})
+	if op == compile.ADD {
+		fg.refit(pc, end)
+	}
 	return true
 }
 

@@ -9,17 +9,12 @@ import (
 )
 
 // element leaves in lC the address of element i (depth di) of the list at
-// depth dx, branching to $fail (label 0) unless it is a list with an int
-// index in range, negative indexes counting from the end.
-func (fg *fgen) element(dx, di int) {
+// base+ax, branching to label fail unless i is an int in range, negative
+// indexes counting from the end.
+func (fg *fgen) element(ax uint32, di, fail int) {
 	c := &fg.c
 	l := &fg.l
-	ax := fg.addr(dx)
-	fg.kind(ax)
-	c.i32(int32(l.KindList))
-	c.byte(opI32Ne)
-	c.brIf(0)
-	fg.intOf(di, 0)
+	fg.intOf(di, fail)
 	c.set(lX)
 	fg.pointer(ax)
 	c.tee(lA)
@@ -37,7 +32,7 @@ func (fg *fgen) element(dx, di int) {
 	c.tee(lX)
 	c.get(lY)
 	c.byte(opI64GeU)
-	c.brIf(0)
+	c.brIf(fail)
 	c.get(lA)
 	c.mem(opI64Load, l.ListElems)
 	c.byte(opI32WrapI64)
@@ -49,18 +44,40 @@ func (fg *fgen) element(dx, di int) {
 	c.set(lC)
 }
 
+// index compiles INDEX and SETINDEX of a list element or a map entry
+// (strs.go); strings' characters and errors' fields are the interpreter's.
 func (fg *fgen) index(pc int, op compile.Opcode) {
+	c := &fg.c
+	l := &fg.l
 	d := len(fg.vs)
+	dx := d - 2
+	if op == compile.SETINDEX {
+		dx = d - 3
+	}
+	if _, ok := fg.kindOf(fg.vs[dx]); ok {
+		fg.exit(pc) // a scalar: not indexable
+		return
+	}
 	fg.guarded(pc, func() {
+		ax := fg.addr(dx)
+		fg.kind(ax)
+		c.i32(int32(l.KindList))
+		c.byte(opI32Eq)
+		c.block(opIf)
+		fg.element(ax, dx+1, 1)
 		if op == compile.INDEX {
-			fg.element(d-2, d-1)
 			fg.copy(lC, 0, lBase, fg.slot(d-2))
+		} else {
+			fg.storeFrom(d-1, lC, 0)
+		}
+		c.byte(opElse)
+		fg.mapIndex(ax, d, op == compile.SETINDEX)
+		c.end()
+		if op == compile.INDEX {
 			fg.vs = fg.vs[:d-2]
 			fg.vs = append(fg.vs, entry{kind: eMem})
 			return
 		}
-		fg.element(d-3, d-2)
-		fg.storeFrom(d-1, lC, 0)
 		fg.vs = fg.vs[:d-3]
 	})
 }

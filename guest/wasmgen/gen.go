@@ -25,7 +25,7 @@ import (
 // Version is the generator's own version, bumped on each change to the
 // code it emits. (No cache needs it: wazero's is keyed by the module's
 // bytes, and the Runtime's lives no longer than the process.)
-const Version = 3
+const Version = 4
 
 // ErrTooLarge is returned for a program beyond what the generator compiles.
 var ErrTooLarge = errors.New("wasmgen: program too large to compile")
@@ -46,6 +46,9 @@ const (
 	typeUnary         // (addr i32) -> i32
 	typeBinary        // (x i32, y i32) -> i32
 	typeArith         // (x i32, y i32, dst i32) -> i32
+	typeStrInt        // (n i64, dst i32, m i32) -> i32
+	typeQuad          // (a, b, c, d i32) -> i32
+	typeFind          // (map i32, key i32) -> i64
 )
 
 // Results of a Rune function's wasm function.
@@ -69,6 +72,11 @@ func Compile(p *compile.Program, l machine.Layout) ([]byte, error) {
 	g.fnEq = g.n + 2
 	g.fnCmp = g.n + 3
 	g.fnArith = g.n + 4 // add, sub, mul, div, mod
+	g.fnStrInt = g.fnArith + uint32(len(arithOps))
+	g.fnConcat = g.fnStrInt + 1
+	g.fnMemEq = g.fnStrInt + 2
+	g.fnFind = g.fnStrInt + 3
+	g.fnMapSet = g.fnStrInt + 4
 
 	var bodies []code
 	for _, f := range p.Funcs {
@@ -78,6 +86,7 @@ func Compile(p *compile.Program, l machine.Layout) ([]byte, error) {
 	for _, op := range arithOps {
 		bodies = append(bodies, g.arith(op))
 	}
+	bodies = append(bodies, g.strIntFn(), g.concatFn(), g.memEqFn(), g.findFn(), g.mapSetFn())
 	return g.module(bodies), nil
 }
 
@@ -87,7 +96,8 @@ type gen struct {
 	l machine.Layout
 	n uint32 // Rune functions
 
-	fnEnter, fnTruth, fnEq, fnCmp, fnArith uint32
+	fnEnter, fnTruth, fnEq, fnCmp, fnArith        uint32
+	fnStrInt, fnConcat, fnMemEq, fnFind, fnMapSet uint32
 }
 
 func (g *gen) module(bodies []code) []byte {
@@ -100,12 +110,15 @@ func (g *gen) module(bodies []code) []byte {
 		types.vec(params)
 		types.vec(results)
 	}
-	types.u32(5)
+	types.u32(8)
 	sig([]byte{tI32, tI32, tI64}, tI32)
 	sig([]byte{tI32, tI64}, tI32)
 	sig([]byte{tI32}, tI32)
 	sig([]byte{tI32, tI32}, tI32)
 	sig([]byte{tI32, tI32, tI32}, tI32)
+	sig([]byte{tI64, tI32, tI32}, tI32)
+	sig([]byte{tI32, tI32, tI32, tI32}, tI32)
+	sig([]byte{tI32, tI32}, tI64)
 	m.section(1, types)
 
 	var imports code
@@ -128,7 +141,13 @@ func (g *gen) module(bodies []code) []byte {
 			funcs.u32(typeUnary)
 		case uint32(i) == g.fnEq || uint32(i) == g.fnCmp:
 			funcs.u32(typeBinary)
-		default:
+		case uint32(i) == g.fnStrInt:
+			funcs.u32(typeStrInt)
+		case uint32(i) == g.fnConcat:
+			funcs.u32(typeQuad)
+		case uint32(i) == g.fnFind:
+			funcs.u32(typeFind)
+		default: // the arithmetic, memEq and mapSet
 			funcs.u32(typeArith)
 		}
 	}

@@ -152,7 +152,7 @@ func (fg *fgen) instr(pc, end int) bool {
 		fg.vs = fg.vs[:d-1]
 		fg.push(tI32, eBool)
 	case compile.ADD, compile.SUB, compile.MUL, compile.DIV, compile.MOD:
-		return fg.arithmetic(pc, op)
+		return fg.arithmetic(pc, op, end)
 	case compile.EQ, compile.NE:
 		return fg.equal(pc, op)
 	case compile.LT, compile.LE, compile.GT, compile.GE:
@@ -192,6 +192,14 @@ func (fg *fgen) instr(pc, end int) bool {
 		if arg == 1 && fg.builtinAt(d-2) == builtinSqrt {
 			fg.sqrt(pc)
 			return true // a leader follows: the block ends here
+		}
+		if arg == 1 && fg.builtinAt(d-2) == builtinStr {
+			fg.strOf(pc)
+			return true
+		}
+		if arg == 2 && fg.builtinAt(d-3) == builtinAppend {
+			fg.appendOne(pc)
+			return true
 		}
 		if (arg == 1 || arg == 2) && fg.builtinAt(d-1-arg) == builtinRange {
 			fg.rangeList(pc, arg)

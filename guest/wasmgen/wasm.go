@@ -158,7 +158,7 @@ func (c *code) f64(v float64) {
 func (c *code) mem(op byte, offset uint32) {
 	c.byte(op)
 	switch op {
-	case opI32Load8U:
+	case opI32Load8U, opI32Load8S, opI64Load8U, opI32Store8:
 		c.u32(0)
 	case opI32Load, opI32Store:
 		c.u32(2)
