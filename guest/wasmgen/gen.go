@@ -77,6 +77,7 @@ func Compile(p *compile.Program, l machine.Layout) ([]byte, error) {
 	g.fnMemEq = g.fnStrInt + 2
 	g.fnFind = g.fnStrInt + 3
 	g.fnMapSet = g.fnStrInt + 4
+	g.fnASCII = g.fnStrInt + 5
 
 	var bodies []code
 	for _, f := range p.Funcs {
@@ -86,7 +87,7 @@ func Compile(p *compile.Program, l machine.Layout) ([]byte, error) {
 	for _, op := range arithOps {
 		bodies = append(bodies, g.arith(op))
 	}
-	bodies = append(bodies, g.strIntFn(), g.concatFn(), g.memEqFn(), g.findFn(), g.mapSetFn())
+	bodies = append(bodies, g.strIntFn(), g.concatFn(), g.memEqFn(), g.findFn(), g.mapSetFn(), g.asciiFn())
 	return g.module(bodies), nil
 }
 
@@ -96,8 +97,8 @@ type gen struct {
 	l machine.Layout
 	n uint32 // Rune functions
 
-	fnEnter, fnTruth, fnEq, fnCmp, fnArith        uint32
-	fnStrInt, fnConcat, fnMemEq, fnFind, fnMapSet uint32
+	fnEnter, fnTruth, fnEq, fnCmp, fnArith                 uint32
+	fnStrInt, fnConcat, fnMemEq, fnFind, fnMapSet, fnASCII uint32
 }
 
 func (g *gen) module(bodies []code) []byte {
@@ -147,6 +148,8 @@ func (g *gen) module(bodies []code) []byte {
 			funcs.u32(typeQuad)
 		case uint32(i) == g.fnFind:
 			funcs.u32(typeFind)
+		case uint32(i) == g.fnASCII:
+			funcs.u32(typeBinary)
 		default: // the arithmetic, memEq and mapSet
 			funcs.u32(typeArith)
 		}

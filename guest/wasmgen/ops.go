@@ -193,13 +193,13 @@ func (fg *fgen) instr(pc, end int) bool {
 			fg.sqrt(pc)
 			return true // a leader follows: the block ends here
 		}
-		if arg == 1 && fg.builtinAt(d-2) == builtinStr {
-			fg.strOf(pc)
+		if b := fg.builtinAt(d - 1 - arg); b >= 0 && fg.builtin(pc, b, arg) {
 			return true
 		}
-		if arg == 2 && fg.builtinAt(d-3) == builtinAppend {
-			fg.appendOne(pc)
-			return true
+		if fg.vs[d-1-arg].kind == eMem {
+			// A callee loaded in an earlier block (a call among the
+			// arguments ended it): a builtin is told by its number.
+			fg.dynamicBuiltin(pc, arg)
 		}
 		if (arg == 1 || arg == 2) && fg.builtinAt(d-1-arg) == builtinRange {
 			fg.rangeList(pc, arg)
