@@ -40,7 +40,7 @@ var Compiler func(p *compile.Program, steps uint64) (c Compiled, final bool)
 type Layout struct {
 	MachineConsts, MachineGlobals, MachineStack, MachineSP, MachineFrames, MachineHandlers, MachineSteps uint32
 	MachineLists, MachineVals, MachineIters, ListSize, IterSize, PoolListMax                             uint32
-	MachineBytes, PoolStrMax                                                                             uint32
+	MachineBytes, PoolStrMax, PoolRangeMax                                                               uint32
 
 	FrameSize, FrameFn, FrameClosure, FramePC, FrameBase            uint32
 	HandlerSize, HandlerFrame                                       uint32
@@ -89,6 +89,7 @@ var TheLayout = func() Layout {
 		PoolListMax:     PoolListMax,
 		MachineBytes:    uint32(unsafe.Offsetof(m.pool) + unsafe.Offsetof(m.pool.bytes)),
 		PoolStrMax:      PoolStrMax,
+		PoolRangeMax:    PoolRangeMax,
 		FrameSize:       uint32(unsafe.Sizeof(fr)),
 		FrameFn:         uint32(unsafe.Offsetof(fr.fn)),
 		FrameClosure:    uint32(unsafe.Offsetof(fr.closure)),

@@ -59,14 +59,16 @@ type pool struct {
 }
 
 // Slab sizes of the pool; PoolListMax is the longest list compiled code
-// makes from it, PoolStrMax the longest string.
+// makes from it, PoolRangeMax the longest range, PoolStrMax the longest
+// string.
 const (
-	poolLists   = 256
-	poolVals    = 1024
-	poolIters   = 32
-	poolBytes   = 8192
-	PoolListMax = 16
-	PoolStrMax  = 1024
+	poolLists    = 256
+	poolVals     = 1024
+	poolIters    = 32
+	poolBytes    = 8192
+	PoolListMax  = 16
+	PoolRangeMax = 256
+	PoolStrMax   = 1024
 )
 
 // refill gives the pool new slabs where it could not serve one more object.
@@ -75,7 +77,7 @@ func (m *Machine) refill() {
 	if len(p.lists) == cap(p.lists) {
 		p.lists = make([]listObj, 0, poolLists)
 	}
-	if cap(p.vals)-len(p.vals) <= PoolListMax {
+	if cap(p.vals)-len(p.vals) < PoolRangeMax {
 		p.vals = make([]Value, 0, poolVals)
 	}
 	if len(p.iters) == cap(p.iters) {

@@ -137,14 +137,14 @@ func (fg *fgen) iter(pc int) bool {
 var builtinRange = slices.Index(compile.Builtins, "range")
 
 // rangeList compiles CALL of range(stop) or range(start, stop), as bRange
-// makes it, for a list of at most PoolListMax ints; anything else (a step,
+// makes it, for a list of at most PoolRangeMax ints; anything else (a step,
 // not an int, a longer list) is the interpreter's. The call ends its block.
 func (fg *fgen) rangeList(pc, arg int) {
 	c := &fg.c
 	l := &fg.l
 	d := len(fg.vs)
 	fg.guarded(pc, func() {
-		// Z = start; C = n = stop - start (0 if stop <= start), at most PoolListMax
+		// Z = start; C = n = stop - start (0 if stop <= start), at most PoolRangeMax
 		if arg == 1 {
 			c.i64(0)
 		} else {
@@ -165,13 +165,23 @@ func (fg *fgen) rangeList(pc, arg int) {
 		c.set(lX) // exact as unsigned: stop > start
 		c.end()
 		c.get(lX)
-		c.i64(int64(l.PoolListMax))
+		c.i64(int64(l.PoolRangeMax))
 		c.byte(opI64GtU)
 		c.brIf(0)
 		c.get(lX)
 		c.byte(opI32WrapI64)
 		c.set(lC)
-		fg.take(l.MachineLists, l.ListSize, 0, l.MachineVals, int(l.PoolListMax))
+		// n values must fit in the slab: fail if len + n > cap
+		c.get(lM)
+		c.mem(opI64Load, l.MachineVals+l.SliceLen)
+		c.get(lC)
+		c.byte(opI64ExtendU)
+		c.byte(opI64Add)
+		c.get(lM)
+		c.mem(opI64Load, l.MachineVals+l.SliceCap)
+		c.byte(opI64GtS)
+		c.brIf(0)
+		fg.take(l.MachineLists, l.ListSize, 0, l.MachineVals, 1)
 		c.get(lM) // claim n of the slots checked for
 		c.get(lY)
 		c.get(lC)
