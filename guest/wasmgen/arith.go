@@ -156,6 +156,44 @@ func (fg *fgen) arithmetic(pc int, op compile.Opcode, end int) bool {
 	case okx && oky:
 		fg.exit(pc) // a type error: the interpreter's
 		return false
+	case op != compile.MOD && (okx && kx == fg.l.KindFloat || oky && ky == fg.l.KindFloat):
+		// A float and a value whose kind is known only at run time: a
+		// float or an int makes a float; anything else is the
+		// interpreter's.
+		fg.guarded(pc, func() {
+			for i, dst := range []uint32{lFX, lFY} {
+				if ok := []bool{okx, oky}[i]; ok {
+					fg.floatOf(d - 2 + i)
+					c.set(dst)
+					continue
+				}
+				off := fg.addr(d - 2 + i)
+				fg.kind(off)
+				c.set(lA)
+				fg.bits(off)
+				c.set(lX)
+				c.get(lA)
+				c.i32(int32(fg.l.KindFloat))
+				c.byte(opI32Eq)
+				c.block(opIf)
+				c.get(lX)
+				c.byte(opF64FromBits)
+				c.set(dst)
+				c.byte(opElse)
+				c.get(lA)
+				c.i32(int32(fg.l.KindInt))
+				c.byte(opI32Ne)
+				c.brIf(1)
+				c.get(lX)
+				c.byte(opF64FromI64)
+				c.set(dst)
+				c.end()
+			}
+			floatOp(c, op, lFX, lFY, 0)
+			fg.vs = fg.vs[:d-2]
+			fg.push(tF64, eFloat)
+		})
+		return true
 	}
 	fg.guarded(pc, func() {
 		ax, ay, dst := fg.addr(d-2), fg.addr(d-1), fg.slot(d-2)
