@@ -181,6 +181,10 @@ func TestCompiledHostile(t *testing.T) {
 		{"overflow by subtracting", "var i = -1\nwhile true { i = i - 9223372036854775807 }", "error"},
 		{"division by zero", "var i = 10\nwhile true { i = 100 / (i - 1) }", "error"},
 		{"caught in a loop", "var n = 0\nwhile true { try { n += 1\nthrow n } catch e { n += e } }", "error"},
+		{"map bomb", "var m = {}\nvar i = 0\nwhile true { m[str(i)] = i\nm[i] = i\ni += 1 }", "error"},
+		{"append bomb", "var l = []\nwhile true { append(l, len(l)) }", "error"},
+		{"string bomb", "var s = \"x\"\nwhile true { s = s + s }", "error"},
+		{"strings kept", "var l = []\nvar i = 0\nwhile true { append(l, str(i) + \"-\" + str(-i))\ni += 1 }", "error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, run := range []struct{ limit, slice uint64 }{{5_000_000, 1 << 40}, {200_000, 1000}, {20_000, 7}} {
