@@ -78,7 +78,7 @@ func (c *compiled) Leader(fn, pc int) bool {
 	return fn < len(c.leaders) && pc < len(c.leaders[fn]) && c.leaders[fn][pc]
 }
 
-func (c *compiled) Safepoint() { collect(32 << 20) }
+func (c *compiled) Safepoint() { collect(16 << 20) }
 
 // Enter runs compiled code. The code moves Go pointers between Values
 // without the write barrier, which is sound only while no collection is

@@ -114,9 +114,10 @@ var (
 // 32 MiB here), the guest collects in full before answering. While compiled
 // code runs the collector is off (compiled.go), and the guest collects at
 // the machine's safepoints as the collector would have: once as much was
-// allocated as is live (and the same 32 MiB: in wasm a collection is all
-// on the one thread, and each costs some milliseconds; 4 MiB made
-// strbuild and sort a fifth to a third slower).
+// allocated as is live (and 16 MiB: in wasm a collection is all on the
+// one thread; against 16, 4 MiB made strbuild and sort a fifth to a third
+// slower, and 32 MiB made strbuild slower again, 50 against 68 ms in the
+// bench's runs).
 func collect(floor uint64) {
 	metrics.Read(gcStats)
 	allocs, live, cycles := gcStats[0].Value.Uint64(), gcStats[1].Value.Uint64(), gcStats[2].Value.Uint64()

@@ -140,56 +140,25 @@ func (g *gen) asciiFn() code {
 	)
 	var c code
 	locals(&c, 1, 0, 0)
-	c.block(opBlock) // $not
-	c.block(opBlock) // $bytes
-	c.block(opLoop)
-	c.get(i)
-	c.i32(8)
-	c.byte(opI32Add)
-	c.get(n)
-	c.byte(opI32GtU)
-	c.brIf(1)
-	c.get(p)
-	c.get(i)
-	c.byte(opI32Add)
-	c.mem(opI64Load, 0)
-	c.i64(-0x7F7F7F7F7F7F7F80) // 0x8080808080808080
-	c.byte(opI64And)
-	c.byte(opI64Eqz)
-	c.byte(opI32Eqz)
-	c.brIf(2)
-	c.get(i)
-	c.i32(8)
-	c.byte(opI32Add)
-	c.set(i)
-	c.br(0)
-	c.end()
-	c.end() // $bytes
-	c.block(opLoop)
-	c.get(i)
-	c.get(n)
-	c.byte(opI32GeU)
-	c.block(opIf)
-	c.i32(1)
-	c.byte(opReturn)
-	c.end()
-	c.get(p)
-	c.get(i)
-	c.byte(opI32Add)
-	c.mem(opI32Load8U, 0)
-	c.i32(0x80)
-	c.byte(opI32And)
-	c.brIf(1)
-	c.get(i)
-	c.i32(1)
-	c.byte(opI32Add)
-	c.set(i)
-	c.br(0)
-	c.end()
-	c.byte(opUnreachable)
-	c.end() // $not
-	c.i32(0)
-	c.end()
+	scan(&c, n, i, func(stop int) {
+		c.get(p)
+		c.get(i)
+		c.byte(opI32Add)
+		c.mem(opI64Load, 0)
+		c.i64(-0x7F7F7F7F7F7F7F80) // 0x8080808080808080
+		c.byte(opI64And)
+		c.byte(opI64Eqz)
+		c.byte(opI32Eqz)
+		c.brIf(stop)
+	}, func(stop int) {
+		c.get(p)
+		c.get(i)
+		c.byte(opI32Add)
+		c.mem(opI32Load8U, 0)
+		c.i32(0x80)
+		c.byte(opI32And)
+		c.brIf(stop)
+	})
 	return c
 }
 
@@ -612,7 +581,34 @@ func (g *gen) memEqFn() code {
 	)
 	var c code
 	locals(&c, 1, 0, 0)
-	c.block(opBlock) // $differ
+	scan(&c, n, i, func(stop int) {
+		for _, a := range []uint32{p, q} {
+			c.get(a)
+			c.get(i)
+			c.byte(opI32Add)
+			c.mem(opI64Load, 0)
+		}
+		c.byte(opI64Ne)
+		c.brIf(stop)
+	}, func(stop int) {
+		for _, a := range []uint32{p, q} {
+			c.get(a)
+			c.get(i)
+			c.byte(opI32Add)
+			c.mem(opI32Load8U, 0)
+		}
+		c.byte(opI32Ne)
+		c.brIf(stop)
+	})
+	return c
+}
+
+// scan emits the body of a helper that checks the n bytes from local i
+// (0 at the start): word checks the 8 at i while 8 remain, then each
+// byte checks one, each branching to label depth stop when one fails. The
+// helper returns 1 when all pass, 0 when one failed.
+func scan(c *code, n, i uint32, word, each func(stop int)) {
+	c.block(opBlock) // $stop
 	c.block(opBlock) // $bytes
 	c.block(opLoop)
 	c.get(i)
@@ -621,14 +617,7 @@ func (g *gen) memEqFn() code {
 	c.get(n)
 	c.byte(opI32GtU)
 	c.brIf(1)
-	for _, a := range []uint32{p, q} {
-		c.get(a)
-		c.get(i)
-		c.byte(opI32Add)
-		c.mem(opI64Load, 0)
-	}
-	c.byte(opI64Ne)
-	c.brIf(2)
+	word(2)
 	c.get(i)
 	c.i32(8)
 	c.byte(opI32Add)
@@ -644,14 +633,7 @@ func (g *gen) memEqFn() code {
 	c.i32(1)
 	c.byte(opReturn)
 	c.end()
-	for _, a := range []uint32{p, q} {
-		c.get(a)
-		c.get(i)
-		c.byte(opI32Add)
-		c.mem(opI32Load8U, 0)
-	}
-	c.byte(opI32Ne)
-	c.brIf(1)
+	each(1)
 	c.get(i)
 	c.i32(1)
 	c.byte(opI32Add)
@@ -659,10 +641,9 @@ func (g *gen) memEqFn() code {
 	c.br(0)
 	c.end()
 	c.byte(opUnreachable)
-	c.end() // $differ
+	c.end() // $stop
 	c.i32(0)
 	c.end()
-	return c
 }
 
 // hashK is machine.HashK as the bits of an int64.
