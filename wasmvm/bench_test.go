@@ -215,16 +215,16 @@ func thousandLines() []byte {
 }
 
 // BenchmarkCompileProg compiles a 1,000-line prog to a wazero module: cold
-// (no cache at all), with wazero's compilation cache on disk warm (the
-// wasm is still generated), and from the Runtime's cache (what every
-// instance but the first does).
+// (no cache at all), with the caches on disk warm (the module kept beside
+// wazero's compilation cache, as a new process finds them), and from the
+// Runtime's cache (what every instance but the first does).
 func BenchmarkCompileProg(b *testing.B) {
 	ctx := context.Background()
 	src := thousandLines()
 	if n := bytes.Count(src, []byte("\n")); n != 1000 {
 		b.Fatalf("%d lines", n)
 	}
-	compileWith := func(b *testing.B, cache wazero.CompilationCache) {
+	compileWith := func(b *testing.B, cache wazero.CompilationCache, dir string) {
 		for b.Loop() {
 			b.StopTimer()
 			rc := wazero.NewRuntimeConfigCompiler()
@@ -234,7 +234,7 @@ func BenchmarkCompileProg(b *testing.B) {
 			rt := wazero.NewRuntimeWithConfig(ctx, rc)
 			b.StartTimer()
 			var jc jitCode
-			jc.compile(ctx, rt, src)
+			jc.compile(ctx, rt, src, dir)
 			if jc.err != nil {
 				b.Fatal(jc.err)
 			}
@@ -243,16 +243,17 @@ func BenchmarkCompileProg(b *testing.B) {
 			b.StartTimer()
 		}
 	}
-	b.Run("cold", func(b *testing.B) { compileWith(b, nil) })
+	b.Run("cold", func(b *testing.B) { compileWith(b, nil, "") })
 	b.Run("disk", func(b *testing.B) {
-		cache, err := wazero.NewCompilationCacheWithDir(b.TempDir())
+		dir := b.TempDir()
+		cache, err := wazero.NewCompilationCacheWithDir(dir)
 		if err != nil {
 			b.Fatal(err)
 		}
 		rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().WithCompilationCache(cache))
-		(&jitCode{}).compile(ctx, rt, src)
+		(&jitCode{}).compile(ctx, rt, src, dir)
 		rt.Close(ctx)
-		compileWith(b, cache)
+		compileWith(b, cache, dir)
 	})
 	b.Run("memory", func(b *testing.B) {
 		r := testRuntime(b)

@@ -309,3 +309,68 @@ func TestInterpretedRunsNoCompiledCode(t *testing.T) {
 		t.Fatalf("%d compiled entries", n)
 	}
 }
+
+// TestKeptModules: a prog's module is kept on disk beside wazero's cache,
+// and a new Runtime on the same directory uses it without compiling the
+// source again; a damaged file is ignored, and generated and written anew.
+func TestKeptModules(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	src := []byte("fn f(n) { return n * 2 }\nvar t = 0\nfor i in range(2000) { t += f(i) }\nreturn t")
+	run := func() (string, int64) {
+		r, err := New(ctx, Config{CacheDir: dir, jitSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close(ctx)
+		if err := r.Compile(ctx, src); err != nil {
+			t.Fatal(err)
+		}
+		cp, err := r.Start(ctx, port.Input{Source: src, Invocation: "kept"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.Step(ctx, port.Request{Checkpoint: cp, Slice: 1 << 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return describe(res), r.jitEnters.Load()
+	}
+	want, enters := run()
+	if enters == 0 {
+		t.Fatal("no compiled code ran")
+	}
+	path := jitPath(dir, src)
+	digest, fns, bin, err := readJit(path)
+	if err != nil {
+		t.Fatalf("kept module: %v", err)
+	}
+	p, err := compile.Compile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if digest != p.Digest() {
+		t.Fatal("kept module: wrong digest")
+	}
+	// A kept module that is whole but says another digest is read, and
+	// refused at bind: the prog runs interpreted.
+	writeJit(path, digest+1, fns, bin)
+	if got, enters := run(); got != want || enters != 0 {
+		t.Fatalf("kept module of another digest: %s with %d entries, want %s interpreted", got, enters, want)
+	}
+	// A damaged one is generated again, and written anew.
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0xFF
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, enters := run(); got != want || enters == 0 {
+		t.Fatalf("after a damaged file: %s with %d entries, want %s compiled", got, enters, want)
+	}
+	if d, _, _, err := readJit(path); err != nil || d != digest {
+		t.Fatalf("kept module not written anew: %v", err)
+	}
+}

@@ -78,7 +78,7 @@ func (r *Runtime) code(hash [32]byte) *jitCode {
 		go func() {
 			defer r.compiling.Done()
 			defer close(jc.done)
-			jc.compile(context.Background(), r.rt, source)
+			jc.compile(context.Background(), r.rt, source, CacheDirOf(r.cfg.CacheDir))
 		}()
 	}
 	return jc
@@ -107,8 +107,19 @@ func (r *Runtime) Compile(ctx context.Context, source []byte) error {
 	return nil
 }
 
-// compile compiles source's program to a module of rt.
-func (jc *jitCode) compile(ctx context.Context, rt wazero.Runtime, source []byte) {
+// compile compiles source's program to a module of rt, keeping the wasm
+// under dir (none if "") for the next process.
+func (jc *jitCode) compile(ctx context.Context, rt wazero.Runtime, source []byte, dir string) {
+	var path string
+	if dir != "" {
+		path = jitPath(dir, source)
+		if digest, fns, bin, err := readJit(path); err == nil {
+			if mod, err := rt.CompileModule(ctx, bin); err == nil {
+				jc.digest, jc.fns, jc.mod = digest, fns, mod
+				return
+			}
+		}
+	}
 	p, err := compile.Compile(source)
 	if err != nil {
 		jc.err = err
@@ -127,6 +138,9 @@ func (jc *jitCode) compile(ctx context.Context, rt wazero.Runtime, source []byte
 	jc.digest = p.Digest()
 	jc.fns = wasmgen.Compiled(p)
 	jc.mod, jc.err = rt.CompileModule(ctx, bin)
+	if jc.err == nil && path != "" {
+		writeJit(path, jc.digest, jc.fns, bin)
+	}
 }
 
 // bindLater is bind's answer while a program is not compiled (yet).

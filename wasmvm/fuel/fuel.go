@@ -26,6 +26,10 @@ import (
 // ExportName is the name under which the fuel global is exported.
 const ExportName = "runehost_fuel"
 
+// Version is bumped on each change to what Inject writes (modules kept on
+// disk are keyed by it).
+const Version = 1
+
 // ErrMalformed wraps every decoding error.
 var ErrMalformed = errors.New("malformed wasm module")
 
