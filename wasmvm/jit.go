@@ -110,9 +110,8 @@ func (r *Runtime) Compile(ctx context.Context, source []byte) error {
 // compile compiles source's program to a module of rt, keeping the wasm
 // under dir (none if "") for the next process.
 func (jc *jitCode) compile(ctx context.Context, rt wazero.Runtime, source []byte, dir string) {
-	var path string
-	if dir != "" {
-		path = jitPath(dir, source)
+	path := jitPath(dir, source)
+	if path != "" {
 		if digest, fns, bin, err := readJit(path); err == nil {
 			if mod, err := rt.CompileModule(ctx, bin); err == nil {
 				jc.digest, jc.fns, jc.mod = digest, fns, mod

@@ -7,11 +7,13 @@ package wasmvm
 import (
 	"bytes"
 	"crypto/sha256"
+	"debug/elf"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/runehost/runehost/guest/compile"
 	"github.com/runehost/runehost/guest/machine"
@@ -27,10 +29,39 @@ const jitMagic = "RUNEWASM"
 // or of another layout): it is generated again and written anew.
 var errJitFile = errors.New("wasmvm: damaged compiled module file")
 
+// buildID is the Go build ID of this executable, a hash of all that went
+// into it: a kept module is named by it as well, so that a rebuilt host
+// (a generator changed without a bump of wasmgen.Version among it) never
+// reads a module the old one wrote. Where it cannot be read (not ELF),
+// modules are not kept.
+var buildID = sync.OnceValue(func() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	f, err := elf.Open(exe)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if s := f.Section(".note.go.buildid"); s != nil {
+		if b, err := s.Data(); err == nil {
+			return string(b)
+		}
+	}
+	return ""
+})
+
 // jitPath is where the module of source is kept under dir: named by the
-// source and everything the module depends on besides it.
+// source and everything the module depends on besides it; "" if modules
+// cannot be kept here.
 func jitPath(dir string, source []byte) string {
+	id := buildID()
+	if dir == "" || id == "" {
+		return ""
+	}
 	h := sha256.New()
+	h.Write([]byte(id))
 	h.Write(source)
 	var b []byte
 	b = binary.LittleEndian.AppendUint32(b, wasmgen.Version)

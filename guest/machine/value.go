@@ -54,7 +54,7 @@ type (
 		// linearly from hashKey's slot; at most half full. It is our own,
 		// not a Go map, so that compiled code can look keys up (hash.go).
 		index []int32
-		seed  uint64 // hashKey's seed, random per map: no prog can aim collisions
+		seed  uint64 // hashKey's seed, random per map (as Go seeds its maps)
 	}
 	closureObj struct {
 		fn    *compile.Funcode
