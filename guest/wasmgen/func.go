@@ -166,18 +166,8 @@ func (fg *fgen) block(bi int) {
 	for range fg.f.Depths[fg.start] {
 		fg.vs = append(fg.vs, entry{kind: eMem})
 	}
-	c := &fg.c
 	// The whole block runs only if all its steps fit below end.
-	c.get(lSteps)
-	c.i64(int64(fg.steps(end)))
-	c.byte(opI64Add)
-	c.get(lEnd)
-	c.byte(opI64GtU)
-	c.block(opIf)
-	fg.extra++
-	fg.exit(fg.start)
-	fg.extra--
-	c.end()
+	fg.exitUnlessFits(end, fg.start)
 	for pc := fg.start; pc < end; pc++ {
 		if !fg.instr(pc, end) {
 			return // the block ended in a branch, a call or a hand-over
@@ -189,6 +179,22 @@ func (fg *fgen) block(bi int) {
 	if end == len(fg.f.Code) {
 		fg.exit(end) // off the end: the interpreter faults
 	}
+}
+
+// exitUnlessFits hands back at pc unless the steps charged so far and the
+// block's instructions before end still fit below the slice's end.
+func (fg *fgen) exitUnlessFits(end, pc int) {
+	c := &fg.c
+	c.get(lSteps)
+	c.i64(int64(fg.steps(end)))
+	c.byte(opI64Add)
+	c.get(lEnd)
+	c.byte(opI64GtU)
+	c.block(opIf)
+	fg.extra++
+	fg.exit(pc)
+	fg.extra--
+	c.end()
 }
 
 // steps is what the block's instructions before pc charge.
@@ -344,13 +350,7 @@ func (fg *fgen) scalar(addr, off, k uint32, n func(), p uint32) {
 
 // copy copies a Value, word by word.
 func (fg *fgen) copy(src, srcOff, dst, dstOff uint32) {
-	c := &fg.c
-	for w := uint32(0); w < fg.l.ValueSize; w += 8 {
-		c.get(dst)
-		c.get(src)
-		c.mem(opI64Load, srcOff+w)
-		c.mem(opI64Store, dstOff+w)
-	}
+	copyValue(&fg.c, &fg.l, src, srcOff, dst, dstOff)
 }
 
 // newLocal returns a pool local of type t (tI32, tI64, tF64), or false

@@ -93,6 +93,16 @@ const (
 	opF64FromBits  = 0xBF // f64.reinterpret_i64
 	opPrefixFC     = 0xFC
 	fcMemoryFill   = 0x0B
+	opI64Load8U    = 0x31
+	opI32Store8    = 0x3A
+	opI32GtU       = 0x4B
+	opI32GeU       = 0x4F
+	opI32Shl       = 0x74
+	opI64DivU      = 0x80
+	opI64RemU      = 0x82
+	opI64Shl       = 0x86
+	opI64ShrU      = 0x88
+	fcMemoryCopy   = 0x0A
 )
 
 // code is a function body or a section being encoded.
@@ -158,7 +168,7 @@ func (c *code) f64(v float64) {
 func (c *code) mem(op byte, offset uint32) {
 	c.byte(op)
 	switch op {
-	case opI32Load8U, opI32Load8S, opI64Load8U, opI32Store8:
+	case opI32Load8U, opI64Load8U, opI32Store8:
 		c.u32(0)
 	case opI32Load, opI32Store:
 		c.u32(2)
@@ -171,6 +181,16 @@ func (c *code) mem(op byte, offset uint32) {
 // block opens a block, loop or if with no result.
 func (c *code) block(op byte) { c.byte(op, tEmpty) }
 func (c *code) end()          { c.byte(opEnd) }
+
+// succeed ends a helper whose body is in a block $fail: 1 returned where
+// the body fell through, 0 where it branched to $fail.
+func succeed(c *code) {
+	c.i32(1)
+	c.byte(opReturn)
+	c.end() // $fail
+	c.i32(0)
+	c.end()
+}
 
 // section appends a section of id with body b to a module.
 func (c *code) section(id byte, b code) {
