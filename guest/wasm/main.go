@@ -116,8 +116,8 @@ var (
 // the machine's safepoints as the collector would have: once as much was
 // allocated as is live (and 16 MiB: in wasm a collection is all on the
 // one thread; against 16, 4 MiB made strbuild and sort a fifth to a third
-// slower, and 32 MiB made strbuild slower again, 50 against 68 ms in the
-// bench's runs).
+// slower, and 32 MiB made strbuild slower again, 56 ms against 47 side by
+// side: docs/BENCHMARKS.md).
 func collect(floor uint64) {
 	metrics.Read(gcStats)
 	allocs, live, cycles := gcStats[0].Value.Uint64(), gcStats[1].Value.Uint64(), gcStats[2].Value.Uint64()
