@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/runehost/runehost/acts/approval"
@@ -27,6 +28,10 @@ type Config struct {
 	CacheDir  string                    // the sandbox's compilation cache
 	Endpoints map[string]model.Endpoint // model.chat's endpoints
 	MCP       map[string]mcp.Remote     // mcp.call's remote servers (its WASI ones are in ToolDir/mcp)
+	// ToolsWithoutLandlock runs tools on a kernel without Landlock, their
+	// workers confined by everything else: the operator's acceptance of
+	// the risk (RUNEHOST_ALLOW_TOOLS_WITHOUT_LANDLOCK=1, or the flag).
+	ToolsWithoutLandlock bool
 	// EnvSecrets are the values of the host's environment variables whose
 	// name marks a secret (SLACK_BOT_TOKEN, RUNEHOST_MODEL_KEY, *_PASSWORD...).
 	EnvSecrets []string
@@ -44,7 +49,18 @@ func FromEnv() Config {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	return Config{ToolDir: dir, CacheDir: os.Getenv("RUNEHOST_CACHE_DIR"), Endpoints: model.FromEnv(), MCP: mcp.FromEnv(), EnvSecrets: EnvSecrets(os.Environ())}
+	return Config{ToolDir: dir, CacheDir: os.Getenv("RUNEHOST_CACHE_DIR"), Endpoints: model.FromEnv(), MCP: mcp.FromEnv(), EnvSecrets: EnvSecrets(os.Environ()),
+		ToolsWithoutLandlock: ToolsWithoutLandlock()}
+}
+
+// AllowWithoutLandlock is the environment variable by which the operator
+// runs tools on a kernel without Landlock.
+const AllowWithoutLandlock = "RUNEHOST_ALLOW_TOOLS_WITHOUT_LANDLOCK"
+
+// ToolsWithoutLandlock reports whether the operator said so.
+func ToolsWithoutLandlock() bool {
+	v, _ := strconv.ParseBool(os.Getenv(AllowWithoutLandlock))
+	return v
 }
 
 // EnvSecrets returns the values of environ (NAME=VALUE) the redactor would
@@ -111,7 +127,7 @@ func Register(e *host.Engine, cfg Config) (closer func()) {
 	}
 	e.Adapters[model.Tag] = &model.Adapter{Endpoints: cfg.Endpoints}
 	e.Adapters[approval.Tag] = approval.Adapter{}
-	t := &tools.Adapter{Dir: cfg.ToolDir, CacheDir: cfg.CacheDir, Grants: e.GrantsFor, Places: places}
+	t := &tools.Adapter{Dir: cfg.ToolDir, CacheDir: cfg.CacheDir, Grants: e.GrantsFor, Places: places, Warm: 1, WithoutLandlock: cfg.ToolsWithoutLandlock}
 	e.Adapters[tools.Tag] = t
 	for tag, a := range mcp.New(&mcp.Servers{Tools: t, Remote: cfg.MCP}) {
 		e.Adapters[tag] = a

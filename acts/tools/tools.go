@@ -58,6 +58,11 @@ type Adapter struct {
 	// Places are the host's own directories no mount may cover, besides
 	// fs.SystemPlaces.
 	Places []fs.Place
+	// Warm and WithoutLandlock are as for tool.Options: workers kept
+	// ready per tool, and the operator's word to run tools where the
+	// kernel has no Landlock.
+	Warm            int
+	WithoutLandlock bool
 
 	once   sync.Once
 	runner *tool.Runner
@@ -259,7 +264,9 @@ func (a *Adapter) Sandbox(inv string) ([]tool.Mount, []string, error) { return a
 
 // Runner returns the adapter's sandbox, made on first use.
 func (a *Adapter) Runner() (*tool.Runner, error) {
-	a.once.Do(func() { a.runner, a.err = tool.NewRunner(context.Background(), a.CacheDir, a.MemoryPages) })
+	a.once.Do(func() {
+		a.runner, a.err = tool.New(context.Background(), tool.Options{CacheDir: a.CacheDir, MemoryPages: a.MemoryPages, Warm: a.Warm, WithoutLandlock: a.WithoutLandlock})
+	})
 	return a.runner, a.err
 }
 

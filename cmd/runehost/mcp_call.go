@@ -38,7 +38,7 @@ type toolRunner struct {
 
 func newToolRunner(h *mcpHost) *toolRunner {
 	r := &toolRunner{}
-	r.a = &tools.Adapter{Dir: h.cfg.ToolDir, CacheDir: h.cfg.CacheDir, Places: hostPlaces(h.c),
+	r.a = &tools.Adapter{Dir: h.cfg.ToolDir, CacheDir: h.cfg.CacheDir, Places: hostPlaces(h.c), Warm: 1, WithoutLandlock: h.cfg.ToolsWithoutLandlock,
 		Grants: func(call, tag string) ([]host.Grant, error) {
 			gs, _ := r.grants.Load(call)
 			m, _ := gs.(map[string][]host.Grant)

@@ -53,7 +53,7 @@ func serveCommand() *cli.Command {
 			"nothing acknowledged. Logs are text on a terminal, JSON otherwise. With\n" +
 			"OTEL_EXPORTER_OTLP_ENDPOINT set, runs export as OpenTelemetry traces.",
 		Flags: append([]cli.Flag{
-			storeFlag(), nativeFlag(), cacheFlag(),
+			storeFlag(), nativeFlag(), cacheFlag(), allowWithoutLandlockFlag(),
 			&cli.StringFlag{Name: "listen", Usage: "also serve the API on this TCP address (such as 127.0.0.1:7233)"},
 			&cli.StringFlag{Name: "token-file", Usage: "the TCP bearer token's file", DefaultText: "serve.token in the store, made at first start"},
 			&cli.StringFlag{Name: "base-url", Usage: "where run pages are reached: BASE/r/TOKEN", DefaultText: "http://LISTEN, or http://127.0.0.1:7233", EnvVars: []string{"RUNEHOST_BASE_URL"}},
@@ -79,6 +79,9 @@ type serveOptions struct {
 }
 
 func serveAction(c *cli.Context, withSlack bool) error {
+	if c.Bool("allow-tools-without-landlock") {
+		os.Setenv(acts.AllowWithoutLandlock, "1") // for every tool runner this process makes
+	}
 	dir, err := storeDir(c)
 	if err != nil {
 		return err

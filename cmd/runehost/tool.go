@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/runehost/runehost/acts"
 	"github.com/runehost/runehost/acts/fs"
 	"github.com/runehost/runehost/acts/tools"
 	"github.com/runehost/runehost/host"
@@ -43,6 +44,10 @@ func toolCommand() *cli.Command {
 				"Paths, `..`, symlinks and hard links that lead out of a granted directory,\n" +
 				"and pipes, sockets and devices, are refused. --timeout stops the tool\n" +
 				"even while it computes.\n\n" +
+				"The tool runs in a worker process of its own: an empty environment but\n" +
+				"what is granted, no descriptor of runehost's, Landlock over its mounts and\n" +
+				"no network, a seccomp filter (docs/sandbox.md). On a kernel without\n" +
+				"Landlock it is refused unless --allow-tools-without-landlock.\n\n" +
 				"Exit status: the tool's own; 124 when the wall clock ran out, 125 when its\n" +
 				"fuel ran out, 134 when it trapped or ran out of memory, 2 for bad usage.",
 			Flags: []cli.Flag{
@@ -52,6 +57,7 @@ func toolCommand() *cli.Command {
 				&cli.DurationFlag{Name: "timeout", Value: tool.DefaultTimeout, Usage: "wall-clock limit"},
 				&cli.BoolFlag{Name: "json", Usage: "after the run, write its result as JSON to stderr"},
 				cacheFlag(),
+				allowWithoutLandlockFlag(),
 			},
 			Action: toolRun,
 		}},
@@ -101,7 +107,8 @@ func toolRun(c *cli.Context) error {
 	if f := c.Uint64("fuel"); f == 0 || f > tool.MaxFuel {
 		return exitf(exitUsage, "tool run: --fuel %d: want 1 to %d", f, uint64(tool.MaxFuel))
 	}
-	r, err := tool.NewRunner(c.Context, c.String("cache-dir"), uint32(c.Uint("memory")*16))
+	r, err := tool.New(c.Context, tool.Options{CacheDir: c.String("cache-dir"), MemoryPages: uint32(c.Uint("memory") * 16),
+		WithoutLandlock: c.Bool("allow-tools-without-landlock") || acts.ToolsWithoutLandlock()})
 	if err != nil {
 		return exitf(exitInternal, "tool run: %v", err)
 	}
@@ -136,4 +143,11 @@ func toolRun(c *cli.Context) error {
 	default:
 		return exitf(exitToolTrap, "tool %s: %s: %s", name, res.Stop, res.Detail)
 	}
+}
+
+// allowWithoutLandlockFlag runs tools on a kernel without Landlock: the
+// operator's acceptance of that risk, also RUNEHOST_ALLOW_TOOLS_WITHOUT_LANDLOCK=1.
+func allowWithoutLandlockFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "allow-tools-without-landlock",
+		Usage: "run tools even where the kernel has no Landlock: their workers are then not confined to their mounts nor kept off the network by it (the risk is yours)"}
 }

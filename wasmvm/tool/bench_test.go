@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -62,7 +63,7 @@ func BenchmarkToolTimeoutLatency(b *testing.B) {
 			}
 			defer r.Close(context.Background())
 			r.unmetered = c.onClose
-			r.Compile(context.Background(), spin)
+			r.compile(context.Background(), spin)
 			var lat []time.Duration
 			for range b.N {
 				deadline := time.Now().Add(20 * time.Millisecond)
@@ -81,7 +82,7 @@ func BenchmarkToolTimeoutLatency(b *testing.B) {
 	}
 }
 
-// BenchmarkToolStart measures one small run of wc: cold (compiled from
+// BenchmarkToolStart measures one small run of wc in this process: cold (compiled from
 // nothing), cached (a new runner, wazero's compilation cache on disk), and
 // warm (a runner that compiled it already: tool runs per second).
 func BenchmarkToolStart(b *testing.B) {
@@ -91,24 +92,24 @@ func BenchmarkToolStart(b *testing.B) {
 	os.MkdirAll(cache, 0o755)
 	b.Run("cold", func(b *testing.B) {
 		for range b.N {
-			r, _ := NewRunner(context.Background(), "off", 0)
+			r, _ := newRunner(context.Background(), "off", 0, false)
 			r.Run(context.Background(), wc, in)
 			r.Close(context.Background())
 		}
 	})
 	b.Run("cached", func(b *testing.B) {
-		r, _ := NewRunner(context.Background(), cache, 0)
+		r, _ := newRunner(context.Background(), cache, 0, false)
 		r.Run(context.Background(), wc, in) // fills the cache
 		r.Close(context.Background())
 		b.ResetTimer()
 		for range b.N {
-			r, _ := NewRunner(context.Background(), cache, 0)
+			r, _ := newRunner(context.Background(), cache, 0, false)
 			r.Run(context.Background(), wc, in)
 			r.Close(context.Background())
 		}
 	})
 	b.Run("warm", func(b *testing.B) {
-		r, _ := NewRunner(context.Background(), "off", 0)
+		r, _ := newRunner(context.Background(), "off", 0, false)
 		defer r.Close(context.Background())
 		r.Run(context.Background(), wc, in)
 		b.ResetTimer()
@@ -117,4 +118,86 @@ func BenchmarkToolStart(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
 	})
+}
+
+// BenchmarkToolRun is a small run of wc as a user's act gets it, p50 and
+// p99 over b.N runs, side by side: in this process (the tool compiled
+// already), in a worker from the warm pool (runs spaced, as acts come: the
+// pool refills between them), back to back (the pool may be empty), and
+// with no pool (a worker started for the run, its tool read from wazero's
+// cache on disk). cpu-ms is this process's and its workers' CPU time.
+func BenchmarkToolRun(b *testing.B) {
+	wc := testtools.Build(b, "wc")
+	in := Config{Stdin: []byte("a b c\n")}
+	cache := filepath.Join(b.TempDir(), "cache")
+	for _, c := range []struct {
+		name   string
+		worker bool
+		warm   int
+		spaced bool
+	}{{"in-process", false, 0, false}, {"worker-warm", true, 1, true}, {"worker-back-to-back", true, 1, false}, {"worker-cold", true, 0, false}} {
+		b.Run(c.name, func(b *testing.B) {
+			var r *Runner
+			var err error
+			if c.worker {
+				r, err = New(context.Background(), Options{CacheDir: cache, Warm: c.warm})
+			} else {
+				r, err = newRunner(context.Background(), cache, 0, false)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close(context.Background())
+			if res, err := r.Run(context.Background(), wc, in); err != nil || !res.OK() {
+				b.Fatalf("%+v %v", res, err)
+			}
+			var lat []time.Duration
+			cpu0 := cpuTime()
+			var idle time.Duration
+			b.ResetTimer()
+			for range b.N {
+				if c.spaced {
+					b.StopTimer()
+					t := time.Now()
+					waitWarm(r)
+					idle += time.Since(t)
+					b.StartTimer()
+				}
+				start := time.Now()
+				res, err := r.Run(context.Background(), wc, in)
+				lat = append(lat, time.Since(start))
+				if err != nil || !res.OK() {
+					b.Fatalf("%+v %v", res, err)
+				}
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "ms-p50")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "ms-p99")
+			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+		})
+	}
+}
+
+// waitWarm waits until the pool has a worker ready for every tool it keeps.
+func waitWarm(r *Runner) {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		r.workers.mu.Lock()
+		ready := true
+		for _, s := range r.workers.warm {
+			ready = ready && len(s.ready) > 0
+		}
+		r.workers.mu.Unlock()
+		if ready {
+			return
+		}
+	}
+}
+
+// cpuTime is this process's and its reaped children's CPU time.
+func cpuTime() time.Duration {
+	var self, kids syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids)
+	return time.Duration(self.Utime.Nano() + self.Stime.Nano() + kids.Utime.Nano() + kids.Stime.Nano())
 }

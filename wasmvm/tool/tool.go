@@ -80,7 +80,15 @@ type Config struct {
 	// StreamOnly keeps no copy of stdout: it only goes to Stdout (a
 	// server's replies, read as they come).
 	StreamOnly bool
+
+	keepNone bool   // a worker's: its host keeps the copies
+	off      layers // tests only: confinement switched off
+	probe    string // tests only: a native attack in place of the tool
 }
+
+// layers names the worker's confinement that tests switch off, one at a
+// time, to show that each of the others holds alone.
+type layers struct{ FSCheck, Landlock, Seccomp bool }
 
 // Stop says why a tool stopped.
 type Stop string
@@ -165,7 +173,9 @@ func CheckEnv(kv string) error {
 	return nil
 }
 
-// Runner compiles and runs tools. Compiled tools are kept, by the hash of
+// Runner compiles and runs tools. By default each run is in a confined
+// worker process of its own (worker.go); the worker runs the tool with a
+// Runner of its own in-process. Compiled tools are kept, by the hash of
 // their bytes, and cached on disk by wazero. It is safe for concurrent use.
 type Runner struct {
 	rt          wazero.Runtime
@@ -176,6 +186,8 @@ type Runner struct {
 
 	mu       sync.Mutex
 	compiled map[[32]byte]*compiled
+
+	workers *pool // nil: tools run in this process
 }
 
 // compiled is a tool compiled, or being compiled under mu.
@@ -184,12 +196,43 @@ type compiled struct {
 	c  wazero.CompiledModule
 }
 
-// NewRunner returns a Runner whose tools get at most memoryPages of memory
-// (DefaultMemoryPages when 0). cacheDir is as for wasmvm.CompilationCache.
-func NewRunner(ctx context.Context, cacheDir string, memoryPages uint32) (*Runner, error) {
-	return newRunner(ctx, cacheDir, memoryPages, false)
+// Options configure a Runner.
+type Options struct {
+	CacheDir    string // as for wasmvm.CompilationCache
+	MemoryPages uint32 // per tool; DefaultMemoryPages when 0
+	// Warm is how many workers are kept started for each tool recently
+	// run, its module compiled in them, ready for its next run (up to
+	// WarmTools tools); 0 starts each worker when its run comes, as a
+	// one-off command should.
+	Warm int
+	// WithoutLandlock runs tools where the kernel has no Landlock, the
+	// worker then confined by everything but it: the operator's explicit
+	// choice (--allow-tools-without-landlock). Without it such a kernel
+	// gets ErrNoLandlock.
+	WithoutLandlock bool
 }
 
+// NewRunner returns a Runner whose tools run in confined workers with at
+// most memoryPages of memory (DefaultMemoryPages when 0), none kept warm.
+// cacheDir is as for wasmvm.CompilationCache.
+func NewRunner(ctx context.Context, cacheDir string, memoryPages uint32) (*Runner, error) {
+	return New(ctx, Options{CacheDir: cacheDir, MemoryPages: memoryPages})
+}
+
+// New returns a Runner whose tools run in confined worker processes.
+func New(ctx context.Context, opts Options) (*Runner, error) {
+	if opts.MemoryPages == 0 {
+		opts.MemoryPages = DefaultMemoryPages
+	}
+	p, err := newPool(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Runner{memoryPages: opts.MemoryPages, workers: p}, nil
+}
+
+// newRunner returns a Runner that runs tools in this process: the
+// worker's own, and the benchmarks' baseline.
 func newRunner(ctx context.Context, cacheDir string, memoryPages uint32, closeOnDone bool) (*Runner, error) {
 	if memoryPages == 0 {
 		memoryPages = DefaultMemoryPages
@@ -214,11 +257,18 @@ func newRunner(ctx context.Context, cacheDir string, memoryPages uint32, closeOn
 	return &Runner{rt: rt, memoryPages: memoryPages, compiled: map[[32]byte]*compiled{}}, nil
 }
 
-// Close releases the runner's compiled tools.
-func (r *Runner) Close(ctx context.Context) error { return r.rt.Close(ctx) }
+// Close releases the runner's compiled tools, and stops its idle workers.
+func (r *Runner) Close(ctx context.Context) error {
+	if r.workers != nil {
+		r.workers.close()
+		return nil
+	}
+	return r.rt.Close(ctx)
+}
 
-// Compile meters and compiles a tool, or returns it compiled already.
-func (r *Runner) Compile(ctx context.Context, module []byte) (wazero.CompiledModule, error) {
+// compile meters and compiles a tool in this process, or returns it
+// compiled already.
+func (r *Runner) compile(ctx context.Context, module []byte) (wazero.CompiledModule, error) {
 	key := sha256.Sum256(module)
 	r.mu.Lock()
 	e, ok := r.compiled[key]
@@ -261,6 +311,26 @@ func (r *Runner) Compile(ctx context.Context, module []byte) (wazero.CompiledMod
 // (a bad module, a mount that is not a directory); how the tool itself
 // ended, limits included, is in the Result.
 func (r *Runner) Run(ctx context.Context, module []byte, cfg Config) (*Result, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	if r.workers != nil {
+		return r.workers.run(ctx, module, cfg)
+	}
+	c, err := r.compile(ctx, module)
+	if err != nil {
+		return nil, err
+	}
+	fsc, release, err := openMounts(cfg.Mounts)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return r.runMounted(ctx, c, cfg, fsc)
+}
+
+// check fills in a run's defaults and refuses what no run may have.
+func (cfg *Config) check() error {
 	if cfg.Fuel == 0 {
 		cfg.Fuel = DefaultFuel
 	}
@@ -274,38 +344,54 @@ func (r *Runner) Run(ctx context.Context, module []byte, cfg Config) (*Result, e
 		cfg.Name = "tool"
 	}
 	if cfg.Fuel > MaxFuel {
-		return nil, &Error{What: "fuel", Msg: fmt.Sprintf("%d is more than the most a run may have, %d", cfg.Fuel, uint64(MaxFuel)), Err: ErrConfig}
+		return &Error{What: "fuel", Msg: fmt.Sprintf("%d is more than the most a run may have, %d", cfg.Fuel, uint64(MaxFuel)), Err: ErrConfig}
 	}
 	for _, kv := range cfg.Env {
 		if err := CheckEnv(kv); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	compiled, err := r.Compile(ctx, module)
-	if err != nil {
-		return nil, err
-	}
+	return nil
+}
+
+// openMounts opens a run's mounts; release closes them.
+func openMounts(mounts []Mount) (wazero.FSConfig, func(), error) {
 	fsc := wazero.NewFSConfig()
-	for _, m := range cfg.Mounts {
+	var opened []func()
+	release := func() {
+		for _, f := range opened {
+			f()
+		}
+	}
+	for _, m := range mounts {
 		guest := m.Guest
 		if guest == "" {
 			guest = "/"
 		}
-		cfs, release, err := newMount(m.Host, m.Write)
+		cfs, rel, err := newMount(m.Host, m.Write)
 		if err != nil {
-			return nil, &Error{What: "mount " + m.Host, Err: err}
+			release()
+			return nil, nil, &Error{What: "mount " + m.Host, Err: err}
 		}
-		defer release()
+		opened = append(opened, rel)
 		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(cfs, guest)
 	}
+	return fsc, release, nil
+}
+
+// runMounted runs a compiled tool in this process with its mounts open.
+func (r *Runner) runMounted(ctx context.Context, compiled wazero.CompiledModule, cfg Config, fsc wazero.FSConfig) (*Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	stdin := stoppable(ctx, cfg)
 	stdout := &capped{max: cfg.OutputCap, also: cfg.Stdout, ctx: ctx}
-	if cfg.StreamOnly {
+	if cfg.StreamOnly || cfg.keepNone {
 		stdout.max = 0
 	}
 	stderr := &capped{max: cfg.OutputCap, also: cfg.Stderr, ctx: ctx}
+	if cfg.keepNone {
+		stderr.max = 0
+	}
 	for _, w := range []io.Writer{cfg.Stdout, cfg.Stderr} {
 		if c, ok := w.(interface{ CloseWithError(error) error }); ok {
 			defer context.AfterFunc(ctx, func() { c.CloseWithError(errStopped) })()

@@ -1,0 +1,193 @@
+// confine_linux.go holds how a worker confines itself before any byte of its
+// tool runs: limits of its own, not dumpable, no new privileges, Landlock
+// over its mounts and the network, and a seccomp filter of the system calls
+// the Go runtime and wazero need.
+
+package tool
+
+import (
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"sync"
+
+	seccomp "github.com/elastic/go-seccomp-bpf"
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// minLandlock is the Landlock ABI a worker needs: 1 confines the file
+// system; TCP (4) and the scopes (6) are taken where the kernel has them,
+// and the seccomp filter refuses sockets whatever it has.
+const minLandlock = 1
+
+var (
+	landlockOnce sync.Once
+	landlockABI  int
+)
+
+// LandlockABI returns the kernel's Landlock ABI version, 0 without it.
+func LandlockABI() int {
+	landlockOnce.Do(func() {
+		if v, err := llsys.LandlockGetABIVersion(); err == nil {
+			landlockABI = v
+		}
+	})
+	return landlockABI
+}
+
+var warnOnce sync.Once
+
+// confinable refuses to run tools on a kernel without Landlock, unless the
+// operator accepted the risk; then it says so once.
+func confinable(withoutLandlock bool) error {
+	if LandlockABI() >= minLandlock {
+		return nil
+	}
+	if !withoutLandlock {
+		return &Error{What: "confine", Msg: ErrNoLandlock.Error(), Err: ErrNoLandlock}
+	}
+	warnOnce.Do(func() {
+		fmt.Fprintln(os.Stderr, "runehost: warning: this kernel has no Landlock; tools run without file-system and network confinement (--allow-tools-without-landlock)")
+	})
+	return nil
+}
+
+// Limits of a worker's own, besides its tool's.
+const (
+	workerFiles   = 256     // open descriptors
+	workerThreads = 128     // the Go runtime's threads
+	workerSpace   = 8 << 30 // address space beyond the tool's memory
+)
+
+// limit sets what a worker may use before it compiles its tool: no core
+// dump (it could hold what the tool read), not dumpable (no process of the
+// same user may read its memory), descriptors and threads bounded.
+func limit() error {
+	for _, l := range []struct {
+		res int
+		n   uint64
+	}{{unix.RLIMIT_CORE, 0}, {unix.RLIMIT_NOFILE, workerFiles}} {
+		if err := unix.Setrlimit(l.res, &unix.Rlimit{Cur: l.n, Max: l.n}); err != nil {
+			return fmt.Errorf("rlimit %d: %w", l.res, err)
+		}
+	}
+	debug.SetMaxThreads(workerThreads)
+	return unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+}
+
+// limitRun sets the limits that depend on the run: address space for its
+// memory, and CPU time as a backstop to fuel and the clock.
+func limitRun(pages uint32, timeout float64) error {
+	space := uint64(pages)*65536 + workerSpace
+	cpu := uint64(2*timeout) + 10
+	for _, l := range []struct {
+		res       int
+		cur, hard uint64
+	}{{unix.RLIMIT_AS, space, space}, {unix.RLIMIT_CPU, cpu, cpu + 5}} {
+		if err := unix.Setrlimit(l.res, &unix.Rlimit{Cur: l.cur, Max: l.hard}); err != nil {
+			return fmt.Errorf("rlimit %d: %w", l.res, err)
+		}
+	}
+	return nil
+}
+
+// confine applies Landlock and seccomp to every thread of the worker. The
+// mounts are open already: Landlock is over their directories, read-only
+// or writable as granted; no TCP bind or connect, no signals or abstract
+// sockets outside the worker.
+func confine(mounts []Mount, off layers) error {
+	// no_new_privs on every thread first: Landlock and seccomp require it.
+	if err := llsys.AllThreadsPrctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	if !off.Landlock && LandlockABI() >= minLandlock {
+		var rules []landlock.Rule
+		for _, m := range mounts {
+			if m.Write {
+				rules = append(rules, landlock.RWDirs(m.Host).WithRefer())
+			} else {
+				rules = append(rules, landlock.RODirs(m.Host))
+			}
+		}
+		if err := landlock.V11.BestEffort().Restrict(rules...); err != nil {
+			return fmt.Errorf("landlock: %w", err)
+		}
+	}
+	if !off.Seccomp {
+		if err := seccomp.LoadFilter(seccomp.Filter{NoNewPrivs: true, Flag: seccomp.FilterFlagTSync, Policy: policy}); err != nil {
+			return fmt.Errorf("seccomp: %w", err)
+		}
+	}
+	return nil
+}
+
+// policy is the worker's seccomp filter once confined: what the Go runtime
+// (threads, memory, signals, its poller), wazero (the compiled tool's
+// memory) and the WASI calls on the mounts and the pipes need. Everything
+// else fails with EPERM: no process, no exec, no socket, no ptrace, no
+// mount, no other process's memory. clone3 says ENOSYS, so that glibc
+// (in a cgo build) falls back to clone, whose flags the filter can read.
+var policy = seccomp.Policy{
+	DefaultAction: seccomp.ActionErrno,
+	Syscalls: []seccomp.SyscallGroup{{
+		Action: seccomp.ActionAllow,
+		Names: []string{
+			// memory and threads
+			"mmap", "munmap", "mprotect", "madvise", "mremap", "brk", "mincore",
+			"futex", "sched_yield", "sched_getaffinity", "gettid", "getpid", "tgkill",
+			"set_robust_list", "rseq", "exit", "exit_group", "restart_syscall",
+			// signals
+			"rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack",
+			// time
+			"clock_gettime", "clock_getres", "gettimeofday", "nanosleep", "clock_nanosleep",
+			"getrandom", "getrlimit", "prlimit64",
+			// the poller
+			"epoll_create1", "epoll_ctl", "epoll_pwait", "epoll_pwait2", "epoll_wait",
+			"eventfd2", "pipe2", "poll", "ppoll", "pselect6",
+			// descriptors
+			"read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev",
+			"close", "lseek", "fcntl", "dup", "dup3", "fstat", "fstatfs", "ftruncate", "fsync", "fdatasync",
+			"fchmod", "getdents64",
+			// names, beneath a mount's descriptor (os.Root)
+			"openat", "openat2", "newfstatat", "statx", "readlinkat", "mkdirat", "unlinkat",
+			"renameat", "renameat2", "symlinkat", "fchmodat", "utimensat", "faccessat", "faccessat2",
+		},
+		NamesWithCondtions: []seccomp.NameWithConditions{
+			// Threads only: a new process would be outside the filter's
+			// accounting of what the worker is.
+			{Name: "clone", Conditions: []seccomp.Condition{{Argument: 0, Operation: seccomp.BitsSet, Value: unix.CLONE_THREAD}}},
+			// isatty, and a descriptor's blocking mode.
+			{Name: "ioctl", Conditions: []seccomp.Condition{{Argument: 1, Operation: seccomp.Equal, Value: unix.TCGETS}}},
+			{Name: "ioctl", Conditions: []seccomp.Condition{{Argument: 1, Operation: seccomp.Equal, Value: fionbio}}},
+		},
+	}, {
+		Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS),
+		Names:  []string{"clone3"},
+	}},
+}
+
+// closeInherited closes the descriptors a worker inherited past its own
+// (0-4): a Go process opens every descriptor close-on-exec, so one that is
+// not was handed down from whoever started the host.
+func closeInherited() {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		unix.CloseRange(5, ^uint(0), 0)
+		return
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd < 5 {
+			continue
+		}
+		if fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil && fl&unix.FD_CLOEXEC == 0 {
+			unix.Close(fd)
+		}
+	}
+}
+
+// fionbio is ioctl's FIONBIO (x/sys/unix does not name it on Linux).
+const fionbio = 0x5421

@@ -1,0 +1,21 @@
+//go:build !linux
+
+// confine_other.go: elsewhere than Linux a worker has no Landlock and no
+// seccomp, so tools run only with the operator's acceptance of the risk.
+
+package tool
+
+// LandlockABI is 0: there is no Landlock here.
+func LandlockABI() int { return 0 }
+
+func confinable(withoutLandlock bool) error {
+	if !withoutLandlock {
+		return &Error{What: "confine", Msg: ErrNoLandlock.Error(), Err: ErrNoLandlock}
+	}
+	return nil
+}
+
+func limit() error                   { return nil }
+func limitRun(uint32, float64) error { return nil }
+func confine([]Mount, layers) error  { return nil }
+func closeInherited()                {}
