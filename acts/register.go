@@ -17,9 +17,9 @@ import (
 	"github.com/runehost/runehost/acts/model"
 	"github.com/runehost/runehost/acts/tools"
 	"github.com/runehost/runehost/acts/web"
-	"github.com/runehost/runehost/events/redact"
 	"github.com/runehost/runehost/host"
 	"github.com/runehost/runehost/wasmvm"
+	"github.com/runehost/runehost/wasmvm/tool"
 )
 
 // Config is the host's configuration of the acts.
@@ -63,14 +63,17 @@ func ToolsWithoutLandlock() bool {
 	return v
 }
 
-// EnvSecrets returns the values of environ (NAME=VALUE) the redactor would
-// take out of NAME=VALUE in a text: a strong name's (DB_PASSWORD) always, a
-// weak one's (KEY, TOKEN) when the value is shaped like a secret.
+// EnvSecrets returns the values of environ (NAME=VALUE) that hold a host
+// secret (tool.HostSecret, the rule tool.env is refused by too): what the
+// redactor would take out of NAME=VALUE in a text, a strong name's
+// (DB_PASSWORD) always, a weak one's (KEY, TOKEN) when the value is shaped
+// like a secret, and the host's own keys (RUNEHOST_MODEL_KEY) whatever
+// their shape.
 func EnvSecrets(environ []string) []string {
 	var out []string
 	for _, kv := range environ {
 		k, v, ok := strings.Cut(kv, "=")
-		if ok && v != "" && redact.Assignment(k, v) {
+		if ok && tool.HostSecret(k, v) {
 			out = append(out, v)
 		}
 	}

@@ -1,5 +1,5 @@
 // register_test.go: the host's environment secrets follow the redactor's
-// rule for assignments.
+// rule for assignments, and take the host's own keys whatever their shape.
 
 package acts
 
@@ -16,8 +16,9 @@ func TestEnvSecrets(t *testing.T) {
 		"MAX_TOKENS=4096", "SORT_KEY=created_at", "KEY=9f2Kx81Lq0Zp7wRt", "PATH=/usr/bin", "EMPTY_SECRET=",
 		"PWD=/work/main", "OLDPWD=/tmp", // the working directory is no secret
 		"GOOGLE_APPLICATION_CREDENTIALS=/home/ada/.config/gcloud/key.json", "AWS_SECRET_ACCESS_KEY=/K7MDENG/bPxRfiCYEXAMPLEKEY",
+		"RUNEHOST_MODEL_KEY=localmodelkey", "RUNEHOST_MODEL_MAX_TOKENS=4096", // the host's own key, whatever its shape
 	})
-	want := []string{"ghp_16C7e42F292c6912E7710c838347Ae178B4a", "hunter2", "9f2Kx81Lq0Zp7wRt", "/K7MDENG/bPxRfiCYEXAMPLEKEY"}
+	want := []string{"ghp_16C7e42F292c6912E7710c838347Ae178B4a", "hunter2", "9f2Kx81Lq0Zp7wRt", "/K7MDENG/bPxRfiCYEXAMPLEKEY", "localmodelkey"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("EnvSecrets = %q, want %q", got, want)
 	}

@@ -1,6 +1,7 @@
 // tool_test.go holds `runehost tool run` to the rules every path to a tool
-// keeps: the host's own configuration is refused, --timeout stops a tool
-// that computes, a writable mount keeps the tool inside.
+// keeps: the host's own configuration is refused, and a host secret in any
+// encoding under another name; --timeout stops a tool that computes, a
+// writable mount keeps the tool inside.
 
 package main
 
@@ -53,5 +54,28 @@ func TestToolRunFifoOnWritableMount(t *testing.T) {
 	code, _, errs := invoke(t, "tool", "run", cat, "--grant", "fs.write:"+dir+"=/w", "--timeout", "20s", "--", "/w/pipe")
 	if code != 1 || !strings.Contains(errs, "Permission denied") {
 		t.Fatalf("exit %d: %s", code, errs)
+	}
+}
+
+// A host secret hidden in another variable, in any encoding and anywhere in
+// its value, is refused by name and encoding, never shown.
+func TestToolRunHostSecretInAnyEncoding(t *testing.T) {
+	envsnoop := filepath.Join(t.TempDir(), "envsnoop.wasm")
+	os.WriteFile(envsnoop, testtools.Build(t, "envsnoop"), 0o644)
+	for _, s := range testtools.HostSecrets {
+		t.Setenv(s.Name, s.Value)
+	}
+	for _, s := range testtools.HostSecrets {
+		for _, h := range testtools.Hide(s.Value) {
+			t.Setenv("BUILD_INFO", h.Value)
+			code, out, errs := invoke(t, "tool", "run", envsnoop, "--grant", "tool.env:BUILD_INFO", "--", "BUILD_INFO")
+			if code != exitUsage || !strings.Contains(errs, "BUILD_INFO holds the value of "+s.Name+" (") || strings.Contains(strings.ToLower(out+errs), strings.ToLower(s.Value)) {
+				t.Errorf("%s %s: exit %d\n%s%s", s.Name, h.Case, code, out, errs)
+			}
+		}
+	}
+	t.Setenv("BUILD_INFO", testtools.Innocent[len(testtools.Innocent)-1])
+	if code, out, errs := invoke(t, "tool", "run", envsnoop, "--grant", "tool.env:BUILD_INFO", "--", "BUILD_INFO"); code != exitOK || !strings.Contains(out, "found BUILD_INFO=") {
+		t.Errorf("an innocent value: exit %d\n%s%s", code, out, errs)
 	}
 }

@@ -99,19 +99,70 @@ var fold = func() (t [256]byte) {
 // first and last characters with its neighbours, the characters between
 // depend on s alone.
 func Forms(s string) []string {
-	out := []string{s, hex.EncodeToString([]byte(s)), url.QueryEscape(s), url.PathEscape(s)}
-	if j, err := json.Marshal(s); err == nil {
-		js := string(j[1 : len(j)-1])
-		out = append(out, js, strings.ReplaceAll(js, "/", `\/`)) // some encoders escape the slash
-	}
-	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
-		for align := range 3 {
-			in := innerBase64(enc, s, align)
-			out = append(out, in, url.QueryEscape(in))
-		}
+	var out []string
+	for _, f := range Encodings(s) {
+		out = append(out, f.Text)
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// A Form is one text that stands for a secret, and the encoding that
+// gives it.
+type Form struct {
+	Encoding string // "raw", "hex", "base64", "base64url", "URL query escape"...
+	Text     string
+}
+
+// Encodings returns the forms of s that Forms lists, each text once, under
+// the first encoding that gives it (a plain token's URL escape is itself,
+// raw; its URL-safe base64 is its standard one).
+func Encodings(s string) []Form {
+	out := []Form{{"raw", s}, {"hex", hex.EncodeToString([]byte(s))}}
+	var escaped []Form // after every base64, so that those are named first
+	escaped = append(escaped, Form{"URL query escape", url.QueryEscape(s)}, Form{"URL path escape", url.PathEscape(s)})
+	if j, err := json.Marshal(s); err == nil {
+		js := string(j[1 : len(j)-1])
+		escaped = append(escaped, Form{"JSON escape", js}, Form{"JSON escape", strings.ReplaceAll(js, "/", `\/`)}) // some encoders escape the slash
+	}
+	for _, enc := range []struct {
+		name string
+		enc  *base64.Encoding
+	}{{"base64", base64.RawStdEncoding}, {"base64url", base64.RawURLEncoding}} {
+		for align := range 3 {
+			in := innerBase64(enc.enc, s, align)
+			out = append(out, Form{enc.name, in})
+			escaped = append(escaped, Form{enc.name + ", URL-escaped", url.QueryEscape(in)})
+		}
+	}
+	out = append(out, escaped...)
+	seen := map[string]bool{}
+	return slices.DeleteFunc(out, func(f Form) bool {
+		dup := seen[f.Text]
+		seen[f.Text] = true
+		return dup
+	})
+}
+
+// Find names the encoding in which text holds secret, by the redactor's
+// rule (any of its Encodings, in any ASCII case), or returns "" if it holds
+// none; a secret under MinSecret bytes is never found (its encodings would
+// be a few characters common in any text). A raw secret in another case
+// than its own is named so.
+func Find(text, secret string) string {
+	if len(secret) < MinSecret || len(text) < len(secret) { // no form is shorter than the raw secret
+		return ""
+	}
+	folded := foldASCII(text)
+	for _, f := range Encodings(secret) {
+		if strings.Contains(folded, foldASCII(f.Text)) {
+			if f.Encoding == "raw" && !strings.Contains(text, secret) {
+				return "raw, in another letter case"
+			}
+			return f.Encoding
+		}
+	}
+	return ""
 }
 
 // innerBase64 is the part of the base64 of s, preceded by align other

@@ -1,6 +1,7 @@
 // known_test.go: a host secret is taken out raw and in each common
 // encoding, at every base64 alignment, padded or not, in any ASCII case;
-// short secrets and ordinary text (base64 blobs included) are left alone.
+// short secrets and ordinary text (base64 blobs included) are left alone;
+// Find finds a secret in exactly those texts.
 
 package redact
 
@@ -183,4 +184,45 @@ func asciiLower(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// Find sees a secret where Known strips one, and names the encoding.
+func TestFind(t *testing.T) {
+	for name, enc := range encodings {
+		for before := range 3 {
+			text := "the reply: " + enc([]byte(strings.Repeat("<", before)+hostKey+">")) + " (end)"
+			if Find(text, hostKey) == "" {
+				t.Errorf("%s, %d bytes before: not found in %q", name, before, text)
+			}
+		}
+	}
+	for text, want := range map[string]string{
+		"k=" + hostKey:                                              "raw",
+		"k=" + strings.ToUpper(hostKey):                             "raw, in another letter case",
+		hex.EncodeToString([]byte(hostKey)):                         "hex",
+		url.PathEscape(hostKey):                                     "URL path escape",
+		url.QueryEscape(hostKey):                                    "URL query escape",
+		base64.RawURLEncoding.EncodeToString([]byte("a" + hostKey)): "base64url", // its "-"
+	} {
+		if got := Find(text, hostKey); got != want {
+			t.Errorf("Find(%q) = %q, want %q", text, got, want)
+		}
+	}
+	for _, s := range append([]string{hex.EncodeToString([]byte("sk-Host/Key+Qx81=z")), "sk-Host/Key+Qx81=zz~a"}, lookAlikes...) {
+		if got := Find(s, hostKey); got != "" {
+			t.Errorf("Find(%q) = %q", s, got)
+		}
+	}
+	if got := Find("k3y-abc", "k3y-abc"); got != "" {
+		t.Errorf("a short secret: %q", got)
+	}
+	// Forms is Encodings' texts, each once.
+	var texts []string
+	for _, f := range Encodings(hostKey) {
+		texts = append(texts, f.Text)
+	}
+	slices.Sort(texts)
+	if !slices.Equal(texts, Forms(hostKey)) || len(slices.Compact(slices.Clone(texts))) != len(texts) {
+		t.Errorf("Encodings %q, Forms %q", texts, Forms(hostKey))
+	}
 }

@@ -197,6 +197,12 @@ func Assignment(name, value string) bool {
 	return secretValue(name, nameStrength(name), value)
 }
 
+// SecretName reports whether name marks its value as a secret at all,
+// strongly (DB_PASSWORD) or weakly (RUNEHOST_MODEL_KEY, whose value decides
+// in a text): the rule a caller that knows the variable holds a key of its
+// own applies.
+func SecretName(name string) bool { return nameStrength(name) != notSecret }
+
 // secretValue is the rule for value v of a name of strength str: a strong
 // name's value unless it is a placeholder, a weak one's if it is shaped
 // like a secret. PWD=/home/ada is the working directory.

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -141,37 +140,6 @@ func (e *Error) Error() string {
 
 // Unwrap returns the sentinel or the cause.
 func (e *Error) Unwrap() error { return e.Err }
-
-// HostOwn reports whether an environment variable is the host's own
-// configuration (RUNEHOST_*, SLACK_*: the store, the model endpoints and
-// their keys, the Slack tokens), which no tool is ever given.
-func HostOwn(name string) bool {
-	return strings.HasPrefix(name, "RUNEHOST_") || strings.HasPrefix(name, "SLACK_")
-}
-
-// secretName is a name of the host's own that holds a secret: its value is
-// refused under any other name too.
-func secretName(name string) bool {
-	n := strings.ToUpper(name)
-	return HostOwn(n) && (strings.Contains(n, "KEY") || strings.Contains(n, "TOKEN") || strings.Contains(n, "SECRET") || strings.Contains(n, "PASS"))
-}
-
-// CheckEnv refuses a variable for a tool, KEY=VALUE, that is the host's
-// own, by its name or by a host secret's value (at least 8 bytes, read
-// from this process's environment) anywhere in its own.
-func CheckEnv(kv string) error {
-	k, v, _ := strings.Cut(kv, "=")
-	if HostOwn(k) {
-		return &Error{What: "env", Msg: k + ": " + ErrHostEnv.Error(), Err: ErrHostEnv}
-	}
-	for _, hkv := range os.Environ() {
-		hk, hv, _ := strings.Cut(hkv, "=")
-		if len(hv) >= 8 && secretName(hk) && strings.Contains(v, hv) {
-			return &Error{What: "env", Msg: k + " holds the value of " + hk + ": " + ErrHostEnv.Error(), Err: ErrHostEnv}
-		}
-	}
-	return nil
-}
 
 // Runner compiles and runs tools. By default each run is in a confined
 // worker process of its own (worker.go); the worker runs the tool with a
