@@ -94,34 +94,31 @@ func limitRun(pages uint32, timeout float64) error {
 	return nil
 }
 
-// confine applies Landlock and seccomp to every thread of the worker. The
-// mounts are open already: Landlock is over their directories, read-only
-// or writable as granted; no TCP bind or connect, no signals or abstract
-// sockets outside the worker.
+// filter applies the seccomp filter to every thread of the worker (TSYNC),
+// with no_new_privs: from here on it has only the system calls of policy.
+func filter(off layers) error {
+	if off.Seccomp {
+		return nil
+	}
+	return seccomp.LoadFilter(seccomp.Filter{NoNewPrivs: true, Flag: seccomp.FilterFlagTSync, Policy: policy})
+}
+
+// confine applies Landlock to every thread of the worker, its mounts open
+// already: their directories, read-only or writable as granted; no TCP bind
+// or connect; no signal or abstract socket outside the worker.
 func confine(mounts []Mount, off layers) error {
-	// no_new_privs on every thread first: Landlock and seccomp require it.
-	if err := llsys.AllThreadsPrctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("no_new_privs: %w", err)
+	if off.Landlock || LandlockABI() < minLandlock {
+		return nil
 	}
-	if !off.Landlock && LandlockABI() >= minLandlock {
-		var rules []landlock.Rule
-		for _, m := range mounts {
-			if m.Write {
-				rules = append(rules, landlock.RWDirs(m.Host).WithRefer())
-			} else {
-				rules = append(rules, landlock.RODirs(m.Host))
-			}
-		}
-		if err := landlock.V11.BestEffort().Restrict(rules...); err != nil {
-			return fmt.Errorf("landlock: %w", err)
+	var rules []landlock.Rule
+	for _, m := range mounts {
+		if m.Write {
+			rules = append(rules, landlock.RWDirs(m.Host).WithRefer())
+		} else {
+			rules = append(rules, landlock.RODirs(m.Host))
 		}
 	}
-	if !off.Seccomp {
-		if err := seccomp.LoadFilter(seccomp.Filter{NoNewPrivs: true, Flag: seccomp.FilterFlagTSync, Policy: policy}); err != nil {
-			return fmt.Errorf("seccomp: %w", err)
-		}
-	}
-	return nil
+	return landlock.V11.BestEffort().Restrict(rules...)
 }
 
 // policy is the worker's seccomp filter once confined: what the Go runtime
@@ -154,11 +151,15 @@ var policy = seccomp.Policy{
 			// names, beneath a mount's descriptor (os.Root)
 			"openat", "openat2", "newfstatat", "statx", "readlinkat", "mkdirat", "unlinkat",
 			"renameat", "renameat2", "symlinkat", "fchmodat", "utimensat", "faccessat", "faccessat2",
+			// Landlock, applied after the filter: it only takes away
+			"landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self",
 		},
 		NamesWithCondtions: []seccomp.NameWithConditions{
 			// Threads only: a new process would be outside the filter's
 			// accounting of what the worker is.
 			{Name: "clone", Conditions: []seccomp.Condition{{Argument: 0, Operation: seccomp.BitsSet, Value: unix.CLONE_THREAD}}},
+			// no_new_privs, as Landlock sets it on every thread.
+			{Name: "prctl", Conditions: []seccomp.Condition{{Argument: 0, Operation: seccomp.Equal, Value: unix.PR_SET_NO_NEW_PRIVS}}},
 			// isatty, and a descriptor's blocking mode.
 			{Name: "ioctl", Conditions: []seccomp.Condition{{Argument: 1, Operation: seccomp.Equal, Value: unix.TCGETS}}},
 			{Name: "ioctl", Conditions: []seccomp.Condition{{Argument: 1, Operation: seccomp.Equal, Value: fionbio}}},

@@ -81,7 +81,6 @@ type Config struct {
 	StreamOnly bool
 
 	keepNone bool   // a worker's: its host keeps the copies
-	off      layers // tests only: confinement switched off
 	probe    string // tests only: a native attack in place of the tool
 }
 

@@ -23,6 +23,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/runehost/runehost/wasmvm"
 )
 
 // workerArg0 is a worker's argv[0]: a binary that imports this package,
@@ -50,6 +52,7 @@ var ErrWorker = errors.New("the tool's worker failed")
 type pool struct {
 	opts Options
 	exe  string
+	off  layers // tests only: confinement switched off
 
 	mu     sync.Mutex
 	warm   map[[32]byte]*warmSet
@@ -177,7 +180,11 @@ func (p *pool) start(ctx context.Context, module []byte) (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := w.send(prepareMsg{Module: module, CacheDir: p.opts.CacheDir, MemoryPages: p.opts.MemoryPages}); err != nil {
+	cache := wasmvm.CacheDirOf(p.opts.CacheDir)
+	if cache == "" {
+		cache = "off"
+	}
+	if err := w.send(prepareMsg{Module: module, CacheDir: cache, MemoryPages: p.opts.MemoryPages, Off: p.off}); err != nil {
 		return nil, w.failed("sending the tool", err)
 	}
 	var ready readyMsg

@@ -63,6 +63,17 @@ func serveWorker() int {
 		c, err = r.compile(ctx, pm.Module)
 	}
 	pm.Module = nil
+	off := pm.Off
+	if !testing.Testing() {
+		off = layers{}
+	}
+	if err == nil {
+		// The filter now, while the worker waits: the run's own
+		// confinement (Landlock, over its mounts) waits for the run.
+		if err = filter(off); err != nil {
+			err = &Error{What: "confine", Msg: err.Error(), Err: ErrWorker}
+		}
+	}
 	if err != nil {
 		writeFrame(ctl, readyMsg{Err: wireErrOf(err)})
 		return 1
@@ -76,7 +87,7 @@ func serveWorker() int {
 		return 1
 	}
 	if !testing.Testing() {
-		rm.Off, rm.Probe = layers{}, ""
+		rm.Probe = ""
 	}
 	cfg := Config{Name: rm.Name, Args: rm.Args, Env: rm.Env, Mounts: rm.Mounts, Fuel: rm.Fuel, Timeout: rm.Timeout,
 		StdinFile: stdin, Stdout: os.Stdout, Stderr: toolErr, keepNone: true}
@@ -86,7 +97,7 @@ func serveWorker() int {
 	if err := limitRun(r.memoryPages, cfg.Timeout.Seconds()); err != nil {
 		return fail(&Error{What: "confine", Msg: err.Error(), Err: ErrWorker})
 	}
-	if rm.Off.FSCheck && testFSCheckOff != nil {
+	if off.FSCheck && testFSCheckOff != nil {
 		defer testFSCheckOff()()
 	}
 	fsc, release, err := openMounts(cfg.Mounts)
@@ -94,7 +105,7 @@ func serveWorker() int {
 		return fail(err)
 	}
 	defer release()
-	if err := confine(cfg.Mounts, rm.Off); err != nil {
+	if err := confine(cfg.Mounts, off); err != nil {
 		return fail(&Error{What: "confine", Msg: err.Error(), Err: ErrWorker})
 	}
 	// The host's word, or its going away, stops the run.

@@ -84,7 +84,8 @@ func probe(p string) string {
 // runProbe runs an attack in a worker with some layers off.
 func runProbe(t *testing.T, r *Runner, p string, off layers, mounts ...Mount) string {
 	t.Helper()
-	res, err := r.Run(context.Background(), testtools.Build(t, "cat"), Config{probe: p, off: off, Mounts: mounts, Timeout: time.Minute})
+	r.workers.off = off
+	res, err := r.Run(context.Background(), testtools.Build(t, "cat"), Config{probe: p, Mounts: mounts, Timeout: time.Minute})
 	if err != nil {
 		t.Fatalf("%s: %v", p, err)
 	}

@@ -18,8 +18,9 @@ import (
 // prepareMsg starts a worker's run: the tool to compile.
 type prepareMsg struct {
 	Module      []byte
-	CacheDir    string
+	CacheDir    string // resolved: the worker has no environment to find one
 	MemoryPages uint32
+	Off         layers // tests only: the worker honours it only in a test binary
 }
 
 // readyMsg answers prepareMsg.
@@ -35,12 +36,11 @@ type runMsg struct {
 	Mounts  []Mount
 	Fuel    uint64
 	Timeout time.Duration
-	Off     layers // tests only: the worker honours it only in a test binary
 	Probe   string // tests only: an attack run natively in the confined worker
 }
 
 func runMsgOf(cfg Config) runMsg {
-	return runMsg{Name: cfg.Name, Args: cfg.Args, Env: cfg.Env, Mounts: cfg.Mounts, Fuel: cfg.Fuel, Timeout: cfg.Timeout, Off: cfg.off, Probe: cfg.probe}
+	return runMsg{Name: cfg.Name, Args: cfg.Args, Env: cfg.Env, Mounts: cfg.Mounts, Fuel: cfg.Fuel, Timeout: cfg.Timeout, Probe: cfg.probe}
 }
 
 // resultMsg is how the run ended; Err is a run that could not start.
