@@ -24,6 +24,7 @@ const (
 	CodeRefused      = "refused"       // refused by policy: --strict-grants (403)
 	CodeTooLarge     = "too_large"     // the request body is over its cap (413)
 	CodeUnavailable  = "unavailable"   // the server is stopping (503)
+	CodeTooMany      = "too_many"      // over a cap of live event streams, per run or link or overall; try again after RetryAfter (429)
 	CodeInternal     = "internal"      // the host failed (500)
 )
 
@@ -39,6 +40,9 @@ type Error struct {
 	// file or source (CodeConflict), is what it is bound to: "file:PATH"
 	// or "sha256:HASH".
 	Bound string `json:"bound,omitempty"`
+	// RetryAfter, of CodeTooMany, is the seconds to wait before trying
+	// again, as the answer's Retry-After header says too.
+	RetryAfter int `json:"retry_after,omitempty"`
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -62,6 +66,8 @@ func (e *Error) Status() int {
 		return http.StatusRequestEntityTooLarge
 	case CodeUnavailable:
 		return http.StatusServiceUnavailable
+	case CodeTooMany:
+		return http.StatusTooManyRequests
 	}
 	return http.StatusInternalServerError
 }

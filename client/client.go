@@ -154,16 +154,19 @@ func answerError(resp *http.Response) error {
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	var eb api.ErrorBody
-	if json.Unmarshal(b, &eb) == nil && eb.Error != nil {
-		return eb.Error
-	}
-	code := api.CodeInternal
-	for _, c := range []string{api.CodeBadRequest, api.CodeUnauthorized, api.CodeNotFound, api.CodeConflict, api.CodeCompile, api.CodeRefused, api.CodeTooLarge, api.CodeUnavailable} {
-		if (&api.Error{Code: c}).Status() == resp.StatusCode {
-			code = c
+	if json.Unmarshal(b, &eb) != nil || eb.Error == nil {
+		code := api.CodeInternal
+		for _, c := range []string{api.CodeBadRequest, api.CodeUnauthorized, api.CodeNotFound, api.CodeConflict, api.CodeCompile, api.CodeRefused, api.CodeTooLarge, api.CodeUnavailable, api.CodeTooMany} {
+			if (&api.Error{Code: c}).Status() == resp.StatusCode {
+				code = c
+			}
 		}
+		eb.Error = &api.Error{Code: code, Message: fmt.Sprintf("the server answered %s: %s", resp.Status, bytes.TrimSpace(b))}
 	}
-	return &api.Error{Code: code, Message: fmt.Sprintf("the server answered %s: %s", resp.Status, bytes.TrimSpace(b))}
+	if n, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && n >= 0 && eb.Error.RetryAfter == 0 {
+		eb.Error.RetryAfter = n
+	}
+	return eb.Error
 }
 
 func invPath(inv string, rest string) string {

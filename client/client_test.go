@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -168,5 +169,41 @@ func TestFollowCancel(t *testing.T) {
 	st, err := New(srv.URL, "").Follow(ctx, "r1", FollowOptions{}, nil)
 	if st != nil || err != context.DeadlineExceeded {
 		t.Fatalf("%v %v", st, err)
+	}
+}
+
+// A stream refused for the server's cap of streams (429) is tried again
+// after its Retry-After, Busy told each time; refused every time, Follow
+// ends with an error that says so.
+func TestFollowBusy(t *testing.T) {
+	var refusals atomic.Int32
+	var limit atomic.Int32
+	limit.Store(2)
+	stream := sse(t, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if refusals.Add(1) <= limit.Load() {
+			w.Header().Set("Retry-After", "0")
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusTooManyRequests)
+			json.NewEncoder(w).Encode(api.ErrorBody{Error: &api.Error{Code: api.CodeTooMany, Message: "this link has 64 live event streams"}})
+			return
+		}
+		stream.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	var told []string
+	opts := FollowOptions{Tree: true, Cursor: "c0", UntilSettled: true, Busy: func(ae *api.Error, wait time.Duration) {
+		told = append(told, fmt.Sprintf("%s %v", ae.Message, wait))
+	}}
+	st, err := New(srv.URL, "").Follow(context.Background(), "r1", opts, nil)
+	if err != nil || st.Status != "completed" || len(told) != 2 || told[0] != "this link has 64 live event streams 100ms" {
+		t.Fatalf("state %+v, %v, told %q", st, err, told)
+	}
+	refusals.Store(0)
+	limit.Store(1000)
+	told = nil
+	_, err = New(srv.URL, "").Follow(context.Background(), "r1", opts, nil)
+	if api.CodeOf(err) != api.CodeTooMany || !strings.Contains(err.Error(), "refused the event stream 5 times (429 Too Many Requests): this link has 64") || len(told) != busyTries {
+		t.Fatalf("refused every time: %v, told %q", err, told)
 	}
 }

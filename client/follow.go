@@ -26,6 +26,9 @@ type FollowOptions struct {
 	From         uint64 // the first seq, of a single invocation's stream (1 when 0)
 	Cursor       string // where to start, as a server gave it (RunResponse.Cursor, RunState.Cursor); wins over From
 	UntilSettled bool   // end at the first state message: when the tree settles
+	// Busy, when set, is told each time the server refuses the stream for
+	// its cap of live streams (429), before Follow waits to try again.
+	Busy func(err *api.Error, wait time.Duration)
 }
 
 // Reconnection: a dropped stream is opened again at its last event this
@@ -33,6 +36,14 @@ type FollowOptions struct {
 const (
 	reconnects = 8
 	backoff    = 100 * time.Millisecond
+)
+
+// A stream refused for the server's cap of live streams (429) is tried
+// again after the Retry-After it names (at most busyWaitMax) this many
+// times before Follow gives up with the refusal.
+const (
+	busyTries   = 4
+	busyWaitMax = 30 * time.Second
 )
 
 // errDropped is a stream that ended before the server said it was over.
@@ -46,7 +57,7 @@ var errDropped = errors.New("client: the event stream ended early")
 // ctx ends first, Follow returns nil and ctx's error.
 func (c *Client) Follow(ctx context.Context, inv string, opts FollowOptions, onEvent func(events.Event)) (*api.RunState, error) {
 	s := &stream{c: c, inv: inv, opts: opts, onEvent: onEvent}
-	for failures := 0; ; {
+	for failures, busy := 0, 0; ; {
 		progressed, err := s.once(ctx)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -55,6 +66,25 @@ func (c *Client) Follow(ctx context.Context, inv string, opts FollowOptions, onE
 			return s.state, nil
 		}
 		var ae *api.Error
+		if errors.As(err, &ae) && ae.Code == api.CodeTooMany {
+			if busy++; busy > busyTries {
+				return nil, &api.Error{Code: ae.Code, RetryAfter: ae.RetryAfter,
+					Message: fmt.Sprintf("following %s: the server refused the event stream %d times (429 Too Many Requests): %s", inv, busyTries+1, ae.Message)}
+			}
+			wait := min(time.Duration(ae.RetryAfter)*time.Second, busyWaitMax)
+			if wait <= 0 {
+				wait = backoff
+			}
+			if s.opts.Busy != nil {
+				s.opts.Busy(ae, wait)
+			}
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(wait):
+			}
+			continue
+		}
 		if errors.As(err, &ae) {
 			return nil, err
 		}

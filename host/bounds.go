@@ -1,5 +1,5 @@
 // bounds.go holds the caps users can read: checkpoint size, act argument and
-// reply size, journal length. Crossing 80% of a cap logs a warning; passing
+// reply size, journal length, store quota, bytes of the run log. Crossing 80% of a cap logs a warning; passing
 // it is a clear error of kind "limit". Large replies are stored once, by
 // reference, so that ledger records stay small.
 
@@ -7,6 +7,7 @@ package host
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 
 	"github.com/runehost/runehost/checkpoint"
@@ -24,6 +25,11 @@ type Bounds struct {
 	// Store is the bytes of checkpoint and of consumed replies one
 	// invocation may hold in the store; past it the invocation fails.
 	Store int64
+	// Events is the bytes of run-log events one invocation may store
+	// (counted as stored, with the run: a resumed run goes on from its
+	// count); a slice that leaves more stored fails the invocation. It is
+	// per invocation, not per tree: each child has its own. 0: no cap.
+	Events int64
 }
 
 // DefaultBounds are the caps of a new engine.
@@ -34,6 +40,7 @@ var DefaultBounds = Bounds{
 	Journal:    100_000,
 	ByRef:      64 << 10,
 	Store:      256 << 20,
+	Events:     64 << 20,
 }
 
 // nearly reports whether n has just crossed 80% of limit, coming from prev.
@@ -47,6 +54,35 @@ func (e *Engine) warn(inv, bound, msg string) {
 	e.log(inv, e.note(events.NoteBudget, bound+": "+msg))
 	if e.OnWarn != nil {
 		e.OnWarn(inv, msg)
+	}
+}
+
+// Size is n bytes as a person reads a cap: "64 MiB", "512 KiB", else
+// "1000 bytes".
+func Size(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// errEvents is an invocation's run log past Bounds.Events.
+var errEvents = errors.New("events over the cap")
+
+// eventsError is the limit error of a run past Bounds.Events.
+func eventsError(limit int64) *checkpoint.Error {
+	return &checkpoint.Error{Kind: "limit", Msg: fmt.Sprintf("events: the run stored more than %s of events (%d bytes)", Size(limit), limit)}
+}
+
+// eventsWarn warns once an invocation's run log crosses 80% of its cap.
+func (e *Engine) eventsWarn(inv string, before, after uint64) {
+	if q := e.Bounds.Events; q > 0 && nearly(before, after, uint64(q)) {
+		e.warn(inv, "events", fmt.Sprintf("%d bytes of events stored, near the cap of %s", after, Size(q)))
 	}
 }
 

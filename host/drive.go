@@ -475,6 +475,7 @@ func (e *Engine) commit(ctx context.Context, r *run, res *port.Result, emits *[]
 	var stored []events.Event
 	var held uint64
 	var use cpUse
+	var logBytes [2]logCounter
 	err := e.Store.Retry(d, func(tx *store.Tx) error {
 		attempted = false
 		al, err := changeAllowance(tx, inv, settleRun(r, release))
@@ -496,12 +497,22 @@ func (e *Engine) commit(ctx context.Context, r *run, res *port.Result, emits *[]
 				evs = append(slices.Clip(logged), e.callEvents(act, prep.attempt.At, prep.attempt.Grant)...)
 			}
 		}
-		if stored, err = appendLog(tx, inv, evs); err != nil {
+		var count [2]logCounter
+		if stored, count, err = appendLogCount(tx, inv, evs); err != nil {
 			return err
 		}
+		if q := e.Bounds.Events; q > 0 && count[1].Bytes > uint64(q) {
+			// Past the cap (this slice's events, or an act's result
+			// before it, took it there): nothing of the slice is kept.
+			return errEvents
+		}
+		logBytes = count
 		use, err = e.putCheckpointTx(tx, inv, res.Checkpoint, r.consumed)
 		return err
 	})
+	if errors.Is(err, errEvents) {
+		return failRun(eventsError(e.Bounds.Events))
+	}
 	if errors.Is(err, store.ErrTooLarge) {
 		return failRun(&checkpoint.Error{Kind: "limit", Msg: fmt.Sprintf("the slice's records are too large to store: %v", err)})
 	}
@@ -512,6 +523,7 @@ func (e *Engine) commit(ctx context.Context, r *run, res *port.Result, emits *[]
 		return nil, err
 	}
 	e.quotaWarn(inv, use)
+	e.eventsWarn(inv, logBytes[0].Bytes, logBytes[1].Bytes)
 	r.held, r.spent, r.consumed = held, 0, 0
 	r.cp, r.stored = res.Checkpoint, time.Now()
 	if attempted {

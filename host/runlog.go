@@ -23,23 +23,40 @@ import (
 
 func runEventKey(inv string, seq uint64) store.Key { return store.K("ev", inv, seq) }
 
+// logCounter is where an invocation's log stands: its last seq, and the
+// bytes of its events as stored (Bounds.Events), kept with it so that a
+// resumed or recovered run goes on from its count. A counter stored before
+// Bytes was counted reads 0: such a run counts from there.
 type logCounter struct {
-	Next uint64 `cbor:"1,keyasint"`
+	Next  uint64 `cbor:"1,keyasint"`
+	Bytes uint64 `cbor:"2,keyasint,omitempty"`
 }
 
 // appendLog numbers and stores events of one invocation within tx, and
 // returns those stored: content is dropped once the invocation has ended.
 func appendLog(tx *store.Tx, inv string, evs []events.Event) ([]events.Event, error) {
-	if len(evs) == 0 {
-		return nil, nil
-	}
-	i, err := getInv(tx, inv)
-	if err != nil {
-		return nil, err
-	}
+	kept, _, err := appendLogCount(tx, inv, evs)
+	return kept, err
+}
+
+// appendLogCount is appendLog that also returns the log's counter before
+// and after: the bytes it holds are what Bounds.Events caps.
+func appendLogCount(tx *store.Tx, inv string, evs []events.Event) ([]events.Event, [2]logCounter, error) {
 	var c logCounter
 	if _, err := tx.Get(store.K("evn", inv), &c); err != nil {
-		return nil, err
+		return nil, [2]logCounter{}, err
+	}
+	if len(evs) == 0 {
+		return nil, [2]logCounter{c, c}, nil
+	}
+	kept, after, err := appendCounted(tx, inv, c, evs)
+	return kept, [2]logCounter{c, after}, err
+}
+
+func appendCounted(tx *store.Tx, inv string, c logCounter, evs []events.Event) ([]events.Event, logCounter, error) {
+	i, err := getInv(tx, inv)
+	if err != nil {
+		return nil, c, err
 	}
 	var kept []events.Event
 	for _, ev := range evs {
@@ -49,14 +66,19 @@ func appendLog(tx *store.Tx, inv string, evs []events.Event) ([]events.Event, er
 		c.Next++
 		ev.Run, ev.Seq = inv, c.Next
 		if err := ev.Check(); err != nil {
-			return nil, err
+			return nil, c, err
 		}
-		if err := tx.Put(runEventKey(inv, c.Next), ev); err != nil {
-			return nil, err
+		b, err := store.Encode(ev)
+		if err != nil {
+			return nil, c, fmt.Errorf("record %s: encode: %w", runEventKey(inv, c.Next), err)
 		}
+		if err := tx.PutRaw(runEventKey(inv, c.Next), b); err != nil {
+			return nil, c, err
+		}
+		c.Bytes += uint64(len(b))
 		kept = append(kept, ev)
 	}
-	return kept, tx.Put(store.K("evn", inv), c)
+	return kept, c, tx.Put(store.K("evn", inv), c)
 }
 
 // log stores events in a transaction of their own and hands them on.

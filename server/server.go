@@ -37,6 +37,12 @@ type Config struct {
 	BaseURL string           // of links to pages: BASE/r/TOKEN
 	Log     *slog.Logger
 	Version string
+	// MaxStreams caps the live event streams the server holds at once,
+	// and MaxStreamsPerLink those of one run page's link (and of one run's
+	// tree, of the API's streams); past either a stream is answered 429
+	// with Retry-After. 0: DefaultMaxStreams, DefaultMaxStreamsPerLink.
+	MaxStreams        int
+	MaxStreamsPerLink int
 }
 
 // Server serves the API.
@@ -45,6 +51,7 @@ type Server struct {
 	svc      *Service
 	hub      hub
 	windows  windows // encoded events, shared by the streams of a run
+	streams  slots   // the live streams, against their caps
 	mux      *http.ServeMux
 	stopping chan struct{}
 	stopOnce func()
@@ -58,6 +65,7 @@ func New(cfg Config) *Server {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, svc: cfg.Service, mux: http.NewServeMux(), stopping: make(chan struct{})}
+	s.streams.max, s.streams.perMax = cfg.MaxStreams, cfg.MaxStreamsPerLink
 	var once bool
 	s.stopOnce = func() {
 		if !once {
@@ -325,6 +333,13 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 	if c == "" && from > 1 {
 		cur[inv] = from - 1
 	}
+	root := rootOf(inv)
+	release, refused := s.streams.take("run:"+root, "run "+root+"'s tree")
+	if refused != nil {
+		refuse(w, refused)
+		return
+	}
+	defer release()
 	if err := s.stream(r.Context(), w, Follow{Inv: inv, Tree: tree, Cursor: cur, UntilSettled: q.Get("until") == "settled"}); err != nil {
 		s.cfg.Log.Warn("event stream ended", "invocation", inv, "err", err)
 	}
@@ -504,6 +519,14 @@ func (s *Server) getPageEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	// Counted by the link: one link shared widely cannot take every
+	// slot of the run's other links, or of the API's streams.
+	release, refused := s.streams.take("link:"+r.PathValue("token"), "this link")
+	if refused != nil {
+		refuse(w, refused)
+		return
+	}
+	defer release()
 	if err := s.stream(r.Context(), w, Follow{Inv: run, Tree: true, Cursor: cur}); err != nil {
 		s.cfg.Log.Warn("page stream ended", "invocation", run, "err", err)
 	}

@@ -67,7 +67,7 @@ func (g *gate) count() int {
 	return g.calls
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T, opts ...func(*Config)) *fixture {
 	t.Helper()
 	s, err := store.Open(store.Options{Dir: t.TempDir()})
 	if err != nil {
@@ -80,7 +80,11 @@ func newFixture(t *testing.T) *fixture {
 	e.Adapters["test.gate"] = &gate{}
 	loop := &host.Loop{E: e, Workers: 2, Poll: 5 * time.Millisecond}
 	l := links.New(s, clock)
-	srv := New(Config{Service: &Service{E: e, Loop: loop, Clock: clock}, Links: l, Token: testToken, Metrics: metrics.New(), BaseURL: "http://runehost.test"})
+	cfg := Config{Service: &Service{E: e, Loop: loop, Clock: clock}, Links: l, Token: testToken, Metrics: metrics.New(), BaseURL: "http://runehost.test"}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	srv := New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { loop.Run(ctx); close(done) }()

@@ -328,7 +328,7 @@ func (r *remote) Resolve(ctx context.Context, inv string, ordinal uint64, req ap
 }
 
 func (r *remote) Drive(ctx context.Context, inv, cursor string) (*api.RunState, error) {
-	st, err := r.c.Follow(ctx, inv, client.FollowOptions{Tree: true, Cursor: cursor, UntilSettled: true}, func(ev events.Event) {
+	st, err := r.c.Follow(ctx, inv, client.FollowOptions{Tree: true, Cursor: cursor, UntilSettled: true, Busy: busyNote(r.w)}, func(ev events.Event) {
 		if r.p != nil && ev.Kind == events.KindToolCall {
 			r.p.act()
 		}
@@ -339,6 +339,14 @@ func (r *remote) Drive(ctx context.Context, inv, cursor string) (*api.RunState, 
 		return nil, fmt.Errorf("invocation %s: %s", inv, st.Paused)
 	}
 	return st, err
+}
+
+// busyNote says, on w, that the server refused an event stream for its
+// cap of live streams, and when it is tried again.
+func busyNote(w io.Writer) func(*api.Error, time.Duration) {
+	return func(ae *api.Error, wait time.Duration) {
+		fmt.Fprintf(w, "runehost: the server is at its cap of live event streams (429 Too Many Requests): %s; following again in %v\n", ae.Message, wait)
+	}
 }
 
 func (r *remote) Cancel(ctx context.Context, inv string) error {

@@ -78,6 +78,11 @@ func openEngine(c *cli.Context, runs bool) (*host.Engine, func(), error) {
 		s.Close()
 		return nil, nil, exitf(exitUsage, "%v", err)
 	}
+	if e.Bounds.Events, err = eventBytes(c); err != nil {
+		closeRT()
+		s.Close()
+		return nil, nil, err
+	}
 	cfg := acts.FromEnv()
 	if c.IsSet("cache-dir") {
 		cfg.CacheDir = c.String("cache-dir")

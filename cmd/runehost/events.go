@@ -87,7 +87,7 @@ func eventsServed(c *cli.Context, cl *client.Client, inv string, from uint64) er
 		}
 		return nil
 	}
-	_, err := cl.Follow(c.Context, inv, client.FollowOptions{From: from}, show)
+	_, err := cl.Follow(c.Context, inv, client.FollowOptions{From: from, Busy: busyNote(c.App.ErrWriter)}, show)
 	if err != nil && c.Context.Err() == nil {
 		return failed("events", err, exitUsage)
 	}

@@ -11,7 +11,7 @@ func resumeCommand() *cli.Command {
 		Name:      "resume",
 		Usage:     "go on with a stored invocation from its last checkpoint",
 		ArgsUsage: "INVOCATION",
-		Flags:     []cli.Flag{storeFlag(), nativeFlag(), cacheFlag(), quietFlag()},
+		Flags:     []cli.Flag{storeFlag(), nativeFlag(), cacheFlag(), eventBytesFlag(), quietFlag()},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return exitf(exitUsage, "resume: want one INVOCATION")

@@ -68,6 +68,7 @@ func runCommand() *cli.Command {
 			&cli.Uint64Flag{Name: "tokens", Value: host.DefaultTokens, Usage: "model-token limit of the run: what its model calls may spend (0: no model calls)"},
 			&cli.Uint64Flag{Name: "slice", Value: port.DefaultSlice, Usage: "steps per slice"},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed of random()", DefaultText: "from the clock"},
+			eventBytesFlag(),
 			nativeFlag(),
 			cacheFlag(),
 			quietFlag(),
@@ -192,6 +193,29 @@ func missingGrants(w io.Writer, prog string, tags, hints []string, runs bool) {
 
 func nativeFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "native", Usage: "run the machine in this process instead of the WebAssembly sandbox (for debugging)"}
+}
+
+// eventBytesFlag is the cap on the bytes of events one run stores
+// (host.Bounds.Events): past it the run fails with a limit error.
+func eventBytesFlag() cli.Flag {
+	return &cli.StringFlag{Name: "event-bytes", Usage: "the most bytes of events one run may store (such as 64MiB; 0: no cap); past it the run fails with a limit error", DefaultText: "64MiB", EnvVars: []string{"RUNEHOST_EVENT_BYTES"}}
+}
+
+// eventBytes is --event-bytes, or RUNEHOST_EVENT_BYTES for a command
+// without the flag, or the default cap.
+func eventBytes(c *cli.Context) (int64, error) {
+	v, name := c.String("event-bytes"), "--event-bytes (or RUNEHOST_EVENT_BYTES)"
+	if v == "" {
+		v, name = os.Getenv("RUNEHOST_EVENT_BYTES"), "RUNEHOST_EVENT_BYTES"
+	}
+	if v == "" {
+		return host.DefaultBounds.Events, nil
+	}
+	n, err := parseBytes(v)
+	if err != nil {
+		return 0, exitf(exitUsage, "%s=%q: %v", name, v, err)
+	}
+	return int64(n), nil
 }
 
 func cacheFlag() cli.Flag {

@@ -59,8 +59,18 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "base-url", Usage: "where run pages are reached: BASE/r/TOKEN", DefaultText: "http://LISTEN, or http://127.0.0.1:7233", EnvVars: []string{"RUNEHOST_BASE_URL"}},
 			&cli.IntFlag{Name: "workers", Usage: "trees driven at once", DefaultText: "the number of CPUs"},
 			&cli.BoolFlag{Name: "slack", Usage: "also run the Slack dispatcher (the flags of runehost slack)"},
-		}, append(natsFlags(), slackFlags()...)...),
+		}, append(append(capFlags(), natsFlags()...), slackFlags()...)...),
 		Action: func(c *cli.Context) error { return serveAction(c, c.Bool("slack")) },
+	}
+}
+
+// capFlags are serve's caps, on serve and slack: the event bytes of a
+// run, and the live event streams it holds.
+func capFlags() []cli.Flag {
+	return []cli.Flag{
+		eventBytesFlag(),
+		&cli.IntFlag{Name: "max-streams", Value: server.DefaultMaxStreams, Usage: "the most live event streams (run pages and followers) the server holds at once; past it a stream is answered 429 with Retry-After"},
+		&cli.IntFlag{Name: "max-streams-per-link", Value: server.DefaultMaxStreamsPerLink, Usage: "the most live event streams of one run page's link, and of one run's tree through the API; past it a stream is answered 429 with Retry-After"},
 	}
 }
 
@@ -76,6 +86,10 @@ type serveOptions struct {
 	slack    *slackOptions // nil: no Slack
 	logw     io.Writer
 	nats     *store.JetStream // nil: as RUNEHOST_NATS says (natsOptions)
+
+	eventBytes        int64 // host.Bounds.Events; 0: the default, -1: no cap
+	maxStreams        int   // server.Config.MaxStreams; 0: the default
+	maxStreamsPerLink int   // server.Config.MaxStreamsPerLink; 0: the default
 }
 
 func serveAction(c *cli.Context, withSlack bool) error {
@@ -87,7 +101,16 @@ func serveAction(c *cli.Context, withSlack bool) error {
 		return err
 	}
 	o := serveOptions{store: dir, listen: c.String("listen"), token: c.String("token-file"), baseURL: c.String("base-url"),
-		workers: c.Int("workers"), native: c.Bool("native"), cacheDir: c.String("cache-dir"), logw: c.App.ErrWriter}
+		workers: c.Int("workers"), native: c.Bool("native"), cacheDir: c.String("cache-dir"), logw: c.App.ErrWriter,
+		maxStreams: c.Int("max-streams"), maxStreamsPerLink: c.Int("max-streams-per-link")}
+	if o.maxStreams <= 0 || o.maxStreamsPerLink <= 0 {
+		return exitf(exitUsage, "serve: --max-streams and --max-streams-per-link want a positive number")
+	}
+	if o.eventBytes, err = eventBytes(c); err != nil {
+		return err
+	} else if o.eventBytes == 0 {
+		o.eventBytes = -1
+	}
 	if withSlack {
 		if o.slack, err = slackOptionsOf(c); err != nil {
 			return err
@@ -197,6 +220,12 @@ func launchServe(ctx context.Context, o serveOptions) (wait func() error, err er
 	if e.Cadence, err = cadenceFromEnv(); err != nil {
 		return fail(exitf(exitUsage, "%v", err))
 	}
+	switch {
+	case o.eventBytes < 0:
+		e.Bounds.Events = 0
+	case o.eventBytes > 0:
+		e.Bounds.Events = o.eventBytes
+	}
 	e.OnRecovered = func(op *host.Operation) { reportUnknown(log, e, op) }
 	cfg := acts.FromEnv()
 	if o.cacheDir != "" {
@@ -266,6 +295,9 @@ func launchServe(ctx context.Context, o serveOptions) (wait func() error, err er
 		BaseURL: base,
 		Log:     log,
 		Version: version,
+
+		MaxStreams:        o.maxStreams,
+		MaxStreamsPerLink: o.maxStreamsPerLink,
 	})
 	ul, sock, err := server.ListenUnix(o.store)
 	if err != nil {

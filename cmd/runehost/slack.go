@@ -42,7 +42,7 @@ func slackCommand() *cli.Command {
 			&cli.StringFlag{Name: "token-file", Usage: "the TCP bearer token's file"},
 			&cli.StringFlag{Name: "base-url", Usage: "links to runs: BASE/r/TOKEN", EnvVars: []string{"RUNEHOST_BASE_URL"}},
 			&cli.IntFlag{Name: "workers", Usage: "trees driven at once", DefaultText: "the number of CPUs"},
-		}, slackFlags()...),
+		}, append(capFlags(), slackFlags()...)...),
 		Action: func(c *cli.Context) error { return serveAction(c, true) },
 	}
 }
