@@ -26,6 +26,19 @@ func RequireRoot(t testing.TB) {
 // directory is removed.
 func Bind(t testing.TB, src, dir string) {
 	t.Helper()
+	bind(t, src, dir, false)
+}
+
+// BindWritable is Bind, writable: for a test that opens a file of /proc
+// for writing (its own /proc/self/comm), to show the check refuses it
+// before the file system would.
+func BindWritable(t testing.TB, src, dir string) {
+	t.Helper()
+	bind(t, src, dir, true)
+}
+
+func bind(t testing.TB, src, dir string, writable bool) {
+	t.Helper()
 	RequireRoot(t)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -38,6 +51,9 @@ func Bind(t testing.TB, src, dir string) {
 			t.Errorf("unmount %s: %v", dir, err)
 		}
 	})
+	if writable {
+		return
+	}
 	if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
 		t.Fatalf("remount %s read-only: %v", dir, err)
 	}
