@@ -7,6 +7,8 @@ package testtools
 
 import (
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -46,9 +48,20 @@ func bind(t testing.TB, src, dir string, writable bool) {
 	if err := unix.Mount(src, dir, "", unix.MS_BIND, ""); err != nil {
 		t.Fatalf("bind mount %s at %s: %v", src, dir, err)
 	}
+	var stx unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, dir, 0, unix.STATX_MNT_ID, &stx); err != nil || stx.Mask&unix.STATX_MNT_ID == 0 {
+		unix.Unmount(dir, unix.MNT_DETACH)
+		t.Fatalf("the mount at %s has no id: %v", dir, err)
+	}
 	t.Cleanup(func() {
-		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
+		// Wherever it is now: a test may have renamed a directory above it.
+		at := mountPoint(stx.Mnt_id)
+		if at == "" {
+			t.Errorf("the mount made at %s is gone", dir)
+			return
+		}
+		if err := unix.Unmount(at, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", at, err)
 		}
 	})
 	if writable {
@@ -57,4 +70,35 @@ func bind(t testing.TB, src, dir string, writable bool) {
 	if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
 		t.Fatalf("remount %s read-only: %v", dir, err)
 	}
+}
+
+// mountPoint is where the mount of this id is now, "" if nowhere.
+func mountPoint(id uint64) string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && f[0] == strconv.FormatUint(id, 10) {
+			return unescape(f[4])
+		}
+	}
+	return ""
+}
+
+// unescape decodes mountinfo's octal escapes (\040 a space).
+func unescape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
