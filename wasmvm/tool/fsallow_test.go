@@ -34,7 +34,7 @@ func TestForeignMountRefusedAtStart(t *testing.T) {
 		testtools.Bind(t, m.src, filepath.Join(dir, "m"))
 		for _, c := range []struct{ host, want string }{
 			{dir, dir + " holds " + dir + "/m, a mount of " + m.fstype},
-			{filepath.Join(dir, "m"), dir + "/m is "},
+			{filepath.Join(dir, "m"), dir + "/m"}, // by the mount table, or by its root's descriptor
 		} {
 			for _, write := range []bool{false, true} {
 				_, err := r.Run(context.Background(), testtools.Build(t, "cat"), Config{Args: []string{"/w/m/self/environ"}, Mounts: []Mount{{Host: c.host, Guest: "/w", Write: write}}})
