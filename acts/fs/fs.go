@@ -4,8 +4,10 @@
 // with every symlink before it is checked against the grants, and the file is
 // then opened through os.Root at the granted directory, so that no path, `..`
 // or symlink, checked or swapped in later, leads out of it. Only regular
-// files (and directories, to list) are opened, never blocking on a pipe; no
-// grant may cover /proc, /sys, /dev or the host's own directories (Place).
+// files (and directories, to list) on ordinary file systems are opened
+// (internal/fsallow: one fstatfs per open), never blocking on a pipe; no
+// grant may cover /proc, /sys, /dev or the host's own directories (Place),
+// nor a directory holding a mount of another file system (CheckMounts).
 package fs
 
 import (
@@ -89,6 +91,9 @@ func (a *Adapter) CheckGrant(tag, target string) (string, error) {
 		return "", fmt.Errorf("%q: a granted directory cannot have = in its path", abs)
 	}
 	if err := CheckPlace(abs, a.Places); err != nil {
+		return "", err
+	}
+	if err := CheckMounts(abs); err != nil {
 		return "", err
 	}
 	if guest != "" {

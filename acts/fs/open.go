@@ -1,7 +1,9 @@
 // open.go holds how the file acts open a host file: never blocking (a pipe
 // opened for reading waits for a writer), and only a regular file or a
 // directory as the opened file itself says (fstat), never as its name said
-// a moment before.
+// a moment before, and only on an ordinary file system (fsallow: a disk's or
+// memory's, never the kernel's views such as /proc, whatever path or mount
+// led there).
 
 package fs
 
@@ -11,6 +13,8 @@ import (
 	iofs "io/fs"
 	"os"
 	"syscall"
+
+	"github.com/runehost/runehost/internal/fsallow"
 )
 
 // openChecked opens rel in r without blocking, and returns it only if it is
@@ -40,7 +44,7 @@ func openChecked(r *os.Root, rel string, flag int, perm os.FileMode, dir bool) (
 		case dir && !fi.IsDir(), !dir && !fi.Mode().IsRegular():
 			err = fmt.Errorf("%w: %s", ErrNotRegular, kindOf(fi.Mode()))
 		default:
-			err = kernelFS(f)
+			err = ordinary(f)
 		}
 	}
 	if err != nil {
@@ -50,9 +54,9 @@ func openChecked(r *os.Root, rel string, flag int, perm os.FileMode, dir bool) (
 	return f, nil
 }
 
-// CheckOpened refuses an opened file that is not a regular file or is on
-// one of the kernel's file systems (/proc, /sys...): for the other acts
-// that open host files (a tool's module).
+// CheckOpened refuses an opened file that is not a regular file or is not
+// on an ordinary file system (/proc, /sys...): for the other acts that open
+// host files (a tool's module).
 func CheckOpened(f *os.File) error {
 	fi, err := f.Stat()
 	if err != nil {
@@ -61,7 +65,16 @@ func CheckOpened(f *os.File) error {
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%w: %s", ErrNotRegular, kindOf(fi.Mode()))
 	}
-	return kernelFS(f)
+	return ordinary(f)
+}
+
+// ordinary refuses an opened file on a file system outside fsallow's
+// allow-list (one fstatfs).
+func ordinary(f *os.File) error {
+	if err := fsallow.Check(f); err != nil {
+		return fmt.Errorf("%w: %w", ErrPlace, err)
+	}
+	return nil
 }
 
 // OpenRegular opens a host file for reading without blocking, and returns

@@ -1,18 +1,13 @@
 //go:build unix && !linux
 
 // open_unix.go holds the side of opening for Unix systems other than Linux:
-// the same flags; the kernel's file systems are known only on Linux.
+// the same flags.
 
 package fs
 
-import (
-	"os"
-	"syscall"
-)
+import "syscall"
 
 const (
 	openFlags = syscall.O_NONBLOCK | syscall.O_NOCTTY
 	dirFlag   = syscall.O_DIRECTORY
 )
-
-func kernelFS(*os.File) error { return nil }

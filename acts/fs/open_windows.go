@@ -1,13 +1,9 @@
 // open_windows.go holds the side of opening for Windows, which has no pipes
-// to block on by name and no kernel file systems to refuse.
+// to block on by name.
 
 package fs
-
-import "os"
 
 const (
 	openFlags = 0
 	dirFlag   = 0
 )
-
-func kernelFS(*os.File) error { return nil }

@@ -1,6 +1,8 @@
 // places.go holds the places no grant may cover: the kernel's views of
 // processes, devices and drivers, and the host's own directories (the store,
-// the compilation cache), nor any directory that holds one of them.
+// the compilation cache), nor any directory that holds one of them; nor a
+// directory that holds a mount of a file system that is not an ordinary one
+// (a bind mount of /proc), wherever it is.
 
 package fs
 
@@ -10,6 +12,7 @@ import (
 	"path/filepath"
 
 	"github.com/runehost/runehost/internal/confine"
+	"github.com/runehost/runehost/internal/fsallow"
 )
 
 // Place is a directory no grant may cover: neither it, nor a directory
@@ -84,6 +87,17 @@ func CheckPlace(dir string, places []Place) error {
 				return &PlaceError{Dir: real, Place: pr, What: p.What, How: "holds"}
 			}
 		}
+	}
+	return nil
+}
+
+// CheckMounts refuses a directory that is on, is, or holds anywhere below
+// it a mount of a file system that is not an ordinary one (fsallow): a
+// bind mount of /proc inside a directory makes it /proc's holder as surely
+// as / is. The refusal names the mount point and its file system.
+func CheckMounts(dir string) error {
+	if err := fsallow.CheckTree(dir); err != nil {
+		return fmt.Errorf("%w: %w", ErrPlace, err)
 	}
 	return nil
 }

@@ -5,12 +5,16 @@
 // a use. wazero's own directories follow symlinks out of a mount (wazero
 // issue 2321). Operations on a name itself (mkdir, unlink, rename, symlink)
 // run on its parent's descriptor, opened through the root, so they give the
-// results and errnos Linux gives.
+// results and errnos Linux gives. Every descriptor opened for a tool is on
+// an ordinary file system (internal/fsallow: one fstatfs each), and a mount
+// is refused at the start if a mount of another is below it: a bind mount of
+// /proc inside a granted directory is never read.
 
 package tool
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path"
@@ -22,6 +26,8 @@ import (
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/sys"
 	"golang.org/x/sys/unix"
+
+	"github.com/runehost/runehost/internal/fsallow"
 )
 
 // MaxPath bounds a path a tool may use: resolving is linear in its length
@@ -42,7 +48,9 @@ type rootFS struct {
 
 // newMount mounts dir, which must be a directory and must resolve to
 // itself: a granted directory that became (or moved under) a symlink since
-// it was granted is refused. The returned func releases the mount.
+// it was granted is refused, as is one that is on, or holds anywhere below
+// it, a mount of a file system that is not an ordinary one (fsallow). The
+// returned func releases the mount.
 func newMount(dir string, write bool) (experimentalsys.FS, func(), error) {
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
@@ -51,14 +59,28 @@ func newMount(dir string, write bool) (experimentalsys.FS, func(), error) {
 	if real != filepath.Clean(dir) {
 		return nil, nil, errors.New(dir + " now resolves elsewhere; grant it again")
 	}
+	if err := fsallow.CheckTree(real); err != nil {
+		return nil, nil, err
+	}
 	r, err := os.OpenRoot(real)
 	if err != nil {
 		return nil, nil, err
 	}
-	fi, err := r.Stat(".")
+	// The root as opened, which the mount serves from.
+	d, err := r.Open(".")
 	if err != nil {
 		r.Close()
 		return nil, nil, err
+	}
+	err = fsallow.Check(d)
+	fi, serr := d.Stat()
+	d.Close()
+	if err == nil {
+		err = serr
+	}
+	if err != nil {
+		r.Close()
+		return nil, nil, fmt.Errorf("%s: %w", dir, err)
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok || !fi.IsDir() {
@@ -143,7 +165,14 @@ func (r *rootFS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode
 	default:
 		return nil, errnoOf(err)
 	}
-	f, err := r.root.OpenFile(name, osFlag(flag)|syscall.O_NONBLOCK|syscall.O_NOCTTY, perm&fs.ModePerm)
+	// A file opened to write is truncated only once it is known to be a
+	// regular file on an ordinary file system.
+	oflag := osFlag(flag)
+	trunc := oflag&os.O_TRUNC != 0 && oflag&(os.O_WRONLY|os.O_RDWR) != 0
+	if trunc {
+		oflag &^= os.O_TRUNC
+	}
+	f, err := r.root.OpenFile(name, oflag|syscall.O_NONBLOCK|syscall.O_NOCTTY, perm&fs.ModePerm)
 	if err != nil {
 		return nil, errnoOf(err)
 	}
@@ -151,7 +180,14 @@ func (r *rootFS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode
 		f.Close()
 		return nil, errnoOf(err)
 	}
-	if e := openable(fi); e != 0 {
+	e := openable(fi)
+	if e == 0 && fsallow.Check(f) != nil {
+		e = experimentalsys.EACCES
+	}
+	if e == 0 && trunc && fi.Mode().IsRegular() {
+		e = errnoOf(f.Truncate(0))
+	}
+	if e != 0 {
 		f.Close()
 		return nil, e
 	}
@@ -209,8 +245,9 @@ func statOf(fi fs.FileInfo, err error) (sys.Stat_t, experimentalsys.Errno) {
 }
 
 // parent opens, through the root, the directory holding p's last
-// component, and returns that component (a trailing slash kept: the kernel
-// gives it its meaning without following the name). The caller closes it.
+// component, on an ordinary file system, and returns that component (a
+// trailing slash kept: the kernel gives it its meaning without following
+// the name). The caller closes it.
 func (r *rootFS) parent(p string) (*os.File, string, experimentalsys.Errno) {
 	if len(p) > MaxPath {
 		return nil, "", experimentalsys.ENAMETOOLONG
@@ -229,6 +266,10 @@ func (r *rootFS) parent(p string) (*os.File, string, experimentalsys.Errno) {
 	f, err := r.root.OpenFile(rel(strings.TrimSuffix(dir, "/")), os.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, "", errnoOf(err)
+	}
+	if fsallow.Check(f) != nil {
+		f.Close()
+		return nil, "", experimentalsys.EACCES
 	}
 	return f, base, 0
 }
@@ -385,7 +426,9 @@ func leadsOut(depth int, target string, strict bool) bool {
 	return false
 }
 
-// changeable refuses a change by name to a file with a second name.
+// changeable refuses a change by name to a file with a second name, or in
+// a directory on a file system that is not an ordinary one (its mode or
+// times may be the kernel's settings).
 func (r *rootFS) changeable(p string) experimentalsys.Errno {
 	if !r.write {
 		return experimentalsys.EROFS
@@ -397,7 +440,11 @@ func (r *rootFS) changeable(p string) experimentalsys.Errno {
 	if st, ok := fi.Sys().(*syscall.Stat_t); fi.Mode().IsRegular() && (!ok || st.Nlink > 1) {
 		return experimentalsys.EACCES
 	}
-	return 0
+	dir, _, e := r.parent(p)
+	if e == 0 {
+		dir.Close()
+	}
+	return e
 }
 
 func (r *rootFS) Chmod(p string, perm fs.FileMode) experimentalsys.Errno {

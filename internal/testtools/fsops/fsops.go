@@ -44,7 +44,8 @@ func Errno(err error) string {
 // open with O_TRUNC), create (a read-only open with O_CREATE|O_EXCL), mkdir,
 // rmdir, unlink, remove, rename (to ARG, under base), link (ARG is the new
 // name), symlink (PATH is the link, ARG its target, kept as given), readlink,
-// stat, lstat, readdir, relist (list, rewind, list again), chtimes.
+// stat, lstat, readdir, relist (list, rewind, list again), chtimes, wait
+// (until PATH exists).
 func Run(w io.Writer, base string, ops []string) {
 	for _, op := range ops {
 		parts := strings.SplitN(op, ":", 3)
@@ -181,6 +182,13 @@ func do(op, p, arg, base string) (string, error) {
 		return strings.Join(a, ",") + " then " + strings.Join(b, ","), err
 	case "chtimes":
 		return "", os.Chtimes(p, time.Unix(1e9, 0), time.Unix(1.5e9, 0))
+	case "wait": // until p exists: the host changes something meanwhile
+		for {
+			if _, err := os.Stat(p); err == nil {
+				return "", nil
+			}
+			time.Sleep(time.Millisecond)
+		}
 	}
 	return "", fmt.Errorf("unknown op %q", op)
 }
