@@ -95,12 +95,17 @@ func limitRun(pages uint32, timeout float64) error {
 }
 
 // filter applies the seccomp filter to every thread of the worker (TSYNC),
-// with no_new_privs: from here on it has only the system calls of policy.
+// with no_new_privs: from here on it has only the system calls of policy,
+// and signals only its own threads.
 func filter(off layers) error {
 	if off.Seccomp {
 		return nil
 	}
-	return seccomp.LoadFilter(seccomp.Filter{NoNewPrivs: true, Flag: seccomp.FilterFlagTSync, Policy: policy})
+	p := policy
+	p.Syscalls = append([]seccomp.SyscallGroup{{Action: seccomp.ActionAllow, NamesWithCondtions: []seccomp.NameWithConditions{
+		{Name: "tgkill", Conditions: []seccomp.Condition{{Argument: 0, Operation: seccomp.Equal, Value: uint64(os.Getpid())}}},
+	}}}, p.Syscalls...)
+	return seccomp.LoadFilter(seccomp.Filter{NoNewPrivs: true, Flag: seccomp.FilterFlagTSync, Policy: p})
 }
 
 // confine applies Landlock to every thread of the worker, its mounts open
@@ -134,7 +139,7 @@ var policy = seccomp.Policy{
 		Names: []string{
 			// memory and threads
 			"mmap", "munmap", "mprotect", "madvise", "mremap", "brk", "mincore",
-			"futex", "sched_yield", "sched_getaffinity", "gettid", "getpid", "tgkill",
+			"futex", "sched_yield", "sched_getaffinity", "gettid", "getpid",
 			"set_robust_list", "rseq", "exit", "exit_group", "restart_syscall",
 			// signals
 			"rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack",
@@ -151,15 +156,11 @@ var policy = seccomp.Policy{
 			// names, beneath a mount's descriptor (os.Root)
 			"openat", "openat2", "newfstatat", "statx", "readlinkat", "mkdirat", "unlinkat",
 			"renameat", "renameat2", "symlinkat", "fchmodat", "utimensat", "faccessat", "faccessat2",
-			// Landlock, applied after the filter: it only takes away
-			"landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self",
 		},
 		NamesWithCondtions: []seccomp.NameWithConditions{
 			// Threads only: a new process would be outside the filter's
 			// accounting of what the worker is.
 			{Name: "clone", Conditions: []seccomp.Condition{{Argument: 0, Operation: seccomp.BitsSet, Value: unix.CLONE_THREAD}}},
-			// no_new_privs, as Landlock sets it on every thread.
-			{Name: "prctl", Conditions: []seccomp.Condition{{Argument: 0, Operation: seccomp.Equal, Value: unix.PR_SET_NO_NEW_PRIVS}}},
 			// isatty, and a descriptor's blocking mode.
 			{Name: "ioctl", Conditions: []seccomp.Condition{{Argument: 1, Operation: seccomp.Equal, Value: unix.TCGETS}}},
 			{Name: "ioctl", Conditions: []seccomp.Condition{{Argument: 1, Operation: seccomp.Equal, Value: fionbio}}},

@@ -67,13 +67,6 @@ func serveWorker() int {
 	if !testing.Testing() {
 		off = layers{}
 	}
-	if err == nil {
-		// The filter now, while the worker waits: the run's own
-		// confinement (Landlock, over its mounts) waits for the run.
-		if err = filter(off); err != nil {
-			err = &Error{What: "confine", Msg: err.Error(), Err: ErrWorker}
-		}
-	}
 	if err != nil {
 		writeFrame(ctl, readyMsg{Err: wireErrOf(err)})
 		return 1
@@ -105,7 +98,12 @@ func serveWorker() int {
 		return fail(err)
 	}
 	defer release()
+	// Landlock first: it reaches every thread through libpsx, whose
+	// signals and /proc reads the filter then refuses.
 	if err := confine(cfg.Mounts, off); err != nil {
+		return fail(&Error{What: "confine", Msg: err.Error(), Err: ErrWorker})
+	}
+	if err := filter(off); err != nil {
 		return fail(&Error{What: "confine", Msg: err.Error(), Err: ErrWorker})
 	}
 	// The host's word, or its going away, stops the run.
