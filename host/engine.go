@@ -768,6 +768,12 @@ func (e *Engine) Tree(root string) ([]string, error) {
 // a lost slice is charged. A turn of its tree running in this process ends
 // at its next slice (an act in flight finishes first).
 func (e *Engine) Cancel(inv string) error {
+	if err := e.notEnded(inv, "cancel"); err != nil {
+		return err
+	}
+	if err := e.room(inv, "cancel", true); err != nil {
+		return err // refused before a turn running is stopped for it
+	}
 	defer e.holds.askStop(inv)()
 	unlock, err := e.lockTree(inv)
 	if err != nil {
@@ -775,9 +781,6 @@ func (e *Engine) Cancel(inv string) error {
 	}
 	defer unlock()
 	if err := e.notEnded(inv, "cancel"); err != nil {
-		return err
-	}
-	if err := e.room(inv, "cancel", true); err != nil {
 		return err
 	}
 	e.dropRun(inv)
