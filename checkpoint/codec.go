@@ -23,7 +23,7 @@ func Encode(c *Checkpoint) ([]byte, error) {
 	body := appendMachine(make([]byte, 0, 256+32*len(c.Machine.Stack)+64*len(c.Machine.Heap)), c.Machine)
 	out := appendOuter(h, body)
 	if len(out) > MaxSize {
-		return nil, &DecodeError{Err: ErrTooLarge, Where: "checkpoint", Detail: fmt.Sprintf("%d bytes, limit %d", len(out), MaxSize)}
+		return nil, &SizeError{Size: len(out), Limit: MaxSize}
 	}
 	return out, nil
 }
@@ -52,9 +52,17 @@ func FinishEncode(b []byte, start int) ([]byte, error) {
 	copy(b[shift:start-len(h)], b[:start-bodyRoom])
 	out := b[shift:]
 	if len(out) > MaxSize {
-		return nil, &DecodeError{Err: ErrTooLarge, Where: "checkpoint", Detail: fmt.Sprintf("%d bytes, limit %d", len(out), MaxSize)}
+		return nil, &SizeError{Size: len(out), Limit: MaxSize}
 	}
 	return out, nil
+}
+
+// EncodedSize is the size of the checkpoint FinishEncode makes of a body
+// of bodyLen bytes begun at start: a writer learns it before writing the
+// last of the body, to stop short of a checkpoint over MaxSize.
+func EncodedSize(start, bodyLen int) int {
+	var head [bodyRoom]byte
+	return start - bodyRoom + len(detcbor.AppendHead(head[:0], detcbor.Bytes, uint64(bodyLen))) + bodyLen
 }
 
 // Expect is what a caller requires of a checkpoint before its body is decoded.

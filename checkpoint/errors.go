@@ -33,6 +33,25 @@ func (e *DecodeError) Error() string {
 
 func (e *DecodeError) Unwrap() error { return e.Err }
 
+// SizeError is a checkpoint too large to write: Size bytes (or, with
+// Objects, more than Limit heap objects) against the Limit. It wraps
+// ErrTooLarge. A machine whose checkpoint cannot be written fails with it,
+// as an error of kind "limit" (guest/port).
+type SizeError struct {
+	Size    int
+	Limit   int
+	Objects bool // Limit is MaxObjects, and Size is unknown beyond it
+}
+
+func (e *SizeError) Error() string {
+	if e.Objects {
+		return fmt.Sprintf("checkpoint of more than %d heap objects exceeds the limit", e.Limit)
+	}
+	return fmt.Sprintf("checkpoint of %d bytes exceeds the limit of %d", e.Size, e.Limit)
+}
+
+func (e *SizeError) Unwrap() error { return ErrTooLarge }
+
 func decodeErr(sentinel error, where, format string, args ...any) error {
 	return &DecodeError{Err: sentinel, Where: where, Detail: fmt.Sprintf(format, args...)}
 }

@@ -304,3 +304,66 @@ func TestCancelDamaged(t *testing.T) {
 		}
 	}
 }
+
+// An operator's command on a disk under the reserve refuses with nothing
+// written, or does what it says: above the reserve's floor a cancel goes
+// through, its ending events with it; under the floor it is refused and
+// the invocation is as it was. A resume or a send, which would run work,
+// is refused under the reserve.
+func TestOperatorCommandsUnderTheReserve(t *testing.T) {
+	var free atomic.Uint64
+	free.Store(1 << 50)
+	s, err := store.Open(store.Options{Dir: t.TempDir(), Reserve: 1 << 40, FreeSpace: func() (uint64, error) { return free.Load(), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	e := NewEngine(s, port.NewNative(), 1, func() int64 { return time.Now().UnixMilli() })
+	ctx := context.Background()
+	for _, inv := range []string{"r1", "r2"} {
+		if out, err := e.Start(ctx, inv, "p", []byte(`return await {key: "go"}`), nil, 100_000, 1); err != nil || out.Status != Waiting {
+			t.Fatalf("%s: %+v %v", inv, out, err)
+		}
+	}
+	logged := func(inv string) int {
+		evs, err := e.Events(inv, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(evs)
+	}
+	before := logged("r1")
+	status := func(inv string) Status {
+		i, err := e.invs.get(inv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return i.Status
+	}
+	// Under the floor (an eighth of the reserve): refused, nothing written.
+	free.Store(1 << 36)
+	if err := e.Cancel("r1"); !errors.Is(err, store.ErrNoSpace) || !strings.Contains(err.Error(), "nothing done") {
+		t.Fatalf("cancel under the floor: %v", err)
+	}
+	if st, n := status("r1"), logged("r1"); st != Waiting || n != before {
+		t.Fatalf("after the refused cancel: %s, %d events (%d before)", st, n, before)
+	}
+	// Under the reserve, above its floor: work is not started, and a
+	// cancel is done, its events logged.
+	free.Store(1 << 39)
+	if _, err := e.Resume(ctx, "r2"); !errors.Is(err, store.ErrNoSpace) || !strings.Contains(err.Error(), "nothing done") {
+		t.Fatalf("resume under the reserve: %v", err)
+	}
+	if _, err := e.Send(ctx, "r2", "go", data(t, int64(1))); !errors.Is(err, store.ErrNoSpace) {
+		t.Fatalf("send under the reserve: %v", err)
+	}
+	if i, _ := e.invs.get("r2"); i.Status != Waiting || i.Paused != "" {
+		t.Fatalf("r2 after the refused resume and send: %+v", i)
+	}
+	if err := e.Cancel("r1"); err != nil {
+		t.Fatalf("cancel under the reserve: %v", err)
+	}
+	if st, n := status("r1"), logged("r1"); st != Cancelled || n <= before {
+		t.Fatalf("after the cancel: %s, %d events (%d before)", st, n, before)
+	}
+}

@@ -360,6 +360,16 @@ func (e *Engine) driveRun(ctx context.Context, r *run, quantum int) (*RunState, 
 			r.lost = lost
 			continue
 		}
+		if errors.Is(err, checkpoint.ErrTooLarge) {
+			// A runtime that says the machine is too large to write,
+			// where the port's contract has it fail the machine itself
+			// (guest/port): the prog's limit all the same.
+			msg, large := err.Error(), (*checkpoint.SizeError)(nil)
+			if errors.As(err, &large) {
+				msg = large.Error()
+			}
+			return e.failLimit(inv, msg, emits)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -425,14 +435,7 @@ func (e *Engine) commit(ctx context.Context, r *run, res *port.Result, emits *[]
 	inv := r.inv
 	now := e.Clock()
 	*fresh = nil
-	// failRun ends the invocation with a limit error: its last stored
-	// checkpoint stays as it was; closeRun charges what it ran.
-	failRun := func(ce *checkpoint.Error) (*RunState, error) {
-		if _, err := e.invs.MoveFailed(inv, Failed, ce); err != nil {
-			return nil, err
-		}
-		return &RunState{Status: Failed, Err: ce, Emits: *emits}, nil
-	}
+	failRun := func(ce *checkpoint.Error) (*RunState, error) { return e.failLimit(inv, ce.Msg, *emits) }
 	if len(res.Checkpoint) > e.Bounds.Checkpoint {
 		return failRun(&checkpoint.Error{Kind: "limit", Msg: fmt.Sprintf("checkpoint of %d bytes is over the cap of %d", len(res.Checkpoint), e.Bounds.Checkpoint)})
 	}
@@ -571,6 +574,17 @@ func (e *Engine) commit(ctx context.Context, r *run, res *port.Result, emits *[]
 		r.h, r.reported = &h, false
 	}
 	return nil, nil
+}
+
+// failLimit ends inv with an error of kind "limit" saying msg, where what
+// its machine holds could not be stored: its last stored checkpoint stays
+// as it was; closeRun charges what it ran.
+func (e *Engine) failLimit(inv, msg string, emits []Emit) (*RunState, error) {
+	ce := &checkpoint.Error{Kind: "limit", Msg: msg}
+	if _, err := e.invs.MoveFailed(inv, Failed, ce); err != nil {
+		return nil, err
+	}
+	return &RunState{Status: Failed, Err: ce, Emits: emits}, nil
 }
 
 func (e *Engine) checkpoint(inv string) ([]byte, error) {

@@ -430,7 +430,7 @@ func (e *Engine) driveTurn(ctx context.Context, inv string, quantum int) (*RunSt
 		if _, perr := e.invs.Pause(inv, err.Error()); perr != nil {
 			return nil, errors.Join(err, perr)
 		}
-		e.log(inv, e.note(events.NotePaused, err.Error()))
+		e.logEnding(inv, e.note(events.NotePaused, err.Error()))
 	}
 	return out, err
 }
@@ -453,7 +453,11 @@ func (e *Engine) turn(ctx context.Context, inv string, quantum int) (*RunState, 
 		}
 	}
 	if err == nil && out.Status != i.Status {
-		err = e.log(inv, e.statusNote(out)...)
+		if out.Status.Terminal() {
+			err = e.logEnding(inv, e.statusNote(out)...)
+		} else {
+			err = e.log(inv, e.statusNote(out)...)
+		}
 	}
 	if err == nil && out.Status.Terminal() {
 		err = e.conclude(inv)
@@ -488,7 +492,7 @@ func (e *Engine) conclude(inv string) error {
 			final = append(final, ev)
 		}
 	}
-	err = e.log(inv, final...)
+	err = e.logEnding(inv, final...)
 	e.dropBacklog(inv)
 	return err
 }
@@ -627,6 +631,11 @@ func (e *Engine) resumeTurn(ctx context.Context, inv string, quantum int) (*RunS
 		return nil, err
 	}
 	defer unlock()
+	if i, err := e.invs.get(inv); err == nil && !i.Status.Terminal() {
+		if err := e.room(inv, "resume", false); err != nil {
+			return nil, err
+		}
+	}
 	if !e.kept(inv) { // what this engine holds is its own; the rest was lost
 		if _, err := e.accounts.Recover(inv); err != nil {
 			return nil, err
@@ -640,6 +649,9 @@ func (e *Engine) resumeTurn(ctx context.Context, inv string, quantum int) (*RunS
 
 // Send delivers an event to an invocation and, if it is waiting, drives it.
 func (e *Engine) Send(ctx context.Context, inv, tag string, payload []byte) (*RunState, error) {
+	if err := e.room(inv, "send to", false); err != nil {
+		return nil, err
+	}
 	if err := e.Deliver(inv, tag, payload); err != nil {
 		return nil, err
 	}
@@ -670,6 +682,9 @@ func (e *Engine) Ready(inv string) error {
 	}
 	defer unlock()
 	if err := e.notEnded(inv, "resume"); err != nil {
+		return err
+	}
+	if err := e.room(inv, "resume", false); err != nil {
 		return err
 	}
 	if !e.kept(inv) {
@@ -707,6 +722,9 @@ func (e *Engine) Settle(id OpID, reply []byte) error {
 	}
 	if op.Phase == Attempted && op.Attempt.Generation == e.Generation {
 		return &LedgerError{Op: id, Phase: op.Phase, Err: errors.New("the act is in flight in this process")}
+	}
+	if err := e.room(id.Invocation, "resolve an act of", false); err != nil {
+		return err // the invocation goes on once resolved: it needs the room to
 	}
 	if e.claims != nil { // resolved where its tree is driven: a live other host's attempt may yet end
 		unlock, err := e.lockTree(id.Invocation)
@@ -750,6 +768,12 @@ func (e *Engine) Tree(root string) ([]string, error) {
 // a lost slice is charged. A turn of its tree running in this process ends
 // at its next slice (an act in flight finishes first).
 func (e *Engine) Cancel(inv string) error {
+	if err := e.notEnded(inv, "cancel"); err != nil {
+		return err
+	}
+	if err := e.room(inv, "cancel", true); err != nil {
+		return err // refused before a turn running is stopped for it
+	}
 	defer e.holds.askStop(inv)()
 	unlock, err := e.lockTree(inv)
 	if err != nil {
@@ -770,6 +794,18 @@ func (e *Engine) Cancel(inv string) error {
 		return err
 	}
 	return e.concludeTree(inv)
+}
+
+// room says, before an operator's command writes anything, that the store
+// has room for what it does: the disk reserve (store.Room) for what goes
+// on running, the reserve's floor (inReserve) for what stops work. A
+// command refused here wrote nothing; one let through may still meet a
+// disk filled meanwhile, but not one that was full already.
+func (e *Engine) room(inv, what string, inReserve bool) error {
+	if err := e.Store.Room(inReserve); err != nil {
+		return fmt.Errorf("%s %s: nothing done: %w", what, inv, err)
+	}
+	return nil
 }
 
 // notEnded says, before what would change it, that inv does not exist or

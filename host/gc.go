@@ -34,6 +34,13 @@ const gcChunk = 1000
 // root last, so an interrupted GC leaves a root that the next one finishes.
 func (e *Engine) GC(before int64, dryRun bool) (GCReport, error) {
 	var rep GCReport
+	if !dryRun {
+		// Deletions free space and may use the reserve, but not past its
+		// floor: on a disk that full, gc refuses before deleting any.
+		if err := e.Store.Room(true); err != nil {
+			return rep, fmt.Errorf("gc: nothing deleted: %w", err)
+		}
+	}
 	var roots []string
 	err := e.Store.View(func(tx *store.Tx) error {
 		rep, roots = GCReport{}, nil // a View may run again

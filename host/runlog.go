@@ -83,8 +83,19 @@ func appendCounted(tx *store.Tx, inv string, c logCounter, evs []events.Event) (
 
 // log stores events in a transaction of their own and hands them on.
 func (e *Engine) log(inv string, evs ...events.Event) error {
+	return e.logWith(e.Store.Retry, inv, evs)
+}
+
+// logEnding is log for the events of work that stops (a run's end, a
+// pause): like the writes that stop it, they may use the disk reserve, so
+// that an ending applied is never reported failed for want of its events.
+func (e *Engine) logEnding(inv string, evs ...events.Event) error {
+	return e.logWith(e.Store.RetryInReserve, inv, evs)
+}
+
+func (e *Engine) logWith(retry func(store.Durability, func(*store.Tx) error) error, inv string, evs []events.Event) error {
 	var kept []events.Event
-	err := e.Store.Retry(store.Buffered, func(tx *store.Tx) error {
+	err := retry(store.Buffered, func(tx *store.Tx) error {
 		var err error
 		kept, err = appendLog(tx, inv, evs)
 		return err

@@ -277,6 +277,9 @@ func (s *Service) Send(inv string, req api.Send) (*api.RunState, error) {
 	if err != nil {
 		return nil, api.Errorf(api.CodeBadRequest, "send: %v", err)
 	}
+	if err := s.room("send to "+inv, false); err != nil {
+		return nil, err
+	}
 	if err := s.E.Deliver(inv, req.Tag, payload); err != nil {
 		return nil, engineError(err)
 	}
@@ -358,6 +361,9 @@ func (s *Service) Grant(req api.GrantRequest) ([]api.Grant, error) {
 	if len(req.Statements) == 0 {
 		return nil, api.Errorf(api.CodeBadRequest, "grant: want at least one statement")
 	}
+	if err := s.room("grant", false); err != nil {
+		return nil, err
+	}
 	out := []api.Grant{}
 	for _, st := range req.Statements {
 		g, err := s.E.Grant(prog(req.Prog), st)
@@ -375,6 +381,9 @@ func (s *Service) Revoke(req api.GrantRequest) (*api.Revoked, error) {
 	if len(req.Statements) == 0 {
 		return nil, api.Errorf(api.CodeBadRequest, "revoke: want at least one statement")
 	}
+	if err := s.room("revoke", true); err != nil {
+		return nil, err
+	}
 	out := &api.Revoked{Revoked: []string{}}
 	for _, st := range req.Statements {
 		ok, err := s.E.Revoke(prog(req.Prog), st)
@@ -387,6 +396,15 @@ func (s *Service) Revoke(req api.GrantRequest) (*api.Revoked, error) {
 		out.Revoked = append(out.Revoked, st)
 	}
 	return out, nil
+}
+
+// room refuses what, before it writes anything, where the store has no
+// room for it (host's Engine.room: inReserve for what stops work).
+func (s *Service) room(what string, inReserve bool) error {
+	if err := s.E.Store.Room(inReserve); err != nil {
+		return engineError(fmt.Errorf("%s: nothing done: %w", what, err))
+	}
+	return nil
 }
 
 func prog(p string) string {

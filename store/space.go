@@ -81,6 +81,14 @@ func (r *reserve) admit(n int, inReserve bool) error {
 	return nil
 }
 
+// room is admit of nothing, measured afresh.
+func (r *reserve) room(inReserve bool) error {
+	r.mu.Lock()
+	r.measured = time.Time{}
+	r.mu.Unlock()
+	return r.admit(0, inReserve)
+}
+
 func (r *reserve) measure() error {
 	free, err := r.freeFn()
 	if err != nil {

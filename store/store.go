@@ -419,6 +419,24 @@ func (s *Store) UpdateInReserve(d Durability, fn func(tx *Tx) error) error {
 	return s.update(d, true, fn)
 }
 
+// Room says whether a write would be admitted now, the disk measured
+// afresh: nil, or ErrNoSpace as Update (inReserve: UpdateInReserve) would
+// return it. A command that makes several writes asks first, so that on a
+// full disk it refuses with nothing written rather than stop halfway with
+// part of its effect applied.
+func (s *Store) Room(inReserve bool) error {
+	var r *reserve
+	if s.js != nil {
+		r = s.js.space
+	} else if s.badgerStore != nil {
+		r = s.badgerStore.space
+	}
+	if r == nil { // in memory
+		return nil
+	}
+	return r.room(inReserve)
+}
+
 // update runs fn in a backend transaction; one that wrote nothing has
 // nothing to commit or to sync.
 func (s *Store) update(d Durability, inReserve bool, fn func(tx *Tx) error) error {

@@ -510,11 +510,12 @@ func (r *Runtime) get(ctx context.Context) (*instance, error) {
 
 // put returns an instance to the pool. A full pool lets go of an instance
 // that holds no live machine rather than one that does; one that has bound
-// as many compiled progs as it may is let go once it holds none.
+// as many compiled progs as it may, or whose memory grew past a bound, is
+// let go once it holds none.
 func (r *Runtime) put(in *instance) {
 	r.mu.Lock()
 	defer r.idle.Broadcast()
-	keep := !r.closed && (!in.full || in.lives > 0)
+	keep := !r.closed && (in.lives > 0 || !in.full && !r.bloated(in))
 	if keep && len(r.pool) < r.cfg.PoolSize {
 		r.pool = append(r.pool, in)
 		r.mu.Unlock()
@@ -532,6 +533,21 @@ func (r *Runtime) put(in *instance) {
 	in.closed = true
 	r.mu.Unlock()
 	in.close(context.Background()) // closed, or the pool is full
+}
+
+// bloated says an instance's memory grew past an eighth of its limit. A
+// wasm memory never shrinks, and what grew it stays in the guest's Go
+// heap: a collection that begins inside a long call cannot finish its mark
+// before the call returns (its workers run only when the guest yields), and
+// all the call allocates meanwhile is marked live. A whole-slice run of a
+// prog holding 40 KB of strings had a cycle count 91 MB live and set the
+// next goal at 182 MB; the next such run grew the memory to 341 MiB; a
+// third, in slices of 1000 steps, then had a cycle mark 300 MB and needed
+// more than 512 MiB (gctrace; TestRunsLimitsOwn). Let go once it holds no
+// live machine, such an instance lends no run another's heap: the next run
+// starts afresh, and its limits are its own.
+func (r *Runtime) bloated(in *instance) bool {
+	return uint64(in.mem.Size()) > uint64(r.cfg.MemoryLimitPages)*65536/8
 }
 
 // discard closes an instance that misbehaved; its live machines are gone.

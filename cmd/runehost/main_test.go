@@ -532,3 +532,31 @@ func TestRedactFilterLineByLine(t *testing.T) {
 		t.Fatalf("lines lost: %q", got)
 	}
 }
+
+// A prog holding some 112 MB cannot be checkpointed: the run ends as the
+// prog's own limit error, naming the size and the limit, the invocation is
+// failed (not running, not paused), resume says it has ended without
+// running it again, and the host goes on.
+func TestRunHeapTooLargeToCheckpoint(t *testing.T) {
+	t.Setenv("RUNEHOST_STORE", filepath.Join(t.TempDir(), "store"))
+	t.Setenv("RUNEHOST_CHECKPOINT_EVERY", "1h") // no checkpoint before the end
+	f := writeProg(t, `let s = "x" * 8000000
+let l = [s+"a", s+"b", s+"c", s+"d", s+"e", s+"f", s+"g", s+"h", s+"i", s+"j", s+"k", s+"l", s+"m"]
+return len(l)`)
+	code, out, errs := invoke(t, "run", f)
+	if code != exitFailed || !strings.Contains(errs, "limit: checkpoint of 112000") || !strings.Contains(errs, "bytes exceeds the limit of 67108864") {
+		t.Fatalf("run: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if code, out, errs = invoke(t, "ps"); code != exitOK || !strings.Contains(out, "r1") || !strings.Contains(out, "failed") || strings.Contains(out, "paused") || strings.Contains(out, "running") {
+		t.Fatalf("ps: exit %d, %q, %q", code, out, errs)
+	}
+	if code, out, errs = invoke(t, "inspect", "r1"); code != exitOK || !strings.Contains(out, "error limit: checkpoint of 112000") || !strings.Contains(out, "failed") {
+		t.Fatalf("inspect: exit %d, %q, %q", code, out, errs)
+	}
+	if code, _, errs = invoke(t, "resume", "r1"); code != exitUsage || !strings.Contains(errs, "r1 has ended (failed): nothing to resume") {
+		t.Fatalf("resume: exit %d, %q", code, errs)
+	}
+	if code, out, errs = invoke(t, "run", "--name", "seven", writeProg(t, "return 7")); code != exitOK || out != "7\n" {
+		t.Fatalf("another run: exit %d, %q, %q", code, out, errs)
+	}
+}

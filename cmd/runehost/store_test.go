@@ -9,6 +9,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -291,5 +292,93 @@ func TestDiskFillsMidRun(t *testing.T) {
 func badgerFiles(t *testing.T) {
 	if b := os.Getenv("RUNEHOST_STORE_BACKEND"); b != "" && b != "badger" {
 		t.Skipf("a test of Badger's files; the store is on %s", b)
+	}
+}
+
+// On a disk under the store's reserve, an operator's command either
+// refuses with nothing written or does what it says, and ps agrees with
+// what it printed. Under the reserve but above its floor (an eighth of
+// it), cancel and revoke, which stop work, go through; send, resume and
+// grant, which start it, refuse. Under the floor every one refuses. The
+// disk is made full by a reserve larger than its free space.
+func TestOperatorCommandsOnAFullDisk(t *testing.T) {
+	badgerFiles(t)
+	dir := filepath.Join(t.TempDir(), "store")
+	f := writeProg(t, `return await {key: "go"}`)
+	for _, inv := range []string{"r1", "r2"} {
+		if code, _, errs := process(t, dir, "run", "--native", f); code != exitWaiting {
+			t.Fatalf("run %s: exit %d, %q", inv, code, errs)
+		}
+	}
+	if code, _, errs := process(t, dir, "grant", "--prog", "p", "approval"); code != exitOK {
+		t.Fatalf("grant: exit %d, %q", code, errs)
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	free := st.Bavail * uint64(st.Bsize)
+	status := func(inv string) string {
+		t.Helper()
+		code, out, errs := process(t, dir, "ps")
+		if code != exitOK {
+			t.Fatalf("ps: exit %d, %q", code, errs)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if fs := strings.Fields(line); len(fs) > 1 && fs[0] == inv {
+				return fs[1]
+			}
+		}
+		t.Fatalf("ps has no %s: %q", inv, out)
+		return ""
+	}
+	grants := func() string {
+		t.Helper()
+		_, out, _ := process(t, dir, "grants")
+		return out
+	}
+	granted := grants()
+	under := false // under the reserve, above its floor
+	// refused runs a command that must refuse before it writes anything:
+	// under the floor the store does not even open for writing.
+	refused := func(args ...string) {
+		t.Helper()
+		code, out, errs := process(t, dir, args...)
+		if code == exitOK || !strings.Contains(errs, "disk space below the store's reserve") || under && !strings.Contains(errs, "nothing done") {
+			t.Errorf("%v: exit %d, %q, %q; want it refused, nothing done", args, code, out, errs)
+		}
+	}
+	// Under the floor: nothing goes through, nothing is written.
+	t.Setenv("RUNEHOST_STORE_RESERVE", fmt.Sprint(16*free))
+	refused("cancel", "r1")
+	refused("send", "r1", "go", "1")
+	refused("resume", "r1")
+	refused("grant", "--prog", "p", "approval")
+	refused("revoke", "--prog", "p", "approval")
+	refused("gc", "--older-than", "0s")
+	t.Setenv("RUNEHOST_STORE_RESERVE", "")
+	if s := status("r1"); s != "waiting" {
+		t.Fatalf("after the refused commands r1 is %s", s)
+	}
+	if g := grants(); g != granted {
+		t.Fatalf("after the refused commands the grants are %q, were %q", g, granted)
+	}
+	// Under the reserve, above its floor: what stops work goes through.
+	t.Setenv("RUNEHOST_STORE_RESERVE", fmt.Sprint(2*free))
+	under = true
+	refused("send", "r2", "go", "1")
+	refused("resume", "r2")
+	if code, _, errs := process(t, dir, "cancel", "r1"); code != exitOK || !strings.Contains(errs, "cancelled: r1") {
+		t.Errorf("cancel: exit %d, %q", code, errs)
+	}
+	if code, _, errs := process(t, dir, "revoke", "--prog", "p", "approval"); code != exitOK || !strings.Contains(errs, "revoked: approval") {
+		t.Errorf("revoke: exit %d, %q", code, errs)
+	}
+	t.Setenv("RUNEHOST_STORE_RESERVE", "")
+	if s1, s2 := status("r1"), status("r2"); s1 != "cancelled" || s2 != "waiting" {
+		t.Fatalf("r1 %s, r2 %s; want cancelled, waiting", s1, s2)
+	}
+	if code, out, errs := process(t, dir, "send", "r2", "go", "5"); code != exitOK || out != "5\n" {
+		t.Fatalf("with room again, send: exit %d, %q, %q", code, out, errs)
 	}
 }

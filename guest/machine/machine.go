@@ -334,6 +334,23 @@ func (m *Machine) fail(e *errorObj, trace bool) {
 	m.frames, m.handlers, m.sp = m.frames[:0], m.handlers[:0], 0
 }
 
+// Abandon ends the machine with e, a failure of the host's making that no
+// try catches, and lets go of every value it holds: what it holds could not
+// be kept (its checkpoint is over checkpoint.MaxSize), so its checkpoint
+// keeps only the failure. Steps charged beyond those reported are not.
+func (m *Machine) Abandon(e *checkpoint.Error) {
+	m.failure = e
+	m.status = checkpoint.Failed
+	m.frames, m.handlers, m.sp = m.frames[:0], m.handlers[:0], 0
+	clear(m.stack)
+	for i := range m.globals {
+		m.globals[i] = nilValue
+	}
+	m.pending, m.result, m.tag = nilValue, nilValue, ""
+	m.pool = pool{}
+	m.steps = m.used
+}
+
 // fault ends the machine on a state no valid program reaches; only a
 // hostile checkpoint gets here, and it must not crash the process.
 func (m *Machine) fault(what string) {

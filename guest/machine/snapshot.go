@@ -4,7 +4,6 @@
 package machine
 
 import (
-	"fmt"
 	"sync"
 	"unsafe"
 
@@ -72,7 +71,7 @@ func (m *Machine) Snapshot() (*checkpoint.Checkpoint, error) {
 		}
 		body.Heap = append(body.Heap, obj)
 		if len(body.Heap) > checkpoint.MaxObjects {
-			return nil, fmt.Errorf("checkpoint: more than %d heap objects", checkpoint.MaxObjects)
+			return nil, &checkpoint.SizeError{Size: len(body.Heap), Limit: checkpoint.MaxObjects, Objects: true}
 		}
 	}
 	body.Strings = w.table
@@ -166,10 +165,20 @@ func (m *Machine) Checkpoint(invocation string, appCtx []byte) ([]byte, *checkpo
 	for i := 0; i < len(w.queue); i++ {
 		hb = w.appendObject(hb, w.queue[i])
 		if i >= checkpoint.MaxObjects {
-			return nil, nil, fmt.Errorf("checkpoint: more than %d heap objects", checkpoint.MaxObjects)
+			return nil, nil, &checkpoint.SizeError{Size: i + 1, Limit: checkpoint.MaxObjects, Objects: true}
 		}
 	}
 	w.heap = hb
+	// The strings are most of a large checkpoint: its size is known before
+	// they are copied, and one over MaxSize is refused without them (in the
+	// sandbox the copy of a heap near its memory limit would not fit).
+	body := len(b) - start + 1 + headLen(detcbor.Array, len(w.queue)) + len(hb) + 1 + headLen(detcbor.Array, len(w.table))
+	for _, str := range w.table {
+		body += headLen(detcbor.Text, len(str)) + len(str)
+	}
+	if size := checkpoint.EncodedSize(start, body); size > checkpoint.MaxSize {
+		return nil, nil, &checkpoint.SizeError{Size: size, Limit: checkpoint.MaxSize}
+	}
 	b = append(detcbor.AppendHead(append(b, 0x0a), detcbor.Array, uint64(len(w.queue))), hb...)
 	b = detcbor.AppendHead(append(b, 0x0b), detcbor.Array, uint64(len(w.table)))
 	for _, str := range w.table {
@@ -181,6 +190,12 @@ func (m *Machine) Checkpoint(invocation string, appCtx []byte) ([]byte, *checkpo
 		return nil, nil, err
 	}
 	return out, &h, nil
+}
+
+// headLen is the length of a CBOR head of major type t for n.
+func headLen(t byte, n int) int {
+	var h [9]byte
+	return len(detcbor.AppendHead(h[:0], t, uint64(n)))
 }
 
 // appendObject writes one heap object as Snapshot's Object for it encodes.

@@ -339,6 +339,13 @@ func (n *Native) step(p *compile.Program, req Request) (res *Result, err error) 
 		// host logs each event with the state that produced it, once.
 	}
 	b, h, err := encodeMachine(m, invocation, appCtx)
+	var large *checkpoint.SizeError
+	if errors.As(err, &large) {
+		// What the machine holds cannot be kept: the prog fails with a limit
+		// error of its own, its values let go, and that is its checkpoint.
+		m.Abandon(&checkpoint.Error{Kind: machine.KindLimit, Msg: large.Error()})
+		b, h, err = encodeMachine(m, invocation, appCtx)
+	}
 	if err != nil {
 		return nil, err
 	}
