@@ -11,11 +11,13 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"unsafe"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
+	"kernel.org/pub/linux/libs/security/libcap/psx"
 )
 
 // minLandlock is the Landlock ABI a worker needs: 1 confines the file
@@ -43,6 +45,7 @@ var warnOnce sync.Once
 // confinable refuses to run tools on a kernel without Landlock, unless the
 // operator accepted the risk; then it says so once.
 func confinable(withoutLandlock bool) error {
+	hostNotDumpable()
 	if LandlockABI() >= minLandlock {
 		return nil
 	}
@@ -75,7 +78,50 @@ func limit() error {
 		}
 	}
 	debug.SetMaxThreads(workerThreads)
-	return unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return err
+	}
+	return dropCapabilities()
+}
+
+// keptCapabilities are what a worker run as root keeps: those of file
+// access, so that a tool reads and writes in its mounts what the host's
+// user could. Everything else goes, CAP_SYS_PTRACE above all: without it
+// the worker cannot read a process that is not dumpable (the host makes
+// itself so, hostNotDumpable), its environment and memory included.
+const keptCapabilities = 1<<unix.CAP_CHOWN | 1<<unix.CAP_DAC_OVERRIDE | 1<<unix.CAP_DAC_READ_SEARCH | 1<<unix.CAP_FOWNER | 1<<unix.CAP_FSETID
+
+// dropCapabilities drops every other capability from every thread (they
+// are each thread's own: libpsx runs capset on each).
+func dropCapabilities() error {
+	head := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&head, &data[0]); err != nil {
+		return fmt.Errorf("capget: %w", err)
+	}
+	if data[0].Permitted|data[1].Permitted == 0 {
+		return nil // not root: nothing to drop
+	}
+	for i := range data {
+		keep := uint32(keptCapabilities >> (32 * i))
+		data[i].Effective &= keep
+		data[i].Permitted &= keep
+		data[i].Inheritable = 0
+	}
+	if _, _, e := psx.Syscall3(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&head)), uintptr(unsafe.Pointer(&data[0])), 0); e != 0 {
+		return fmt.Errorf("capset: %w", e)
+	}
+	return nil
+}
+
+var dumpableOnce sync.Once
+
+// hostNotDumpable makes the process that starts workers not dumpable: no
+// process of its user without CAP_SYS_PTRACE, a worker least of all, may
+// read its environment, memory or descriptors through /proc, whatever
+// file system check or Landlock rule stands or falls.
+func hostNotDumpable() {
+	dumpableOnce.Do(func() { unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) })
 }
 
 // limitRun sets the limits that depend on the run: address space for its

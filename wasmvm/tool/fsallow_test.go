@@ -13,6 +13,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -50,12 +51,18 @@ func TestForeignMountRefusedAtStart(t *testing.T) {
 // files when the run starts; once it has written w/ready, mounts are made
 // in w, then ops run.
 func started(t *testing.T, mounts func(w string), ops ...string) string {
+	return startedWith(t, layers{}, mounts, ops...)
+}
+
+// startedWith is started with some of the worker's layers off.
+func startedWith(t *testing.T, off layers, mounts func(w string), ops ...string) string {
 	testtools.RequireRoot(t)
 	base, _ := filepath.EvalSymlinks(t.TempDir())
 	w := filepath.Join(base, "w")
 	os.Mkdir(w, 0o755)
 	t.Setenv("TOOL_FSALLOW_TOKEN", token)
 	r := runner(t, 0)
+	r.workers.off = off
 	done := make(chan string, 1)
 	go func() {
 		res, err := r.Run(context.Background(), testtools.Build(t, "scribble"), Config{
@@ -173,4 +180,46 @@ func TestForeignMountSwapRace(t *testing.T) {
 	if !strings.Contains(out, `"read error"`) {
 		t.Errorf("the race never led to /proc's mount:\n%s", out)
 	}
+}
+
+// Each layer holds alone against a /proc mount inside a granted directory.
+// With the file-system check and seccomp off, the worker cannot read the
+// host's environment or memory (it lacks CAP_SYS_PTRACE and the host is
+// not dumpable; Landlock refuses the memory too), natively either; with
+// Landlock and seccomp off, the check refuses every open.
+func TestProcMountLayersHoldAlone(t *testing.T) {
+	testtools.RequireRoot(t)
+	if LandlockABI() < 1 {
+		t.Skip("no Landlock")
+	}
+	host := strconv.Itoa(os.Getpid())
+	t.Run("without the check", func(t *testing.T) {
+		out := startedWith(t, layers{FSCheck: true, Seccomp: true}, func(w string) {
+			testtools.Bind(t, "/proc", filepath.Join(w, "p"))
+		}, "read:/w/p/"+host+"/environ", "read:/w/p/"+host+"/cmdline", "read:/w/p/"+host+"/mem", "read:/w/p/1/environ", "read:/w/p/self/environ")
+		for _, want := range []string{"denied read /w/p/" + host + "/environ: EACCES", "denied read /w/p/" + host + "/mem: EACCES", "denied read /w/p/1/environ: EACCES"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("want %q in\n%s", want, out)
+			}
+		}
+		// Natively, as a tool out of wasm would.
+		base, _ := filepath.EvalSymlinks(t.TempDir())
+		testtools.Bind(t, "/proc", filepath.Join(base, "p"))
+		r := runner(t, 0)
+		for _, p := range []string{"read:" + base + "/p/" + host + "/environ", "open:" + base + "/p/" + host + "/mem"} {
+			if got := runProbe(t, r, p, layers{FSCheck: true, Seccomp: true}, Mount{Host: base, Guest: "/w"}); !strings.HasPrefix(got, "refused") {
+				t.Errorf("%s: %s", p, got)
+			}
+		}
+	})
+	t.Run("the check alone", func(t *testing.T) {
+		out := startedWith(t, layers{Landlock: true, Seccomp: true}, func(w string) {
+			testtools.Bind(t, "/proc", filepath.Join(w, "p"))
+		}, "read:/w/p/"+host+"/environ", "read:/w/p/self/status")
+		for _, want := range []string{"denied read /w/p/" + host + "/environ: EACCES", "denied read /w/p/self/status: EACCES"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("want %q in\n%s", want, out)
+			}
+		}
+	})
 }

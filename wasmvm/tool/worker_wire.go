@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
+
+	"github.com/runehost/runehost/internal/fsallow"
 )
 
 // prepareMsg starts a worker's run: the tool to compile.
@@ -57,7 +59,8 @@ type wireErr struct {
 	What, Msg, Sentinel string
 }
 
-var sentinels = map[string]error{"config": ErrConfig, "not-tool": ErrNotTool, "host-env": ErrHostEnv, "worker": ErrWorker, "no-landlock": ErrNoLandlock}
+var sentinels = map[string]error{"config": ErrConfig, "not-tool": ErrNotTool, "host-env": ErrHostEnv, "worker": ErrWorker, "no-landlock": ErrNoLandlock,
+	"not-ordinary": fsallow.ErrNotOrdinary}
 
 func wireErrOf(err error) *wireErr {
 	var e *Error
