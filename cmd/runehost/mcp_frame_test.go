@@ -160,42 +160,46 @@ func TestMCPMalformedFrames(t *testing.T) {
 	echo := writeProg(t, "return input")
 	m := startRawMCP(t, "--prog-file", "echo="+echo)
 
-	m.refused(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, -32600, 1.0, "send initialize first")
-	m.refused(t, `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"echo"}}`, -32600, "a", `"tools/call"`)
-	m.refused(t, `{"jsonrpc":"2.0","id":2,"method":`, -32700, nil, "not JSON")
+	t.Run("before initialize", func(t *testing.T) {
+		m.refused(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, -32600, 1.0, "send initialize first")
+		m.refused(t, `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"echo"}}`, -32600, "a", `"tools/call"`)
+	})
 	m.initialize(t, 3)
 	m.listed(t, 4)
 
 	deep := strings.Repeat("[", 10_000) + strings.Repeat("]", 10_000)
 	huge := `{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"echo","arguments":{"input":"` + strings.Repeat("x", mcpMaxFrame) + `"}}}`
 	for i, c := range []struct {
+		name  string
 		frame string
 		code  int64
 		id    any
 		why   string
 	}{
-		{`{"jsonrpc":"2.0","id":5,"method":"tools/list"`, -32700, nil, "not JSON"},
-		{"{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\",\"params\":{\"x\":\"\xff\"}}", -32700, nil, "not UTF-8"},
-		{`{"jsonrpc":"2.0","id":5,"method":"ping"} {}`, -32700, nil, "not JSON"},
-		{`[{"jsonrpc":"2.0","id":5,"method":"ping"}]`, -32600, nil, "batches are not supported"},
-		{`[]`, -32600, nil, "batches are not supported"},
-		{`"ping"`, -32600, nil, "not an object"},
-		{`{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, -32600, nil, "is not a string or an integer"},
-		{`{"jsonrpc":"2.0","id":[5],"method":"ping"}`, -32600, nil, "is not a string or an integer"},
-		{`{"jsonrpc":"2.0","id":true,"method":"ping"}`, -32600, nil, "is not a string or an integer"},
-		{`{"jsonrpc":"2.0","id":null,"method":"ping"}`, -32600, nil, "is not a string or an integer"},
-		{`{"jsonrpc":"2.0","id":5.5,"method":"ping"}`, -32600, nil, "is not a string or an integer"},
-		{`{"jsonrpc":"2.0","id":5}`, -32600, 5.0, "no method"},
-		{`{"jsonrpc":"2.0","id":"m","method":7}`, -32600, "m", "method is not a string"},
-		{`{"id":5,"method":"ping"}`, -32600, 5.0, `jsonrpc is not "2.0"`},
-		{`{"jsonrpc":"1.0","id":5,"method":"ping"}`, -32600, 5.0, `jsonrpc is not "2.0"`},
-		{`{"jsonrpc":"2.0","id":5,"method":"tools/list","params":"x"}`, -32600, 5.0, "params are not an object"},
-		{`{"jsonrpc":"2.0","id":5,"id":{},"method":"ping"}`, -32600, nil, `member "id" given twice`},
-		{`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"input":` + deep + `}}}`, -32600, nil, "nested over 128 deep"},
-		{huge, -32600, nil, fmt.Sprintf("frame over %d bytes", mcpMaxFrame)},
+		{"invalid JSON", `{"jsonrpc":"2.0","id":5,"method":"tools/list"`, -32700, nil, "not JSON"},
+		{"not UTF-8", "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\",\"params\":{\"x\":\"\xff\"}}", -32700, nil, "not UTF-8"},
+		{"trailing data", `{"jsonrpc":"2.0","id":5,"method":"ping"} {}`, -32700, nil, "not JSON"},
+		{"batch", `[{"jsonrpc":"2.0","id":5,"method":"ping"}]`, -32600, nil, "batches are not supported"},
+		{"empty batch", `[]`, -32600, nil, "batches are not supported"},
+		{"not an object", `"ping"`, -32600, nil, "not an object"},
+		{"object id", `{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, -32600, nil, "is not a string or an integer"},
+		{"array id", `{"jsonrpc":"2.0","id":[5],"method":"ping"}`, -32600, nil, "is not a string or an integer"},
+		{"bool id", `{"jsonrpc":"2.0","id":true,"method":"ping"}`, -32600, nil, "is not a string or an integer"},
+		{"null id", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, -32600, nil, "is not a string or an integer"},
+		{"fractional id", `{"jsonrpc":"2.0","id":5.5,"method":"ping"}`, -32600, nil, "is not a string or an integer"},
+		{"missing method", `{"jsonrpc":"2.0","id":5}`, -32600, 5.0, "no method"},
+		{"method not a string", `{"jsonrpc":"2.0","id":"m","method":7}`, -32600, "m", "method is not a string"},
+		{"no jsonrpc", `{"id":5,"method":"ping"}`, -32600, 5.0, `jsonrpc is not "2.0"`},
+		{"jsonrpc 1.0", `{"jsonrpc":"1.0","id":5,"method":"ping"}`, -32600, 5.0, `jsonrpc is not "2.0"`},
+		{"params a string", `{"jsonrpc":"2.0","id":5,"method":"tools/list","params":"x"}`, -32600, 5.0, "params are not an object"},
+		{"duplicate id", `{"jsonrpc":"2.0","id":5,"id":{},"method":"ping"}`, -32600, nil, `member "id" given twice`},
+		{"nested 10,000 deep", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"input":` + deep + `}}}`, -32600, nil, "nested over 128 deep"},
+		{"oversize line", huge, -32600, nil, fmt.Sprintf("frame over %d bytes", mcpMaxFrame)},
 	} {
-		m.refused(t, c.frame, c.code, c.id, c.why)
-		m.listed(t, 10+i)
+		t.Run(c.name, func(t *testing.T) {
+			m.refused(t, c.frame, c.code, c.id, c.why)
+			m.listed(t, 10+i)
+		})
 	}
 	// A malformed notification is answered with nothing: the next reply
 	// is the ping's.
