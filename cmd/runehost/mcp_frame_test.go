@@ -24,8 +24,7 @@ import (
 // rawMCP is runehost mcp on pipes the test writes and reads frame by frame.
 type rawMCP struct {
 	in     *os.File
-	out    *bufio.Reader
-	lines  chan []byte
+	lines  chan []byte // stdout's, read by one goroutine: a reply that came late is not lost
 	exited chan struct{}
 	cmd    *exec.Cmd
 	stderr *syncBuffer
@@ -45,7 +44,7 @@ func startRawMCP(t *testing.T, args ...string) *rawMCP {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &rawMCP{in: inW, out: bufio.NewReader(outR), lines: make(chan []byte, 16), exited: make(chan struct{}), cmd: cmd, stderr: &syncBuffer{}}
+	m := &rawMCP{in: inW, lines: make(chan []byte, 16), exited: make(chan struct{}), cmd: cmd, stderr: &syncBuffer{}}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, m.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -55,6 +54,18 @@ func startRawMCP(t *testing.T, args ...string) *rawMCP {
 	go func() {
 		cmd.Wait()
 		close(m.exited)
+	}()
+	go func() {
+		defer close(m.lines)
+		for r := bufio.NewReader(outR); ; {
+			b, err := r.ReadBytes('\n')
+			if len(b) > 0 {
+				m.lines <- b
+			}
+			if err != nil {
+				return
+			}
+		}
 	}()
 	t.Cleanup(func() {
 		inW.Close()
@@ -79,14 +90,9 @@ func (m *rawMCP) send(t *testing.T, frame string) {
 // reply reads the next line, a JSON-RPC response.
 func (m *rawMCP) reply(t *testing.T) (id any, result map[string]any, code int64, message string) {
 	t.Helper()
-	line := make(chan []byte, 1)
-	go func() {
-		b, _ := m.out.ReadBytes('\n')
-		line <- b
-	}()
 	var b []byte
 	select {
-	case b = <-line:
+	case b = <-m.lines:
 	case <-time.After(60 * time.Second):
 		t.Fatalf("no reply in a minute\n%s", m.stderr)
 	}
@@ -236,7 +242,14 @@ func TestMCPClientAfterGarbage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: "runehost-test", Version: "0"}, nil)
-	cs, err := c.Connect(ctx, &mcp.IOTransport{Reader: io.NopCloser(m.out), Writer: m.in}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	pr, pw := io.Pipe()
+	go func() {
+		for b := range m.lines {
+			pw.Write(b)
+		}
+		pw.Close()
+	}()
+	cs, err := c.Connect(ctx, &mcp.IOTransport{Reader: pr, Writer: m.in}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatalf("connect: %v\n%s", err, m.stderr)
 	}
