@@ -178,6 +178,8 @@ func mcpServe(c *cli.Context) error {
 
 // serve runs the server until the client closes stdin. Anything else
 // written to os.Stdout meanwhile goes to stderr: the frames have it alone.
+// The SDK reads stdin through the guard (mcp_frame.go), which answers the
+// frames it must not see.
 func (h *mcpHost) serve(s *mcp.Server) error {
 	c := h.c
 	var in io.ReadCloser = os.Stdin
@@ -191,7 +193,16 @@ func (h *mcpHost) serve(s *mcp.Server) error {
 		defer func() { os.Stdout = saved }()
 		out = saved
 	}
-	err := s.Run(c.Context, &mcp.IOTransport{Reader: in, Writer: nopWriteCloser{out}})
+	pr, pw := io.Pipe()
+	done := make(chan struct{})
+	w := &frameWriter{w: out}
+	go (&mcpGuard{log: h.log, out: w, sdk: pw, done: done}).run(in)
+	// The guard bounds each line; the SDK's own bound is off, as the
+	// frame rebuilt from a line may be longer.
+	err := s.Run(c.Context, &mcp.IOTransport{Reader: pr, Writer: nopWriteCloser{w}, MaxLineLength: -1})
+	close(done)
+	pr.Close() // the guard's next write fails
+	in.Close()
 	if err == nil || errors.Is(err, io.EOF) || c.Context.Err() != nil {
 		return nil
 	}
