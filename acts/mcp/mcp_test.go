@@ -43,7 +43,7 @@ func engine(t testing.TB, remote map[string]mcp.Remote) *host.Engine {
 		adapters[tag] = a
 	}
 	e := acttest.Engine(t, adapters)
-	ta := &tools.Adapter{Dir: dir, CacheDir: filepath.Join(os.TempDir(), "runehost-test-wazero-cache"), MemoryPages: 256, Grants: e.GrantsFor}
+	ta := &tools.Adapter{Dir: dir, CacheDir: filepath.Join(os.TempDir(), "runehost-test-wazero-cache"), MemoryPages: 256, Grants: e.GrantsFor, Warm: 1}
 	t.Cleanup(func() { ta.Close(context.Background()) })
 	for tag, a := range mcp.New(&mcp.Servers{Tools: ta, Remote: remote}) {
 		e.Adapters[tag] = a
