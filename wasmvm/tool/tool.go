@@ -150,6 +150,7 @@ type Runner struct {
 	unmetered   bool // benchmarks only: run tools without fuel
 	noInterrupt bool // benchmarks only: no clock on computation
 	plainFuel   bool // benchmarks only: the plain check, without safepoints
+	premetered  bool // a worker's: its host metered the module
 
 	mu       sync.Mutex
 	compiled map[[32]byte]*compiled
@@ -251,13 +252,13 @@ func (r *Runner) compile(ctx context.Context, module []byte) (wazero.CompiledMod
 	if e.c != nil {
 		return e.c, nil
 	}
-	opts := fuel.Options{Safepoint: Safepoint}
-	if r.plainFuel {
-		opts = fuel.Options{}
-	}
-	metered, err := fuel.InjectWith(module, opts)
-	if err != nil {
-		return nil, &Error{What: "meter", Err: err}
+	metered := module
+	if !r.premetered {
+		m, err := meter(module, r.plainFuel)
+		if err != nil {
+			return nil, err
+		}
+		metered = m
 	}
 	if r.unmetered {
 		metered = module
@@ -272,6 +273,20 @@ func (r *Runner) compile(ctx context.Context, module []byte) (wazero.CompiledMod
 	}
 	e.c = c
 	return c, nil
+}
+
+// meter rewrites a tool to meter itself: the tools' fuel, with safepoints
+// (plain: the Rune guest's check, for benchmarks).
+func meter(module []byte, plain bool) ([]byte, error) {
+	opts := fuel.Options{Safepoint: Safepoint}
+	if plain {
+		opts = fuel.Options{}
+	}
+	metered, err := fuel.InjectWith(module, opts)
+	if err != nil {
+		return nil, &Error{What: "meter", Err: err}
+	}
+	return metered, nil
 }
 
 // Run runs a tool to its end. The error is for a run that could not start

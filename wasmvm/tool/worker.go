@@ -54,9 +54,10 @@ type pool struct {
 	exe  string
 	off  layers // tests only: confinement switched off
 
-	mu     sync.Mutex
-	warm   map[[32]byte]*warmSet
-	closed bool
+	mu      sync.Mutex
+	warm    map[[32]byte]*warmSet
+	metered map[[32]byte][]byte // tools metered once, by the hash of their bytes
+	closed  bool
 }
 
 // warmSet is the warm workers of one tool.
@@ -71,7 +72,7 @@ func newPool(opts Options) (*pool, error) {
 	if err := confinable(opts.WithoutLandlock); err != nil {
 		return nil, err
 	}
-	return &pool{opts: opts, exe: "/proc/self/exe", warm: map[[32]byte]*warmSet{}}, nil
+	return &pool{opts: opts, exe: "/proc/self/exe", warm: map[[32]byte]*warmSet{}, metered: map[[32]byte][]byte{}}, nil
 }
 
 // close stops the warm workers.
@@ -174,8 +175,35 @@ type worker struct {
 	err    error // how it exited, once exited is closed
 }
 
+// meter returns the module metered, once per tool: a worker compiles it
+// as it is (its fuel rewriting is most of the cost of a worker's start).
+func (p *pool) meter(module []byte) ([]byte, error) {
+	key := sha256.Sum256(module)
+	p.mu.Lock()
+	m, ok := p.metered[key]
+	p.mu.Unlock()
+	if ok {
+		return m, nil
+	}
+	m, err := meter(module, false)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	if len(p.metered) >= 2*WarmTools {
+		clear(p.metered)
+	}
+	p.metered[key] = m
+	p.mu.Unlock()
+	return m, nil
+}
+
 // start starts a worker and compiles the module in it.
 func (p *pool) start(ctx context.Context, module []byte) (*worker, error) {
+	metered, err := p.meter(module)
+	if err != nil {
+		return nil, err
+	}
 	w, err := p.spawn()
 	if err != nil {
 		return nil, err
@@ -184,7 +212,7 @@ func (p *pool) start(ctx context.Context, module []byte) (*worker, error) {
 	if cache == "" {
 		cache = "off"
 	}
-	if err := w.send(prepareMsg{Module: module, CacheDir: cache, MemoryPages: p.opts.MemoryPages, Off: p.off}); err != nil {
+	if err := w.send(prepareMsg{Module: metered, CacheDir: cache, MemoryPages: p.opts.MemoryPages, Off: p.off}); err != nil {
 		return nil, w.failed("sending the tool", err)
 	}
 	var ready readyMsg

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"syscall"
 	"testing"
 
@@ -60,6 +62,7 @@ func serveWorker() int {
 	r, err := newRunner(ctx, pm.CacheDir, pm.MemoryPages, false)
 	var c wazero.CompiledModule
 	if err == nil {
+		r.premetered = true
 		c, err = r.compile(ctx, pm.Module)
 	}
 	pm.Module = nil
@@ -71,6 +74,13 @@ func serveWorker() int {
 		writeFrame(ctl, readyMsg{Err: wireErrOf(err)})
 		return 1
 	}
+	// Compiling made garbage: collect it now, while the worker waits, and
+	// let the run go without the collector, up to a bound (a worker serves
+	// one run and exits).
+	runtime.GC()
+	debug.FreeOSMemory()
+	debug.SetMemoryLimit(int64(r.memoryPages)*65536 + 256<<20)
+	debug.SetGCPercent(-1)
 	if err := writeFrame(ctl, readyMsg{}); err != nil {
 		return 1
 	}
