@@ -178,6 +178,18 @@ func (e *Engine) RunTree(ctx context.Context, root string) (*RunState, error) {
 		}
 		return true
 	})
+	if errors.Is(err, store.ErrNoSpace) {
+		// The scheduler's own write met the disk's reserve between turns:
+		// the tree stops where its last stored steps are, paused (as a turn
+		// that meets it), never left looking as if it ran.
+		ids, terr := e.Tree(rootOf(root))
+		for _, id := range ids {
+			if terr == nil {
+				_, terr = e.invs.Pause(id, err.Error())
+			}
+		}
+		return nil, errors.Join(err, terr)
+	}
 	if err != nil {
 		return nil, err
 	}
