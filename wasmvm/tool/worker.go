@@ -90,8 +90,7 @@ func (p *pool) close() {
 
 // take returns a worker with the module compiled: a warm one, or one
 // started now; and starts its successor when the pool keeps them warm.
-func (p *pool) take(ctx context.Context, module []byte) (*worker, error) {
-	key := sha256.Sum256(module)
+func (p *pool) take(ctx context.Context, key [32]byte, module []byte) (*worker, error) {
 	var w *worker
 	p.mu.Lock()
 	if s := p.warm[key]; s != nil {
@@ -107,7 +106,7 @@ func (p *pool) take(ctx context.Context, module []byte) (*worker, error) {
 	if w != nil {
 		return w, nil
 	}
-	return p.start(ctx, module)
+	return p.start(ctx, key, module)
 }
 
 // refill starts warm workers for a tool until it has opts.Warm, in the
@@ -132,7 +131,7 @@ func (p *pool) refill(key [32]byte, module []byte) {
 	s.used = time.Now()
 	for ; len(s.ready)+s.filling < p.opts.Warm; s.filling++ {
 		go func() {
-			w, err := p.start(context.Background(), s.module)
+			w, err := p.start(context.Background(), key, s.module)
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			s.filling--
@@ -176,8 +175,7 @@ type worker struct {
 
 // meter returns the module metered, once per tool: a worker compiles it
 // as it is (its fuel rewriting is most of the cost of a worker's start).
-func (p *pool) meter(module []byte) ([]byte, error) {
-	key := sha256.Sum256(module)
+func (p *pool) meter(key [32]byte, module []byte) ([]byte, error) {
 	p.mu.Lock()
 	m, ok := p.metered[key]
 	p.mu.Unlock()
@@ -198,8 +196,8 @@ func (p *pool) meter(module []byte) ([]byte, error) {
 }
 
 // start starts a worker and compiles the module in it.
-func (p *pool) start(ctx context.Context, module []byte) (*worker, error) {
-	metered, err := p.meter(module)
+func (p *pool) start(ctx context.Context, key [32]byte, module []byte) (*worker, error) {
+	metered, err := p.meter(key, module)
 	if err != nil {
 		return nil, err
 	}
@@ -323,7 +321,8 @@ func (w *worker) failed(doing string, err error) error {
 
 // run runs a tool in a worker to its end.
 func (p *pool) run(ctx context.Context, module []byte, cfg Config) (*Result, error) {
-	w, err := p.take(ctx, module)
+	key := sha256.Sum256(module) // once a run: 2-3 MB of a Go tool is a millisecond and more
+	w, err := p.take(ctx, key, module)
 	if err != nil && ctx.Err() != nil {
 		// Stopped before the tool began, as a run in process would be.
 		res := &Result{Stop: TimedOut, Detail: "cancelled"}
@@ -339,7 +338,7 @@ func (p *pool) run(ctx context.Context, module []byte, cfg Config) (*Result, err
 	// Its successor starts once this run is over: beside it, the two
 	// shared the cores and the run took half as long again (59 ms p50
 	// against 34, BENCHMARKS.md).
-	defer p.refill(sha256.Sum256(module), module)
+	defer p.refill(key, module)
 	if err := w.send(runMsgOf(cfg)); err != nil {
 		return nil, w.failed("sending the run", err)
 	}

@@ -195,21 +195,7 @@ func TestWorkerSeenFromOutside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan *Result, 1)
-	go func() {
-		res, err := r.Run(context.Background(), testtools.Build(t, "cat"), Config{StdinFile: inR, StdinWriter: inW, Env: []string{"GRANTED=yes"}, Timeout: time.Minute})
-		if err != nil {
-			t.Error(err)
-		}
-		done <- res
-	}()
-	var pid int
-	for deadline := time.Now().Add(time.Minute); pid == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		pid = childWorker(t)
-	}
-	if pid == 0 {
-		t.Fatal("no worker found among this process's children")
-	}
+	pid, done := startWorker(t, r, "cat", Config{StdinFile: inR, StdinWriter: inW, Env: []string{"GRANTED=yes"}, Timeout: time.Minute})
 	status := waitConfined(t, pid)
 	for _, want := range []string{"NoNewPrivs:\t1", "Seccomp:\t2"} {
 		if !strings.Contains(status, want) {
@@ -239,6 +225,28 @@ func TestWorkerSeenFromOutside(t *testing.T) {
 	if res == nil || !res.OK() {
 		t.Fatalf("%+v", res)
 	}
+}
+
+// startWorker runs a tool in the background and returns its worker's pid,
+// and where its result comes.
+func startWorker(t *testing.T, r *Runner, tool string, cfg Config) (int, <-chan *Result) {
+	t.Helper()
+	done := make(chan *Result, 1)
+	go func() {
+		res, err := r.Run(context.Background(), testtools.Build(t, tool), cfg)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	var pid int
+	for deadline := time.Now().Add(time.Minute); pid == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		pid = childWorker(t)
+	}
+	if pid == 0 {
+		t.Fatal("no worker found among this process's children")
+	}
+	return pid, done
 }
 
 // waitConfined waits until a worker has confined itself (its filter is
@@ -285,21 +293,7 @@ func childWorker(t *testing.T) int {
 // run ends as trapped with what it said last.
 func TestWorkerKilled(t *testing.T) {
 	r := runner(t, 0)
-	done := make(chan *Result, 1)
-	go func() {
-		res, err := r.Run(context.Background(), testtools.Build(t, "spin"), Config{Fuel: MaxFuel, Timeout: time.Minute})
-		if err != nil {
-			t.Error(err)
-		}
-		done <- res
-	}()
-	var pid int
-	for deadline := time.Now().Add(time.Minute); pid == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		pid = childWorker(t)
-	}
-	if pid == 0 {
-		t.Fatal("no worker")
-	}
+	pid, done := startWorker(t, r, "spin", Config{Fuel: MaxFuel, Timeout: time.Minute})
 	waitConfined(t, pid)
 	syscall.Kill(pid, syscall.SIGKILL)
 	select {
