@@ -130,7 +130,7 @@ func Register(e *host.Engine, cfg Config) (closer func()) {
 	}
 	e.Adapters[model.Tag] = &model.Adapter{Endpoints: cfg.Endpoints}
 	e.Adapters[approval.Tag] = approval.Adapter{}
-	t := &tools.Adapter{Dir: cfg.ToolDir, CacheDir: cfg.CacheDir, Grants: e.GrantsFor, Places: places, Warm: 1, WithoutLandlock: cfg.ToolsWithoutLandlock}
+	t := &tools.Adapter{Dir: cfg.ToolDir, CacheDir: cfg.CacheDir, Grants: e.GrantsFor, Prog: e.ProgOf, Places: places, Warm: 1, Keep: tool.WarmTools, WithoutLandlock: cfg.ToolsWithoutLandlock}
 	e.Adapters[tools.Tag] = t
 	for tag, a := range mcp.New(&mcp.Servers{Tools: t, Remote: cfg.MCP}) {
 		e.Adapters[tag] = a

@@ -217,6 +217,15 @@ func (e *Engine) GrantsFor(inv, tag string) ([]Grant, error) {
 	return e.ward.For(i.Prog, tag)
 }
 
+// ProgOf returns the prog an invocation runs.
+func (e *Engine) ProgOf(inv string) (string, error) {
+	i, err := e.invs.get(inv)
+	if err != nil {
+		return "", err
+	}
+	return i.Prog, nil
+}
+
 // Limits are what an adapter declares of its acts. Zero fields take the
 // engine's Bounds (and no time limit).
 type Limits struct {

@@ -28,6 +28,7 @@ import (
 	"github.com/runehost/runehost/acts/web"
 	"github.com/runehost/runehost/host"
 	"github.com/runehost/runehost/internal/testtools"
+	"github.com/runehost/runehost/wasmvm/tool"
 )
 
 // engine has the fs, web and mcp acts, the test server installed as the
@@ -43,7 +44,7 @@ func engine(t testing.TB, remote map[string]mcp.Remote) *host.Engine {
 		adapters[tag] = a
 	}
 	e := acttest.Engine(t, adapters)
-	ta := &tools.Adapter{Dir: dir, CacheDir: filepath.Join(os.TempDir(), "runehost-test-wazero-cache"), MemoryPages: 256, Grants: e.GrantsFor, Warm: 1}
+	ta := &tools.Adapter{Dir: dir, CacheDir: filepath.Join(os.TempDir(), "runehost-test-wazero-cache"), MemoryPages: 256, Grants: e.GrantsFor, Prog: e.ProgOf, Warm: 1, Keep: tool.WarmTools}
 	t.Cleanup(func() { ta.Close(context.Background()) })
 	for tag, a := range mcp.New(&mcp.Servers{Tools: ta, Remote: remote}) {
 		e.Adapters[tag] = a

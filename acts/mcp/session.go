@@ -64,7 +64,7 @@ func (a *Adapter) doWASI(ctx context.Context, op *host.Operation, name string, f
 	done := make(chan runEnd, 1)
 	go func() {
 		res, err := runner.Run(rctx, module, tool.Config{Name: name, StdinFile: inR, StdinWriter: inW, Stdout: outW, StreamOnly: true,
-			Env: env, Mounts: mounts, Fuel: fuel, Timeout: a.S.Tools.Timeout})
+			Env: env, Mounts: mounts, Fuel: fuel, Timeout: a.S.Tools.Timeout, Owner: a.S.Tools.Owner(op.Invocation)})
 		outW.CloseWithError(io.EOF)
 		inR.Close()
 		done <- runEnd{res, err}

@@ -58,10 +58,13 @@ type Adapter struct {
 	// Places are the host's own directories no mount may cover, besides
 	// fs.SystemPlaces.
 	Places []fs.Place
-	// Warm and WithoutLandlock are as for tool.Options: workers kept
-	// ready per tool, and the operator's word to run tools where the
-	// kernel has no Landlock.
-	Warm            int
+	// Prog returns the prog an invocation runs: a worker kept after a run
+	// serves only the same prog's runs (tool.Config.Owner).
+	Prog func(inv string) (string, error)
+	// Warm, Keep and WithoutLandlock are as for tool.Options: workers
+	// ready per tool, workers kept after a run for the next of its kind,
+	// and the operator's word to run tools where the kernel has no Landlock.
+	Warm, Keep      int
 	WithoutLandlock bool
 
 	once   sync.Once
@@ -262,10 +265,21 @@ func (a *Adapter) mounts(inv string) ([]tool.Mount, []string, error) {
 // same).
 func (a *Adapter) Sandbox(inv string) ([]tool.Mount, []string, error) { return a.mounts(inv) }
 
+// Owner is who an invocation's runs are for: its prog, or the invocation
+// itself where the adapter cannot tell.
+func (a *Adapter) Owner(inv string) string {
+	if a.Prog != nil {
+		if p, err := a.Prog(inv); err == nil {
+			return "prog " + p
+		}
+	}
+	return "invocation " + inv
+}
+
 // Runner returns the adapter's sandbox, made on first use.
 func (a *Adapter) Runner() (*tool.Runner, error) {
 	a.once.Do(func() {
-		a.runner, a.err = tool.New(context.Background(), tool.Options{CacheDir: a.CacheDir, MemoryPages: a.MemoryPages, Warm: a.Warm, WithoutLandlock: a.WithoutLandlock})
+		a.runner, a.err = tool.New(context.Background(), tool.Options{CacheDir: a.CacheDir, MemoryPages: a.MemoryPages, Warm: a.Warm, Keep: a.Keep, WithoutLandlock: a.WithoutLandlock})
 	})
 	return a.runner, a.err
 }
@@ -305,7 +319,8 @@ func (a *Adapter) Do(ctx context.Context, op *host.Operation) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := runner.Run(ctx, module, tool.Config{Name: ar.name, Args: ar.argv, Stdin: ar.stdin, Env: env, Mounts: mounts, Fuel: fuel(ar, op), Timeout: a.Timeout})
+	res, err := runner.Run(ctx, module, tool.Config{Name: ar.name, Args: ar.argv, Stdin: ar.stdin, Env: env, Mounts: mounts, Fuel: fuel(ar, op), Timeout: a.Timeout,
+		Owner: a.Owner(op.Invocation)})
 	if err != nil {
 		return nil, &checkpoint.Error{Kind: "failed", Msg: err.Error()}
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/runehost/runehost/events/redact"
 	"github.com/runehost/runehost/guest/machine"
 	"github.com/runehost/runehost/host"
+	"github.com/runehost/runehost/wasmvm/tool"
 )
 
 // toolRunner runs the WASI tools of one server: one tools.Adapter (its
@@ -38,7 +39,9 @@ type toolRunner struct {
 
 func newToolRunner(h *mcpHost) *toolRunner {
 	r := &toolRunner{}
-	r.a = &tools.Adapter{Dir: h.cfg.ToolDir, CacheDir: h.cfg.CacheDir, Places: hostPlaces(h.c), Warm: 1, WithoutLandlock: h.cfg.ToolsWithoutLandlock,
+	r.a = &tools.Adapter{Dir: h.cfg.ToolDir, CacheDir: h.cfg.CacheDir, Places: hostPlaces(h.c), Warm: 1, Keep: tool.WarmTools, WithoutLandlock: h.cfg.ToolsWithoutLandlock,
+		// Every call is the subject's.
+		Prog: func(string) (string, error) { return h.subject, nil },
 		Grants: func(call, tag string) ([]host.Grant, error) {
 			gs, _ := r.grants.Load(call)
 			m, _ := gs.(map[string][]host.Grant)

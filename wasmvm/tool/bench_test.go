@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -122,46 +123,56 @@ func BenchmarkToolStart(b *testing.B) {
 
 // BenchmarkToolRun is a small run of wc as a user's act gets it, p50 and
 // p99 over b.N runs, side by side: in this process (the tool compiled
-// already), in a worker from the warm pool (runs spaced, as acts come: the
-// pool refills between them), back to back (the pool may be empty), and
-// with no pool (a worker started for the run, its tool read from wazero's
-// cache on disk). cpu-ms is this process's and its workers' CPU time.
+// already); in a worker kept from the run before (the same tool, mounts,
+// environment and owner: an agent's acts); the first run of its kind in a
+// worker from the warm pool (runs spaced, as acts come: the pool refills
+// between them); back to back (the pool may be empty); and with no pool
+// (a worker started for the run, its tool read from wazero's cache on
+// disk). cpu-ms is this process's and its workers' CPU time, the workers
+// stopped first.
 func BenchmarkToolRun(b *testing.B) {
 	wc := testtools.Build(b, "wc")
-	in := Config{Stdin: []byte("a b c\n")}
 	cache := filepath.Join(b.TempDir(), "cache")
 	for _, c := range []struct {
-		name   string
-		worker bool
-		warm   int
-		spaced bool
-	}{{"in-process", false, 0, false}, {"worker-warm", true, 1, true}, {"worker-back-to-back", true, 1, false}, {"worker-cold", true, 0, false}} {
+		name      string
+		worker    bool
+		warm      int
+		keep      int
+		spaced    bool
+		sameOwner bool
+	}{
+		{"in-process", false, 0, 0, false, true},
+		{"worker-kept", true, 1, 1, false, true},
+		{"worker-warm", true, 1, 0, true, false},
+		{"worker-back-to-back", true, 1, 0, false, false},
+		{"worker-cold", true, 0, 0, false, false},
+	} {
 		b.Run(c.name, func(b *testing.B) {
 			var r *Runner
 			var err error
 			if c.worker {
-				r, err = New(context.Background(), Options{CacheDir: cache, Warm: c.warm})
+				r, err = New(context.Background(), Options{CacheDir: cache, Warm: c.warm, Keep: c.keep})
 			} else {
 				r, err = newRunner(context.Background(), cache, 0, false)
 			}
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer r.Close(context.Background())
+			in := Config{Stdin: []byte("a b c\n")}
 			if res, err := r.Run(context.Background(), wc, in); err != nil || !res.OK() {
 				b.Fatalf("%+v %v", res, err)
 			}
 			var lat []time.Duration
 			cpu0 := cpuTime()
-			var idle time.Duration
 			b.ResetTimer()
-			for range b.N {
+			for i := range b.N {
 				if c.spaced {
 					b.StopTimer()
-					t := time.Now()
 					waitWarm(r)
-					idle += time.Since(t)
 					b.StartTimer()
+				}
+				if !c.sameOwner {
+					in.Owner = strconv.Itoa(i)
 				}
 				start := time.Now()
 				res, err := r.Run(context.Background(), wc, in)
@@ -171,6 +182,7 @@ func BenchmarkToolRun(b *testing.B) {
 				}
 			}
 			b.StopTimer()
+			r.Close(context.Background())
 			slices.Sort(lat)
 			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "ms-p50")
 			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "ms-p99")

@@ -8,6 +8,7 @@ package tool
 import (
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -124,21 +125,60 @@ func hostNotDumpable() {
 	dumpableOnce.Do(func() { unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) })
 }
 
-// limitRun sets the limits that depend on the run: address space for its
-// memory, and CPU time as a backstop to fuel and the clock.
-func limitRun(pages uint32, timeout float64) error {
+// limitSpace bounds the worker's address space: its tool's memory and
+// what the runtime and wazero need beside it.
+func limitSpace(pages uint32) error {
 	space := uint64(pages)*65536 + workerSpace
-	cpu := uint64(2*timeout) + 10
-	for _, l := range []struct {
-		res       int
-		cur, hard uint64
-	}{{unix.RLIMIT_AS, space, space}, {unix.RLIMIT_CPU, cpu, cpu + 5}} {
-		if err := unix.Setrlimit(l.res, &unix.Rlimit{Cur: l.cur, Max: l.hard}); err != nil {
-			return fmt.Errorf("rlimit %d: %w", l.res, err)
-		}
+	if err := unix.Setrlimit(unix.RLIMIT_AS, &unix.Rlimit{Cur: space, Max: space}); err != nil {
+		return fmt.Errorf("rlimit %d: %w", unix.RLIMIT_AS, err)
 	}
 	return nil
 }
+
+// workerCPU is the CPU time a worker may use over all its runs, past its
+// first run's own bound: the hard limit, which only ever comes down.
+const workerCPU = 30 * 60
+
+var xcpuOnce sync.Once
+
+// limitCPU bounds the CPU time of the run to come, as a backstop to its
+// fuel and its clock: seconds past what the worker used already. Past it
+// the worker exits (SIGXCPU, which the Go runtime would ignore); past the
+// hard limit the kernel kills it. last is a run whose bound reached the
+// hard limit: the worker serves no other.
+func limitCPU(seconds uint64) (last bool, err error) {
+	xcpuOnce.Do(func() {
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, unix.SIGXCPU)
+		go func() {
+			<-c
+			fmt.Fprintln(os.Stderr, "fatal error: the worker used all the CPU time its run may have")
+			os.Exit(2)
+		}()
+	})
+	var used unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &used); err != nil {
+		return false, err
+	}
+	var l unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_CPU, &l); err != nil {
+		return false, err
+	}
+	cur := uint64(used.Sec) + 1 + seconds
+	if l.Max == unix.RLIM_INFINITY {
+		l.Max = cur + workerCPU
+	}
+	if cur >= l.Max {
+		cur, last = l.Max, true
+	}
+	if err := unix.Setrlimit(unix.RLIMIT_CPU, &unix.Rlimit{Cur: cur, Max: l.Max}); err != nil {
+		return false, fmt.Errorf("rlimit %d: %w", unix.RLIMIT_CPU, err)
+	}
+	return last, nil
+}
+
+// recvFlags: descriptors a worker receives are closed on exec.
+const recvFlags = unix.MSG_CMSG_CLOEXEC
 
 // filter applies the seccomp filter to every thread of the worker (TSYNC),
 // with no_new_privs: from here on it has only the system calls of policy,
@@ -196,7 +236,8 @@ var policy = seccomp.Policy{
 			"epoll_create1", "epoll_ctl", "epoll_pwait", "epoll_pwait2", "epoll_wait",
 			"eventfd2", "pipe2", "poll", "ppoll", "pselect6",
 			// descriptors
-			"read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev",
+			"read", "write", "readv", "recvmsg", // recvmsg: a run's descriptors come on the control socket
+			"writev", "pread64", "pwrite64", "preadv", "pwritev",
 			"close", "lseek", "fcntl", "dup", "dup3", "fstat", "fstatfs", "ftruncate", "fsync", "fdatasync",
 			"fchmod", "getdents64",
 			// names, beneath a mount's descriptor (os.Root)
@@ -218,17 +259,17 @@ var policy = seccomp.Policy{
 }
 
 // closeInherited closes the descriptors a worker inherited past its own
-// (0-4): a Go process opens every descriptor close-on-exec, so one that is
+// (0-3): a Go process opens every descriptor close-on-exec, so one that is
 // not was handed down from whoever started the host.
 func closeInherited() {
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
-		unix.CloseRange(5, ^uint(0), 0)
+		unix.CloseRange(4, ^uint(0), 0)
 		return
 	}
 	for _, e := range ents {
 		fd, err := strconv.Atoi(e.Name())
-		if err != nil || fd < 5 {
+		if err != nil || fd < 4 {
 			continue
 		}
 		if fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil && fl&unix.FD_CLOEXEC == 0 {

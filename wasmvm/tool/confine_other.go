@@ -15,7 +15,10 @@ func confinable(withoutLandlock bool) error {
 	return nil
 }
 
-func limit() error                   { return nil }
-func limitRun(uint32, float64) error { return nil }
-func confine([]Mount, layers) error  { return nil }
-func closeInherited()                {}
+func limit() error                  { return nil }
+func limitSpace(uint32) error       { return nil }
+func limitCPU(uint64) (bool, error) { return false, nil }
+func confine([]Mount, layers) error { return nil }
+func closeInherited()               {}
+
+const recvFlags = 0

@@ -79,6 +79,9 @@ type Config struct {
 	// StreamOnly keeps no copy of stdout: it only goes to Stdout (a
 	// server's replies, read as they come).
 	StreamOnly bool
+	// Owner is who the run is for (a prog): a worker kept after a run
+	// (Options.Keep) serves only runs of the same owner.
+	Owner string
 
 	keepNone bool   // a worker's: its host keeps the copies
 	probe    string // tests only: a native attack in place of the tool
@@ -173,6 +176,12 @@ type Options struct {
 	// WarmTools tools); 0 starts each worker when its run comes, as a
 	// one-off command should.
 	Warm int
+	// Keep is how many workers are kept, confined as their run left them,
+	// for KeepFor after it, each for the next run of the same tool with
+	// the same mounts, modes, environment and owner; 0 keeps none, as a
+	// one-off command should. A kept worker's next run costs about what a
+	// run in this process does; a warm one's first costs a fresh process.
+	Keep int
 	// WithoutLandlock runs tools where the kernel has no Landlock, the
 	// worker then confined by everything but it: the operator's explicit
 	// choice (--allow-tools-without-landlock). Without it such a kernel
@@ -338,6 +347,12 @@ func (cfg *Config) check() error {
 
 // openMounts opens a run's mounts; release closes them.
 func openMounts(mounts []Mount) (wazero.FSConfig, func(), error) {
+	return openMountsChecked(mounts, true)
+}
+
+// openMountsChecked opens a run's mounts, each checked against the mount
+// table if checkTree (a confined worker cannot read it: its host did).
+func openMountsChecked(mounts []Mount, checkTree bool) (wazero.FSConfig, func(), error) {
 	fsc := wazero.NewFSConfig()
 	var opened []func()
 	release := func() {
@@ -350,7 +365,7 @@ func openMounts(mounts []Mount) (wazero.FSConfig, func(), error) {
 		if guest == "" {
 			guest = "/"
 		}
-		cfs, rel, err := newMount(m.Host, m.Write)
+		cfs, rel, err := newMount(m.Host, m.Write, checkTree)
 		if err != nil {
 			release()
 			return nil, nil, &Error{What: "mount " + m.Host, Err: err}

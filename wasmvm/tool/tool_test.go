@@ -18,7 +18,8 @@ import (
 
 func runner(t *testing.T, pages uint32) *Runner {
 	t.Helper()
-	r, err := NewRunner(context.Background(), filepath.Join(os.TempDir(), "runehost-test-wazero-cache"), pages)
+	// Workers are kept: a test's runs of one kind share one, as a server's do.
+	r, err := New(context.Background(), Options{CacheDir: filepath.Join(os.TempDir(), "runehost-test-wazero-cache"), MemoryPages: pages, Keep: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

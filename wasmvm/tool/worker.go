@@ -24,6 +24,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/runehost/runehost/internal/fsallow"
 	"github.com/runehost/runehost/wasmvm"
 )
 
@@ -33,6 +34,13 @@ const workerArg0 = "runehost-tool-worker"
 
 // WarmTools bounds the tools a Runner keeps warm workers for.
 const WarmTools = 8
+
+// KeepFor is how long a worker kept after its run waits for another
+// (Options.Keep); maxRuns bounds the runs one worker serves.
+const (
+	KeepFor = time.Minute
+	maxRuns = 1000
+)
 
 // backstop is how long past its clock a worker may take to answer before
 // it is killed: its own clock stops the tool; this stops the worker.
@@ -47,15 +55,21 @@ var ErrNoLandlock = errors.New("this kernel has no Landlock, so a tool's worker 
 // a worker does not.
 var ErrWorker = errors.New("the tool's worker failed")
 
-// pool starts workers and keeps some warm: started, the tool compiled,
-// waiting for a run. A worker serves one run and exits.
+// pool starts workers and keeps some: warm ones (started, the tool
+// compiled, not yet confined, waiting for a first run), and kept ones
+// (confined by a run, waiting for another run of the same kind: kindOf).
 type pool struct {
 	opts Options
 	exe  string
 	off  layers // tests only: confinement switched off
+	cpu  uint64 // tests only: each run's CPU seconds
+	// keepFor is KeepFor but in tests.
+	keepFor time.Duration
 
 	mu      sync.Mutex
 	warm    map[[32]byte]*warmSet
+	kept    map[string][]*worker // by kind, the most recent last
+	nkept   int
 	metered map[[32]byte][]byte // tools metered once, by the hash of their bytes
 	closed  bool
 }
@@ -72,27 +86,44 @@ func newPool(opts Options) (*pool, error) {
 	if err := confinable(opts.WithoutLandlock); err != nil {
 		return nil, err
 	}
-	return &pool{opts: opts, exe: "/proc/self/exe", warm: map[[32]byte]*warmSet{}, metered: map[[32]byte][]byte{}}, nil
+	return &pool{opts: opts, exe: "/proc/self/exe", keepFor: KeepFor, warm: map[[32]byte]*warmSet{}, kept: map[string][]*worker{},
+		metered: map[[32]byte][]byte{}}, nil
 }
 
-// close stops the warm workers.
+// close stops the warm and kept workers.
 func (p *pool) close() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.closed = true
+	var all []*worker
 	for _, s := range p.warm {
-		for _, w := range s.ready {
-			w.kill()
-		}
+		all = append(all, s.ready...)
 	}
-	p.warm = map[[32]byte]*warmSet{}
+	for _, ws := range p.kept {
+		all = append(all, ws...)
+	}
+	p.warm, p.kept, p.nkept = map[[32]byte]*warmSet{}, map[string][]*worker{}, 0
+	p.mu.Unlock()
+	for _, w := range all {
+		w.kill()
+	}
 }
 
-// take returns a worker with the module compiled: a warm one, or one
-// started now; and starts its successor when the pool keeps them warm.
-func (p *pool) take(ctx context.Context, key [32]byte, module []byte) (*worker, error) {
-	var w *worker
+// take returns a worker with the module compiled: one kept from a run of
+// the same kind (kept is then true), a warm one, or one started now.
+func (p *pool) take(ctx context.Context, key [32]byte, kind string, module []byte) (w *worker, kept bool, err error) {
 	p.mu.Lock()
+	for ws := p.kept[kind]; len(ws) > 0 && w == nil; ws = p.kept[kind] {
+		w = ws[len(ws)-1]
+		p.unkeepLocked(w)
+		if !w.alive() {
+			go w.kill()
+			w = nil
+		}
+	}
+	if w != nil {
+		p.mu.Unlock()
+		return w, true, nil
+	}
 	if s := p.warm[key]; s != nil {
 		s.used = time.Now()
 		for len(s.ready) > 0 && w == nil {
@@ -104,9 +135,66 @@ func (p *pool) take(ctx context.Context, key [32]byte, module []byte) (*worker, 
 	}
 	p.mu.Unlock()
 	if w != nil {
-		return w, nil
+		return w, false, nil
 	}
-	return p.start(ctx, key, module)
+	w, err = p.start(ctx, key, module)
+	return w, false, err
+}
+
+// keep keeps a worker after its run for the next run of its kind, for
+// KeepFor, at most opts.Keep of them (the least recently used go first).
+func (p *pool) keep(w *worker, kind string) {
+	p.mu.Lock()
+	var drop []*worker
+	if p.closed || p.opts.Keep <= 0 || w.seq >= maxRuns {
+		drop = append(drop, w)
+	} else {
+		w.kind, w.keptAt = kind, time.Now()
+		p.kept[kind] = append(p.kept[kind], w)
+		p.nkept++
+		w.expire = time.AfterFunc(p.keepFor, func() {
+			p.mu.Lock()
+			mine := p.unkeepLocked(w)
+			p.mu.Unlock()
+			if mine {
+				w.kill()
+			}
+		})
+		for p.nkept > p.opts.Keep {
+			var oldest *worker
+			for _, ws := range p.kept {
+				if oldest == nil || ws[0].keptAt.Before(oldest.keptAt) {
+					oldest = ws[0]
+				}
+			}
+			p.unkeepLocked(oldest)
+			drop = append(drop, oldest)
+		}
+	}
+	p.mu.Unlock()
+	for _, w := range drop {
+		w.kill()
+	}
+}
+
+// unkeepLocked takes a worker out of the kept ones, reporting whether it
+// was there.
+func (p *pool) unkeepLocked(w *worker) bool {
+	ws := p.kept[w.kind]
+	i := slices.Index(ws, w)
+	if i < 0 {
+		return false
+	}
+	if ws = slices.Delete(ws, i, i+1); len(ws) == 0 {
+		delete(p.kept, w.kind)
+	} else {
+		p.kept[w.kind] = ws
+	}
+	p.nkept--
+	if w.expire != nil {
+		w.expire.Stop()
+	}
+	return true
 }
 
 // refill starts warm workers for a tool until it has opts.Warm, in the
@@ -161,16 +249,20 @@ func (p *pool) evictLocked(keep [32]byte) {
 	delete(p.warm, oldest)
 }
 
-// worker is one child process and the host's ends of its descriptors.
+// worker is one child process and the host's end of its control socket.
 type worker struct {
 	cmd    *exec.Cmd
 	ctl    *os.File // the control socket: frames both ways
-	stdin  *os.File // the tool's stdin, write end
-	stdout *os.File // the tool's stdout, read end
-	stderr *os.File // the tool's stderr, read end
-	diag   *tail    // the worker's own stderr (the Go runtime's last words)
+	sendMu sync.Mutex
+	diag   *tail // the worker's own stderr (the Go runtime's last words)
 	exited chan struct{}
 	err    error // how it exited, once exited is closed
+
+	seq      uint64 // runs sent to it
+	reusable bool   // its last run ended as a run may before another
+	kind     string // while kept: what it was confined for
+	keptAt   time.Time
+	expire   *time.Timer
 }
 
 // meter returns the module metered, once per tool: a worker compiles it
@@ -209,7 +301,7 @@ func (p *pool) start(ctx context.Context, key [32]byte, module []byte) (*worker,
 	if cache == "" {
 		cache = "off"
 	}
-	if err := w.send(prepareMsg{Module: metered, CacheDir: cache, MemoryPages: p.opts.MemoryPages, Off: p.off}); err != nil {
+	if err := w.send(prepareMsg{Module: metered, CacheDir: cache, MemoryPages: p.opts.MemoryPages, Off: p.off, CPU: p.cpu}); err != nil {
 		return nil, w.failed("sending the tool", err)
 	}
 	var ready readyMsg
@@ -230,52 +322,29 @@ func (p *pool) spawn() (*worker, error) {
 	}
 	unix.SetNonblock(fds[0], true)
 	ctl, ctlChild := os.NewFile(uintptr(fds[0]), "worker control"), os.NewFile(uintptr(fds[1]), "control")
-	var mine, theirs []*os.File
-	closeAll := func(fs []*os.File) {
-		for _, f := range fs {
-			f.Close()
-		}
-	}
-	pipe := func(childReads bool) (*os.File, error) {
-		r, w, err := os.Pipe()
-		if err != nil {
-			return nil, err
-		}
-		if childReads {
-			mine, theirs = append(mine, w), append(theirs, r)
-			return w, nil
-		}
-		mine, theirs = append(mine, r), append(theirs, w)
-		return r, nil
+	diagR, diagW, err := os.Pipe()
+	if err != nil {
+		ctl.Close()
+		ctlChild.Close()
+		return nil, &Error{What: "worker", Err: err}
 	}
 	w := &worker{ctl: ctl, exited: make(chan struct{}), diag: &tail{max: 4 << 10}}
-	mine, theirs = append(mine, ctl), append(theirs, ctlChild)
-	var diagR *os.File
-	for _, f := range []struct {
-		to    **os.File
-		reads bool
-	}{{&w.stdin, true}, {&w.stdout, false}, {&w.stderr, false}, {&diagR, false}} {
-		if *f.to, err = pipe(f.reads); err != nil {
-			closeAll(mine)
-			closeAll(theirs)
-			return nil, &Error{What: "worker", Err: err}
-		}
-	}
-	// theirs: control, stdin, stdout, stderr, diagnostics.
 	w.cmd = &exec.Cmd{
 		Path: p.exe, Args: []string{workerArg0},
 		Env: []string{}, // not nil: nil would hand it ours
 		Dir: "/",
-		// The worker's own stderr is for the Go runtime's last words; the
-		// tool's goes to descriptor 4.
-		Stdin: theirs[1], Stdout: theirs[2], Stderr: theirs[4],
-		ExtraFiles:  []*os.File{theirs[0], theirs[3]},
+		// Its stdin and stdout are /dev/null: a run's come with the run.
+		// Its stderr is for the Go runtime's last words.
+		Stderr:      diagW,
+		ExtraFiles:  []*os.File{ctlChild},
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}, // a terminal's ^C is the host's to pass on
 	}
 	err = w.cmd.Start()
-	closeAll(theirs)
+	ctlChild.Close()
+	diagW.Close()
 	if err != nil {
-		closeAll(mine)
+		ctl.Close()
+		diagR.Close()
 		return nil, &Error{What: "worker", Msg: "it could not start: " + err.Error(), Err: ErrWorker}
 	}
 	diagDone := make(chan struct{})
@@ -299,13 +368,11 @@ func (w *worker) alive() bool {
 	}
 }
 
-// kill ends the worker and releases the host's ends.
+// kill ends the worker and releases the host's end.
 func (w *worker) kill() {
 	w.cmd.Process.Kill()
 	<-w.exited
-	for _, f := range []*os.File{w.ctl, w.stdin, w.stdout, w.stderr} {
-		f.Close()
-	}
+	w.ctl.Close()
 }
 
 // failed kills the worker and says what it was doing, with the Go
@@ -319,27 +386,95 @@ func (w *worker) failed(doing string, err error) error {
 	return &Error{What: "worker", Msg: msg, Err: ErrWorker}
 }
 
-// run runs a tool in a worker to its end.
+// run runs a tool in a worker to its end: a worker kept from a run of the
+// same confinement, a warm one, or one started now.
 func (p *pool) run(ctx context.Context, module []byte, cfg Config) (*Result, error) {
 	key := sha256.Sum256(module) // once a run: 2-3 MB of a Go tool is a millisecond and more
-	w, err := p.take(ctx, key, module)
-	if err != nil && ctx.Err() != nil {
-		// Stopped before the tool began, as a run in process would be.
-		res := &Result{Stop: TimedOut, Detail: "cancelled"}
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			res.Detail = fmt.Sprintf("still running after %s", cfg.Timeout)
+	// The host reads the mount table for every run: a kept worker's
+	// Landlock keeps it from reading it itself.
+	for _, m := range cfg.Mounts {
+		if p.off.FSCheck {
+			break // tests only
 		}
-		return res, nil
+		if err := fsallow.CheckTree(m.Host); err != nil {
+			return nil, &Error{What: "mount " + m.Host, Err: err}
+		}
+	}
+	kind := p.kindOf(key, cfg)
+	for tries := 0; ; tries++ {
+		w, kept, err := p.take(ctx, key, kind, module)
+		if err != nil && ctx.Err() != nil {
+			// Stopped before the tool began, as a run in process would be.
+			res := &Result{Stop: TimedOut, Detail: "cancelled"}
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				res.Detail = fmt.Sprintf("still running after %s", cfg.Timeout)
+			}
+			return res, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		res, err := p.runIn(ctx, w, cfg)
+		if !kept {
+			// Its successor starts once this run is over: beside it, the
+			// two shared the cores and the run took half as long again
+			// (59 ms p50 against 34, BENCHMARKS.md).
+			p.refill(key, module)
+		}
+		var werr *wireErr
+		if kept && tries == 0 && errors.As(err, &werr) {
+			// A kept worker that could not begin the run (a mount replaced
+			// since its Landlock was set, say): a new one says why, or runs it.
+			w.kill()
+			continue
+		}
+		if werr != nil {
+			err = werr.error()
+		}
+		if err == nil && w.reusable {
+			p.keep(w, kind)
+		} else {
+			w.kill()
+		}
+		return res, err
+	}
+}
+
+// kindOf is what a kept worker must have been confined for to serve a
+// run: the same tool, mounts, modes, environment and owner, and layers.
+func (p *pool) kindOf(key [32]byte, cfg Config) string {
+	h := sha256.New()
+	h.Write(key[:])
+	put := func(s string) { fmt.Fprintf(h, "%d:%s", len(s), s) }
+	for _, m := range cfg.Mounts {
+		put(m.Host)
+		put(m.Guest)
+		put(fmt.Sprint(m.Write))
+	}
+	put("env")
+	for _, kv := range cfg.Env {
+		put(kv)
+	}
+	put(cfg.Owner)
+	put(fmt.Sprintf("%+v %d", p.off, p.cpu))
+	return string(h.Sum(nil))
+}
+
+// runIn runs a tool in a worker. An error that is a *wireErr is the
+// worker's: it could not begin the run.
+func (p *pool) runIn(ctx context.Context, w *worker, cfg Config) (*Result, error) {
+	w.reusable = false
+	pipes, theirs, err := newRunPipes()
+	if err != nil {
+		return nil, &Error{What: "worker", Err: err}
+	}
+	defer pipes.close()
+	w.seq++
+	err = w.sendRun(runMsgOf(cfg, w.seq), theirs)
+	for _, f := range theirs {
+		f.Close()
 	}
 	if err != nil {
-		return nil, err
-	}
-	defer w.kill()
-	// Its successor starts once this run is over: beside it, the two
-	// shared the cores and the run took half as long again (59 ms p50
-	// against 34, BENCHMARKS.md).
-	defer p.refill(key, module)
-	if err := w.send(runMsgOf(cfg)); err != nil {
 		return nil, w.failed("sending the run", err)
 	}
 	// The host keeps the copies of the output, and stops taking it a
@@ -347,8 +482,10 @@ func (p *pool) run(ctx context.Context, module []byte, cfg Config) (*Result, err
 	outCtx, outCancel := context.WithTimeout(ctx, cfg.Timeout+time.Second)
 	defer outCancel()
 	if cfg.StdinWriter != nil {
-		stopIn := context.AfterFunc(outCtx, func() { cfg.StdinWriter.Close() })
-		defer stopIn()
+		// Closed once the run's time is up, and when it is over.
+		closeIn := sync.OnceFunc(func() { cfg.StdinWriter.Close() })
+		context.AfterFunc(outCtx, closeIn)
+		defer closeIn()
 	}
 	stdout := &capped{max: cfg.OutputCap, also: cfg.Stdout, ctx: outCtx}
 	if cfg.StreamOnly {
@@ -364,8 +501,8 @@ func (p *pool) run(ctx context.Context, module []byte, cfg Config) (*Result, err
 	for _, c := range []struct {
 		to   io.Writer
 		from *os.File
-	}{{stdout, w.stdout}, {stderr, w.stderr}} {
-		copies.Go(func() { io.Copy(c.to, c.from); c.from.Close() })
+	}{{stdout, pipes[1]}, {stderr, pipes[2]}} {
+		copies.Go(func() { io.Copy(c.to, c.from) })
 	}
 	go func() {
 		var in io.Reader = bytes.NewReader(cfg.Stdin)
@@ -375,17 +512,18 @@ func (p *pool) run(ctx context.Context, module []byte, cfg Config) (*Result, err
 		case cfg.StdinFrom != nil:
 			in = cfg.StdinFrom
 		}
-		io.Copy(w.stdin, in)
-		w.stdin.Close()
+		io.Copy(pipes[0], in)
+		pipes[0].Close()
 	}()
 	// The caller's cancel is passed on; the worker's answer is waited for
 	// until its clock and the backstop ran out.
+	seq := w.seq
 	stopCancel := context.AfterFunc(ctx, func() {
 		why := cancelled
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			why = deadline
 		}
-		w.ctl.Write([]byte{why})
+		w.send(toWorker{Stop: &stopMsg{Seq: seq, Why: why}})
 	})
 	defer stopCancel()
 	waitCtx, waitCancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Timeout+backstop)
@@ -399,23 +537,75 @@ func (p *pool) run(ctx context.Context, module []byte, cfg Config) (*Result, err
 	}
 	var res resultMsg
 	rerr := w.receive(waitCtx, &res)
+	if rerr == nil && res.EndStdin {
+		pipes[0].Close()
+		res = resultMsg{}
+		rerr = w.receive(waitCtx, &res)
+	}
+	if rerr == nil && res.EndStdin {
+		rerr = errors.New("it ended stdin twice")
+	}
 	if rerr != nil {
 		w.cmd.Process.Kill()
-	}
-	<-w.exited
-	copies.Wait()
-	if rerr != nil {
+		<-w.exited
+		pipes.close()
+		copies.Wait()
 		return w.died(cfg, stdout, stderr, waitCtx.Err() != nil), nil
 	}
+	// The worker closed its ends of the output as it answered; one that
+	// keeps them open is not waited for past the run's time.
+	copied := make(chan struct{})
+	go func() { copies.Wait(); close(copied) }()
+	select {
+	case <-copied:
+	case <-outCtx.Done():
+		res.Retire = true
+		pipes.close()
+		<-copied
+	}
 	if res.Err != nil {
-		return nil, res.Err.error()
+		return nil, res.Err
 	}
 	out, err := res.result(cfg)
 	if err != nil {
 		return nil, w.failed("answering", err)
 	}
+	w.reusable = !res.Retire
 	out.Stdout, out.Stderr, out.StdoutDropped, out.StderrDropped = stdout.buf.Bytes(), stderr.buf.Bytes(), stdout.dropped, stderr.dropped
 	return out, nil
+}
+
+// runPipes are the host's ends of a run's stdin, stdout and stderr.
+type runPipes [3]*os.File
+
+// newRunPipes makes a run's pipes: the host's ends, and the worker's.
+func newRunPipes() (mine runPipes, theirs [3]*os.File, err error) {
+	for i := range 3 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			mine.close()
+			for _, f := range theirs {
+				if f != nil {
+					f.Close()
+				}
+			}
+			return mine, theirs, err
+		}
+		if i == 0 {
+			mine[i], theirs[i] = w, r
+		} else {
+			mine[i], theirs[i] = r, w
+		}
+	}
+	return mine, theirs, nil
+}
+
+func (rp *runPipes) close() {
+	for _, f := range rp {
+		if f != nil {
+			f.Close()
+		}
+	}
 }
 
 // died is the result of a worker that gave no answer: killed on the

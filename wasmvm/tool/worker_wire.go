@@ -1,5 +1,6 @@
 // worker_wire.go holds what the host and a worker say on the control
-// socket: CBOR messages, each framed by its length, bounded on both sides.
+// socket: CBOR messages, each framed by its length, bounded on both sides;
+// a run's three descriptors go with it (SCM_RIGHTS).
 
 package tool
 
@@ -10,19 +11,23 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"syscall"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/runehost/runehost/internal/fsallow"
 )
 
-// prepareMsg starts a worker's run: the tool to compile.
+// prepareMsg is a worker's first message: the tool to compile.
 type prepareMsg struct {
 	Module      []byte
 	CacheDir    string // resolved: the worker has no environment to find one
 	MemoryPages uint32
 	Off         layers // tests only: the worker honours it only in a test binary
+	CPU         uint64 // tests only: each run's CPU seconds, if not 0
 }
 
 // readyMsg answers prepareMsg.
@@ -30,8 +35,15 @@ type readyMsg struct {
 	Err *wireErr
 }
 
-// runMsg is the run itself, once the tool is compiled.
+// toWorker is each message after prepareMsg: a run, or the stop of one.
+type toWorker struct {
+	Run  *runMsg
+	Stop *stopMsg
+}
+
+// runMsg is a run, its stdin, stdout and stderr sent with it.
 type runMsg struct {
+	Seq     uint64 // the worker's runs, counted from 1
 	Name    string
 	Args    []string
 	Env     []string
@@ -39,19 +51,33 @@ type runMsg struct {
 	Fuel    uint64
 	Timeout time.Duration
 	Probe   string // tests only: an attack run natively in the confined worker
+
+	fds []int           // the worker's: stdin, stdout, stderr
+	ctx context.Context // the worker's: cancelled by its stop
 }
 
-func runMsgOf(cfg Config) runMsg {
-	return runMsg{Name: cfg.Name, Args: cfg.Args, Env: cfg.Env, Mounts: cfg.Mounts, Fuel: cfg.Fuel, Timeout: cfg.Timeout, Probe: cfg.probe}
+// stopMsg is the caller's cancel of run Seq, passed on.
+type stopMsg struct {
+	Seq uint64
+	Why byte // cancelled or deadline
+}
+
+func runMsgOf(cfg Config, seq uint64) runMsg {
+	return runMsg{Seq: seq, Name: cfg.Name, Args: cfg.Args, Env: cfg.Env, Mounts: cfg.Mounts, Fuel: cfg.Fuel, Timeout: cfg.Timeout, Probe: cfg.probe}
 }
 
 // resultMsg is how the run ended; Err is a run that could not start.
+// EndStdin, alone, comes before it: the run's time is up or it was
+// stopped, and a tool waiting on stdin is to see its end (a read blocked
+// in the kernel ends only so).
 type resultMsg struct {
+	EndStdin bool
 	Stop     Stop
 	ExitCode uint32
 	FuelUsed uint64
 	Detail   string
 	Err      *wireErr
+	Retire   bool // the worker serves no other run
 }
 
 // wireErr is an *Error across the socket, its sentinel by name.
@@ -79,6 +105,10 @@ func wireErrOf(err error) *wireErr {
 	return out
 }
 
+// Error is the message alone: a worker's answer that a run could not
+// begin, before error() makes it an *Error.
+func (w *wireErr) Error() string { return cut(w.What) + ": " + cut(w.Msg) }
+
 func (w *wireErr) error() error {
 	what, msg := cut(w.What), w.Msg
 	if len(msg) > maxDetail {
@@ -101,13 +131,19 @@ const (
 var decMode, _ = cbor.DecOptions{MaxArrayElements: 1 << 16, MaxMapPairs: 64, MaxNestedLevels: 8}.DecMode()
 
 func writeFrame(w io.Writer, v any) error {
+	b, err := frame(v)
+	if err == nil {
+		_, err = w.Write(b)
+	}
+	return err
+}
+
+func frame(v any) ([]byte, error) {
 	b, err := cbor.Marshal(v)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	head := binary.BigEndian.AppendUint32(nil, uint32(len(b)))
-	_, err = w.Write(append(head, b...))
-	return err
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...), nil
 }
 
 func readFrame(r io.Reader, v any, limit int) error {
@@ -127,7 +163,91 @@ func readFrame(r io.Reader, v any, limit int) error {
 }
 
 // send writes a message to the worker.
-func (w *worker) send(v any) error { return writeFrame(w.ctl, v) }
+func (w *worker) send(v any) error {
+	w.sendMu.Lock()
+	defer w.sendMu.Unlock()
+	return writeFrame(w.ctl, v)
+}
+
+// sendRun writes a run to the worker, its descriptors with it.
+func (w *worker) sendRun(m runMsg, files [3]*os.File) error {
+	b, err := frame(toWorker{Run: &m})
+	if err != nil {
+		return err
+	}
+	rc, err := w.ctl.SyscallConn()
+	if err != nil {
+		return err
+	}
+	w.sendMu.Lock()
+	defer w.sendMu.Unlock()
+	rights := unix.UnixRights(int(files[0].Fd()), int(files[1].Fd()), int(files[2].Fd()))
+	var n int
+	var serr error
+	err = rc.Write(func(fd uintptr) bool {
+		n, serr = unix.SendmsgN(int(fd), b, rights, nil, 0)
+		return serr != unix.EAGAIN
+	})
+	runtime.KeepAlive(files)
+	if err == nil {
+		err = serr
+	}
+	if err == nil && n < len(b) {
+		_, err = w.ctl.Write(b[n:])
+	}
+	return err
+}
+
+// ctlReader is a worker's end of the control socket: it reads frames, and
+// keeps the descriptors that came with them.
+type ctlReader struct {
+	rc  syscall.RawConn
+	oob []byte
+	fds []int
+}
+
+func newCtlReader(ctl *os.File) (*ctlReader, error) {
+	rc, err := ctl.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	return &ctlReader{rc: rc, oob: make([]byte, unix.CmsgSpace(4*4))}, nil
+}
+
+func (c *ctlReader) Read(p []byte) (int, error) {
+	var n, oobn int
+	var err error
+	if rerr := c.rc.Read(func(fd uintptr) bool {
+		n, oobn, _, _, err = unix.Recvmsg(int(fd), p, c.oob, recvFlags)
+		return err != unix.EAGAIN
+	}); rerr != nil {
+		return 0, rerr
+	}
+	if err != nil {
+		return 0, err
+	}
+	if oobn > 0 {
+		msgs, _ := unix.ParseSocketControlMessage(c.oob[:oobn])
+		for i := range msgs {
+			fds, _ := unix.ParseUnixRights(&msgs[i])
+			c.fds = append(c.fds, fds...)
+		}
+	}
+	if n == 0 {
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// take returns the n descriptors received first.
+func (c *ctlReader) take(n int) ([]int, bool) {
+	if len(c.fds) < n {
+		return nil, false
+	}
+	fds := c.fds[:n:n]
+	c.fds = c.fds[n:]
+	return fds, true
+}
 
 // receive reads the worker's answer, until ctx is done.
 func (w *worker) receive(ctx context.Context, v any) error {
