@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"sync"
 	"time"
 
@@ -442,16 +443,26 @@ func (r *Runner) runMounted(ctx context.Context, compiled wazero.CompiledModule,
 		res.Stop, res.FuelUsed, res.Detail = OutOfFuel, cfg.Fuel, fmt.Sprintf("ran out of its %d fuel", cfg.Fuel)
 	case errors.As(callErr, &exit):
 		res.ExitCode = exit.ExitCode()
-		if res.ExitCode != 0 && mod.Memory() != nil && mod.Memory().Size() >= (r.memoryPages-1)*65536 {
+		if res.ExitCode != 0 && memorySize(mod) >= (r.memoryPages-1)*65536 {
 			res.Stop, res.Detail = OutOfMemory, fmt.Sprintf("exited %d at its memory limit of %d MiB", res.ExitCode, r.memoryPages/16)
 		}
 	default:
 		res.Stop, res.Detail = Trapped, callErr.Error()
-		if mod.Memory() != nil && mod.Memory().Size() >= (r.memoryPages-1)*65536 {
+		if memorySize(mod) >= (r.memoryPages-1)*65536 {
 			res.Stop = OutOfMemory
 		}
 	}
 	return res, nil
+}
+
+// memorySize is a tool's memory in bytes, 0 for a module without one
+// (wazero then gives a nil *MemoryInstance inside a non-nil api.Memory).
+func memorySize(mod api.Module) uint32 {
+	m := mod.Memory()
+	if m == nil || reflect.ValueOf(m).IsNil() {
+		return 0
+	}
+	return m.Size()
 }
 
 // interrupt stops a computing tool when its context is done: the injected

@@ -15,9 +15,11 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero"
 	"golang.org/x/sys/unix"
@@ -260,6 +262,21 @@ func (s *served) serve(rm *runMsg) resultMsg {
 	if res.Stop == TimedOut && context.Cause(ctx) == errDeadline {
 		res.Detail = fmt.Sprintf("still running after %s", cfg.Timeout)
 	}
-	return resultMsg{Stop: res.Stop, ExitCode: res.ExitCode, FuelUsed: res.FuelUsed, Detail: res.Detail,
+	return resultMsg{Stop: res.Stop, ExitCode: res.ExitCode, FuelUsed: res.FuelUsed, Detail: cutDetail(res.Detail),
 		Retire: last || res.Stop == OutOfMemory}
+}
+
+// cutDetail bounds a detail as the host accepts it: a trap's is wazero's
+// message with the whole wasm stack, which a deep one makes long.
+func cutDetail(s string) string {
+	s = strings.ToValidUTF8(s, "?")
+	if len(s) <= maxDetail {
+		return s
+	}
+	const more = "\n\t... (cut)"
+	s = s[:maxDetail-len(more)]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + more
 }

@@ -305,3 +305,47 @@ func TestWorkerKilled(t *testing.T) {
 		t.Fatal("the run did not end when its worker was killed")
 	}
 }
+
+// deepTrap is a module whose _start recurses n calls deep and traps
+// (unreachable), its function named by a long name: wazero's message for
+// it names every frame (up to a bound). It has no memory.
+func deepTrap(n int) []byte {
+	uleb := func(b []byte, v int) []byte {
+		for ; v >= 0x80; v >>= 7 {
+			b = append(b, byte(v&0x7f|0x80))
+		}
+		return append(b, byte(v))
+	}
+	section := func(id byte, body []byte) []byte {
+		return append(uleb([]byte{id}, len(body)), body...)
+	}
+	f := []byte{0x00, 0x20, 0x00, 0x45, 0x04, 0x40, 0x00, 0x0b, 0x20, 0x00, 0x41, 0x01, 0x6b, 0x10, 0x00, 0x0b}
+	start := append(uleb([]byte{0x00, 0x41}, n), 0x10, 0x00, 0x0b)
+	code := append(uleb([]byte{2}, len(f)), f...)
+	code = append(uleb(code, len(start)), start...)
+	name := strings.Repeat("a_very_long_name_", 20)
+	names := uleb([]byte{1, 0}, len(name)) // one name: function 0
+	names = append(names, name...)
+	custom := append(uleb(nil, len("name")), "name"...)
+	custom = append(uleb(append(custom, 1), len(names)), names...)
+	m := []byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00}
+	m = append(m, section(1, []byte{2, 0x60, 1, 0x7f, 0, 0x60, 0, 0})...)
+	m = append(m, section(3, []byte{2, 0, 1})...)
+	m = append(m, section(7, []byte{1, 6, '_', 's', 't', 'a', 'r', 't', 0, 1})...)
+	m = append(m, section(10, code)...)
+	return append(m, section(0, custom)...)
+}
+
+// A trap deep in the stack is a trap result, its detail cut to what a
+// worker may say: not a failed worker.
+func TestDeepTrap(t *testing.T) {
+	r := runner(t, 0)
+	res, err := r.Run(context.Background(), deepTrap(2000), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stop != Trapped || !strings.Contains(res.Detail, "unreachable") || len(res.Detail) > maxDetail {
+		t.Fatalf("%s, a detail of %d bytes: %.200s", res.Stop, len(res.Detail), res.Detail)
+	}
+	t.Logf("a detail of %d bytes", len(res.Detail))
+}
