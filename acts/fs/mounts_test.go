@@ -11,6 +11,7 @@ package fs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,12 +73,16 @@ func opened(t *testing.T) (*host.Engine, string) {
 	testtools.BindWritable(t, "/proc", filepath.Join(data, "p")) // writable: the check, not the mount, refuses a write
 	testtools.Bind(t, "/sys", filepath.Join(data, "s"))
 	testtools.Bind(t, "/dev", filepath.Join(data, "d"))
+	testtools.MountFS(t, "mqueue", filepath.Join(data, "q"))
 	os.Symlink("p/self", filepath.Join(data, "self"))
 	return e, data
 }
 
 func TestForeignMountRefusedAtOpen(t *testing.T) {
-	e, _ := opened(t)
+	e, data := opened(t)
+	// Every mount of mqueue is the one IPC namespace's queues: a name of
+	// this run's own.
+	queue := fmt.Sprintf("runehost-test-%d", os.Getpid())
 	comm, _ := os.ReadFile("/proc/self/comm")
 	for _, c := range []struct{ name, expr, want string }{
 		{"read environ", `act "fs.read" {path: "data/p/self/environ", base64: true}`, "on the proc file system"},
@@ -92,6 +97,8 @@ func TestForeignMountRefusedAtOpen(t *testing.T) {
 		// devtmpfs has tmpfs's magic: its devices are refused as devices.
 		{"read a device", `act "fs.read" {path: "data/d/null"}`, "a character device"},
 		{"write a device", `act "fs.write" {path: "data/d/null", content: "x"}`, "a character device"},
+		// mqueue makes a queue for a file: refused before anything is made.
+		{"make a file", `act "fs.write" {path: "data/q/` + queue + `", content: "x"}`, "on the mqueue file system"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, _ := acttest.Run(t, e, acttest.Catch(c.expr), nil)
@@ -105,6 +112,10 @@ func TestForeignMountRefusedAtOpen(t *testing.T) {
 	}
 	if now, _ := os.ReadFile("/proc/self/comm"); string(now) != string(comm) {
 		t.Fatalf("written: the process is now %q", now)
+	}
+	if _, err := os.Stat(filepath.Join(data, "q", queue)); !errors.Is(err, os.ErrNotExist) {
+		os.Remove(filepath.Join(data, "q", queue))
+		t.Fatalf("a file was made on mqueue: %v", err)
 	}
 	if got, _ := acttest.Run(t, e, `return act "fs.read" {path: "data/a.txt"}`, nil); got != `"alpha"` {
 		t.Fatalf("beside them: %s", got)

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	iofs "io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 
 	"github.com/runehost/runehost/internal/fsallow"
@@ -23,6 +24,18 @@ func openChecked(r *os.Root, rel string, flag int, perm os.FileMode, dir bool) (
 	flag |= openFlags
 	if dir {
 		flag |= dirFlag
+	}
+	if flag&os.O_CREATE != 0 {
+		// A file made is made in its directory: checked before anything is.
+		d, err := r.OpenFile(filepath.Dir(rel), os.O_RDONLY|openFlags|dirFlag, 0)
+		if err != nil {
+			return nil, err
+		}
+		err = ordinary(d)
+		d.Close()
+		if err != nil {
+			return nil, &os.PathError{Op: "open", Path: rel, Err: err}
+		}
 	}
 	f, err := r.OpenFile(rel, flag, perm)
 	if err != nil {

@@ -39,14 +39,26 @@ func BindWritable(t testing.TB, src, dir string) {
 	bind(t, src, dir, true)
 }
 
+// MountFS mounts a new file system of fstype at dir (mqueue, whose files
+// a tool could make), unmounted at the test's end.
+func MountFS(t testing.TB, fstype, dir string) {
+	t.Helper()
+	mount(t, "none", dir, fstype, 0, true)
+}
+
 func bind(t testing.TB, src, dir string, writable bool) {
+	t.Helper()
+	mount(t, src, dir, "", unix.MS_BIND, writable)
+}
+
+func mount(t testing.TB, src, dir, fstype string, flags uintptr, writable bool) {
 	t.Helper()
 	RequireRoot(t)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := unix.Mount(src, dir, "", unix.MS_BIND, ""); err != nil {
-		t.Fatalf("bind mount %s at %s: %v", src, dir, err)
+	if err := unix.Mount(src, dir, fstype, flags, ""); err != nil {
+		t.Fatalf("mount %s (%s) at %s: %v", src, fstype, dir, err)
 	}
 	var stx unix.Statx_t
 	if err := unix.Statx(unix.AT_FDCWD, dir, 0, unix.STATX_MNT_ID, &stx); err != nil || stx.Mask&unix.STATX_MNT_ID == 0 {

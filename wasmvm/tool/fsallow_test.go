@@ -11,6 +11,7 @@ package tool
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -95,17 +96,23 @@ func startedWith(t *testing.T, off layers, mounts func(w string), ops ...string)
 
 func TestForeignMountRefusedAtOpen(t *testing.T) {
 	comm, _ := os.ReadFile("/proc/self/comm")
+	// Every mount of mqueue is the one IPC namespace's queues: a name of
+	// this run's own.
+	queue := fmt.Sprintf("runehost-test-%d", os.Getpid())
+	var q string
 	out := started(t, func(w string) {
+		q = filepath.Join(w, "q")
 		testtools.BindWritable(t, "/proc", filepath.Join(w, "p")) // writable: the check, not the mount, refuses a write
 		testtools.Bind(t, "/sys", filepath.Join(w, "s"))
 		testtools.Bind(t, "/dev", filepath.Join(w, "d"))
+		testtools.MountFS(t, "mqueue", q)
 		must(t, os.Symlink("p/self", filepath.Join(w, "self")))
-	}, "read:/w/p/self/environ", "read:/w/self/environ", "read:/w/p/self/status", "readdir:/w/p", "readdir:/w/self",
+	}, "write:/w/q/"+queue, "read:/w/p/self/environ", "read:/w/self/environ", "read:/w/p/self/status", "readdir:/w/p", "readdir:/w/self",
 		"write:/w/p/self/comm", "append:/w/self/comm", "chtimes:/w/p/self/comm", "mkdir:/w/p/self/x", "unlink:/w/p/self/comm",
 		"rename:/w/p/self/comm:/w/stolen", "readlink:/w/p/self", "read:/w/s/kernel/uevent_seqnum", "readdir:/w/s/kernel",
 		"read:/w/d/null", "write:/w/d/null", "read:/w/ready")
 	for _, want := range []string{
-		"denied read /w/p/self/environ: EACCES", "denied read /w/self/environ: EACCES", "denied read /w/p/self/status: EACCES",
+		"denied write /w/q/" + queue + ": EACCES", "denied read /w/p/self/environ: EACCES", "denied read /w/self/environ: EACCES", "denied read /w/p/self/status: EACCES",
 		"denied readdir /w/p: EACCES", "denied readdir /w/self: EACCES", "denied write /w/p/self/comm: EACCES",
 		"denied append /w/self/comm: EACCES", "denied chtimes /w/p/self/comm: EACCES", "denied mkdir /w/p/self/x: EACCES",
 		"denied unlink /w/p/self/comm: EACCES", "denied rename /w/p/self/comm: EACCES", "denied readlink /w/p/self: EACCES",
@@ -115,6 +122,10 @@ func TestForeignMountRefusedAtOpen(t *testing.T) {
 		if !strings.Contains(out, want+"\n") && !strings.Contains(out, want+" (") {
 			t.Errorf("want %q in\n%s", want, out)
 		}
+	}
+	if _, err := os.Stat(filepath.Join(q, queue)); !errors.Is(err, os.ErrNotExist) {
+		os.Remove(filepath.Join(q, queue))
+		t.Errorf("a file was made on a file system that is not an ordinary one (mqueue): %v", err)
 	}
 	if now, _ := os.ReadFile("/proc/self/comm"); string(now) != string(comm) {
 		t.Errorf("written: the process is now %q", now)

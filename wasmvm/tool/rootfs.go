@@ -165,6 +165,13 @@ func (r *rootFS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode
 			return nil, e
 		}
 	case flag&experimentalsys.O_CREAT != 0 && errnoOf(err) == experimentalsys.ENOENT:
+		// The file would be made in its directory: on an ordinary file
+		// system only, checked before anything is made.
+		dir, _, e := r.parent(p)
+		if e != 0 {
+			return nil, e
+		}
+		dir.Close()
 	default:
 		return nil, errnoOf(err)
 	}
