@@ -277,6 +277,3 @@ func closeInherited() {
 		}
 	}
 }
-
-// fionbio is ioctl's FIONBIO (x/sys/unix does not name it on Linux).
-const fionbio = 0x5421

@@ -394,7 +394,7 @@ func (r *rootFS) depth(dirfd int) (int, experimentalsys.Errno) {
 		if err := unix.Fstat(fd, &st); err != nil {
 			return 0, errnoOf(err)
 		}
-		if st.Dev == r.dev && st.Ino == r.ino {
+		if uint64(st.Dev) == r.dev && uint64(st.Ino) == r.ino {
 			return n, 0
 		}
 		if n > 0 && st.Dev == prev.Dev && st.Ino == prev.Ino {
