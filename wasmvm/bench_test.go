@@ -34,13 +34,18 @@ func runAll(b *testing.B, rt port.RuntimePort, src []byte, slice uint64) {
 }
 
 func runAllLazy(b *testing.B, rt port.RuntimePort, src []byte, slice uint64, lazy bool) {
+	runAllBatched(b, rt, src, slice, lazy, 1)
+}
+
+// runAllBatched is runAllLazy with up to slices slices a Step.
+func runAllBatched(b *testing.B, rt port.RuntimePort, src []byte, slice uint64, lazy bool, slices uint64) {
 	ctx := context.Background()
 	cp, err := rt.Start(ctx, port.Input{Source: src, Limit: 1 << 40, Invocation: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}
 	for {
-		req := port.Request{Checkpoint: cp, Slice: slice, Lazy: lazy}
+		req := port.Request{Checkpoint: cp, Slice: slice, Lazy: lazy, Slices: slices}
 		if cp == nil {
 			req.Invocation = "bench"
 		}
@@ -80,6 +85,13 @@ func BenchmarkSlicing(b *testing.B) {
 		b.Run(rt.name+"/slice1000-lazy", func(b *testing.B) {
 			for b.Loop() {
 				runAllLazy(b, rt.rt, longLoop, 1000, true)
+			}
+		})
+		// Many lazy slices a crossing (port.Request.Slices), as the
+		// engine asks for them.
+		b.Run(rt.name+"/slice1000-lazy-64", func(b *testing.B) {
+			for b.Loop() {
+				runAllBatched(b, rt.rt, longLoop, 1000, true, 1024)
 			}
 		})
 	}

@@ -35,8 +35,8 @@ func checkStep(prev *checkpoint.Header, req port.Request, res *port.Result) erro
 	if res.Used < prev.Used {
 		return fmt.Errorf("used went back from %d to %d", prev.Used, res.Used)
 	}
-	if res.Used-prev.Used > req.Slice {
-		return fmt.Errorf("used grew by %d in a slice of %d", res.Used-prev.Used, req.Slice)
+	if res.Used-prev.Used > req.Steps() {
+		return fmt.Errorf("used grew by %d in a step of at most %d", res.Used-prev.Used, req.Steps())
 	}
 	if err := checkEmits(req, res); err != nil {
 		return err
@@ -106,8 +106,8 @@ func checkStep(prev *checkpoint.Header, req port.Request, res *port.Result) erro
 var scratches = sync.Pool{New: func() any { return new(checkpoint.Scratch) }}
 
 func checkEmits(req port.Request, res *port.Result) error {
-	if uint64(len(res.Emits)) > req.Slice+1 {
-		return fmt.Errorf("%d emits in a slice of %d steps", len(res.Emits), req.Slice)
+	if uint64(len(res.Emits)) > req.Steps()+1 {
+		return fmt.Errorf("%d emits in a step of at most %d steps", len(res.Emits), req.Steps())
 	}
 	for _, e := range res.Emits {
 		if e.Kind == "" || len(e.Kind) > machine.MaxKind || len(e.Data) > machine.MaxEmit {

@@ -128,7 +128,7 @@ func TestGarbageGuest(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = r.Step(ctx, port.Request{Checkpoint: cp, Slice: 100})
-	if !errors.Is(err, ErrAnswer) || !strings.Contains(err.Error(), "used grew by 5100 in a slice of 100") {
+	if !errors.Is(err, ErrAnswer) || !strings.Contains(err.Error(), "used grew by 5100 in a step of at most 100") {
 		t.Fatalf("lying step: got %v", err)
 	}
 	for op, want := range map[int]string{

@@ -373,11 +373,11 @@ func (r *Runtime) Step(ctx context.Context, req port.Request) (*port.Result, err
 
 // outOfMemory is the answer to a step whose machine outgrew the instance's
 // memory: the prog fails with a limit error, charged the whole slice (how
-// far it got is unknown), and its checkpoint says so. The instance is gone;
+// far it got is unknown: all its slices), and its checkpoint says so. The instance is gone;
 // the next call gets a fresh one.
 func (r *Runtime) outOfMemory(req port.Request, h *checkpoint.Header) (*port.Result, error) {
 	e := &checkpoint.Error{Kind: machine.KindLimit, Msg: fmt.Sprintf("memory: the prog needs more than the sandbox's %d MiB", uint64(r.cfg.MemoryLimitPages)*65536>>20)}
-	cp, err := checkpoint.Fail(req.Checkpoint, e, h.Used+req.Slice)
+	cp, err := checkpoint.Fail(req.Checkpoint, e, h.Used+req.Steps())
 	if err != nil {
 		return nil, fmt.Errorf("wasmvm: out of memory, and the checkpoint cannot say so: %w", err)
 	}

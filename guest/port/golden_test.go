@@ -8,6 +8,7 @@ import (
 	"context"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -23,6 +24,8 @@ type outcome struct {
 	final  []byte // final checkpoint
 	emits  []string
 	steps  int
+	at     map[uint64][]byte // the checkpoint of each Yield that has one, by steps used
+	emitAt []uint64          // the steps used at each result that emitted
 }
 
 // runScript runs src to its end in slices of the given size, answering
@@ -35,17 +38,23 @@ func runScript(t testing.TB, rt RuntimePort, src []byte, s *script, slice uint64
 // runScriptLazy is runScript; lazy asks for no checkpoint at Yields.
 func runScriptLazy(t testing.TB, rt RuntimePort, src []byte, s *script, slice uint64, lazy bool) outcome {
 	t.Helper()
+	return runScriptBatched(t, rt, src, s, slice, lazy, 1)
+}
+
+// runScriptBatched is runScriptLazy with up to slices slices a Step.
+func runScriptBatched(t testing.TB, rt RuntimePort, src []byte, s *script, slice uint64, lazy bool, slices uint64) outcome {
+	t.Helper()
 	ctx := context.Background()
 	cp, err := rt.Start(ctx, Input{Source: src, Input: s.Input, State: s.State, Limit: s.Limit, Seed: s.Seed, Invocation: "inv-1"})
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	var out outcome
+	out := outcome{at: map[uint64][]byte{}}
 	var reply []byte
 	next := 0
 	var prevUsed uint64
 	for {
-		req := Request{Checkpoint: cp, Reply: reply, Slice: slice, Clock: s.Clock, Lazy: lazy}
+		req := Request{Checkpoint: cp, Reply: reply, Slice: slice, Clock: s.Clock, Lazy: lazy, Slices: slices}
 		if cp == nil {
 			req.Invocation = "inv-1"
 		}
@@ -54,8 +63,8 @@ func runScriptLazy(t testing.TB, rt RuntimePort, src []byte, s *script, slice ui
 			t.Fatalf("slice %d, step %d: %v", slice, out.steps, err)
 		}
 		out.steps++
-		if r.Used < prevUsed || r.Used-prevUsed > slice {
-			t.Fatalf("used went from %d to %d in a slice of %d", prevUsed, r.Used, slice)
+		if r.Used < prevUsed || r.Used-prevUsed > slice*max(slices, 1) {
+			t.Fatalf("used went from %d to %d in %d slices of %d", prevUsed, r.Used, max(slices, 1), slice)
 		}
 		prevUsed = r.Used
 		if r.Checkpoint == nil && len(r.Emits) > 0 {
@@ -63,6 +72,9 @@ func runScriptLazy(t testing.TB, rt RuntimePort, src []byte, s *script, slice ui
 		}
 		reply = nil
 		cp = r.Checkpoint
+		if len(r.Emits) > 0 {
+			out.emitAt = append(out.emitAt, r.Used)
+		}
 		for _, e := range r.Emits {
 			d, err := checkpoint.DecodeData(e.Data)
 			if err != nil {
@@ -73,6 +85,9 @@ func runScriptLazy(t testing.TB, rt RuntimePort, src []byte, s *script, slice ui
 		}
 		switch r.Kind {
 		case Yield:
+			if r.Checkpoint != nil {
+				out.at[r.Used] = r.Checkpoint
+			}
 			continue
 		case Act, Event:
 			if next >= len(s.Suspends) {
@@ -168,8 +183,28 @@ func TestSlicing(t *testing.T) {
 				if got2 := runScript(t, live, src, s, size); got2.result != got.result || got2.used != got.used || !bytes.Equal(got2.final, got.final) || !reflect.DeepEqual(got2.emits, got.emits) {
 					t.Fatalf("slice %d: a live machine and a decoded one disagree", size)
 				}
-				if got3 := runScriptLazy(t, live, src, s, size, true); got3.result != got.result || got3.used != got.used || !bytes.Equal(got3.final, got.final) || !reflect.DeepEqual(got3.emits, got.emits) {
+				got3 := runScriptLazy(t, live, src, s, size, true)
+				if got3.result != got.result || got3.used != got.used || !bytes.Equal(got3.final, got.final) || !reflect.DeepEqual(got3.emits, got.emits) {
 					t.Fatalf("slice %d: lazy slices and checkpointed ones disagree", size)
+				}
+				// Many slices a Step, lazy or each batch checkpointed: the
+				// same run, and at every boundary a checkpoint was asked
+				// for, the same bytes as a Step a slice gave there.
+				for _, k := range []uint64{2, 7, 64} {
+					for _, lazy := range []bool{true, false} {
+						got4 := runScriptBatched(t, live, src, s, size, lazy, k)
+						if got4.result != got.result || got4.used != got.used || !bytes.Equal(got4.final, got.final) || !reflect.DeepEqual(got4.emits, got.emits) {
+							t.Fatalf("slice %d, %d a step (lazy %v): the run differs from a slice a step", size, k, lazy)
+						}
+						if lazy && !slices.Equal(got4.emitAt, got3.emitAt) {
+							t.Fatalf("slice %d, %d a step: events came at %v steps, a slice a step at %v", size, k, got4.emitAt, got3.emitAt)
+						}
+						for used, cp := range got4.at {
+							if want, ok := got.at[used]; !ok || !bytes.Equal(cp, want) {
+								t.Fatalf("slice %d, %d a step (lazy %v): the checkpoint at %d steps differs from a slice a step's (found %v)", size, k, lazy, used, ok)
+							}
+						}
+					}
 				}
 				if got.result != base.result || got.used != base.used || !reflect.DeepEqual(got.emits, base.emits) {
 					t.Fatalf("slice %d: result %s used %d emits %d; unsliced: %s used %d emits %d",

@@ -299,37 +299,44 @@ func (n *Native) step(p *compile.Program, req Request) (res *Result, err error) 
 		slice = DefaultSlice
 	}
 	m.SetClock(req.Clock)
-	end := m.Used() + slice
-	if end < m.Used() {
-		end = ^uint64(0)
-	}
-	m.Run(slice)
 	var emits []machine.Emit
-	for onAct != nil && m.Status() == checkpoint.Acting && m.Settled() && m.Used() < end {
-		args, err := m.Pending()
-		if err != nil {
-			return nil, err
+	for k := uint64(1); ; k++ {
+		end := m.Used() + slice
+		if end < m.Used() {
+			end = ^uint64(0)
 		}
-		enc, err := checkpoint.EncodeData(args)
-		if err != nil {
-			return nil, err
+		m.Run(slice)
+		for onAct != nil && m.Status() == checkpoint.Acting && m.Settled() && m.Used() < end {
+			args, err := m.Pending()
+			if err != nil {
+				return nil, err
+			}
+			enc, err := checkpoint.EncodeData(args)
+			if err != nil {
+				return nil, err
+			}
+			emits = append(emits, m.TakeEmits()...)
+			replyBytes, ok := onAct(m.Tag(), enc, m.Seq())
+			if !ok {
+				break
+			}
+			r, err := checkpoint.DecodeReply(replyBytes)
+			if err != nil {
+				return nil, fmt.Errorf("%w: act reply: %v", ErrReply, err)
+			}
+			if err := m.Resume(r); err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrReply, err)
+			}
+			m.Run(end - m.Used())
 		}
 		emits = append(emits, m.TakeEmits()...)
-		replyBytes, ok := onAct(m.Tag(), enc, m.Seq())
-		if !ok {
+		// The next slice runs in this Step while this one ended as a Yield
+		// that emitted nothing: as a lazy Step of its own would have.
+		if k >= req.Slices || len(emits) > 0 || m.Status() != checkpoint.Runnable && m.Settled() {
 			break
 		}
-		r, err := checkpoint.DecodeReply(replyBytes)
-		if err != nil {
-			return nil, fmt.Errorf("%w: act reply: %v", ErrReply, err)
-		}
-		if err := m.Resume(r); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrReply, err)
-		}
-		m.Run(end - m.Used())
 	}
 	if req.Lazy && (m.Status() == checkpoint.Runnable || !m.Settled()) {
-		emits = append(emits, m.TakeEmits()...)
 		if len(emits) == 0 {
 			// A lazy Yield: no checkpoint; the machine stays live.
 			n.keep(invocation, &live{prog: p, m: m, ctx: appCtx})

@@ -47,6 +47,25 @@ type Request struct {
 	// lazy Yield of this invocation left. If the port no longer has it
 	// (ErrExpired), the caller resumes from the last checkpoint it has.
 	Invocation string
+	// Slices is how many slices of Slice steps the port runs back to back
+	// in this one Step while each ends in a Yield that emitted nothing: a
+	// crossing into the runtime costs more than a slice of compiled work.
+	// The machine at each boundary is the one a Step per slice would give
+	// (its steps, its limit, its clock); the result is the first slice's
+	// that is not such a Yield, or the last's. 0 or 1 is one slice.
+	Slices uint64
+}
+
+// Steps is the most steps req may run: Slices slices of Slice steps.
+func (req *Request) Steps() uint64 {
+	slice, n := req.Slice, max(req.Slices, 1)
+	if slice == 0 {
+		slice = DefaultSlice
+	}
+	if slice > ^uint64(0)/n {
+		return ^uint64(0)
+	}
+	return slice * n
 }
 
 // ErrExpired says a live machine to continue is gone.

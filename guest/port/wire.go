@@ -33,6 +33,7 @@ type wireRequest struct {
 	Clock      int64  `cbor:"4,keyasint,omitempty"`
 	Lazy       bool   `cbor:"5,keyasint,omitempty"`
 	Invocation string `cbor:"6,keyasint,omitempty"`
+	Slices     uint64 `cbor:"7,keyasint,omitempty"`
 }
 
 type wireEmit struct {

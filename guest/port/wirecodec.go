@@ -17,7 +17,7 @@ import (
 )
 
 func encodeRequest(r *wireRequest) []byte {
-	b := detcbor.AppendHead(nil, 5, detcbor.Count(len(r.Checkpoint) > 0, len(r.Reply) > 0, r.Slice != 0, r.Clock != 0, r.Lazy, r.Invocation != ""))
+	b := detcbor.AppendHead(nil, 5, detcbor.Count(len(r.Checkpoint) > 0, len(r.Reply) > 0, r.Slice != 0, r.Clock != 0, r.Lazy, r.Invocation != "", r.Slices != 0))
 	if len(r.Checkpoint) > 0 {
 		b = detcbor.AppendBytes(append(b, 1), r.Checkpoint)
 	}
@@ -35,6 +35,9 @@ func encodeRequest(r *wireRequest) []byte {
 	}
 	if r.Invocation != "" {
 		b = detcbor.AppendText(append(b, 6), r.Invocation)
+	}
+	if r.Slices != 0 {
+		b = detcbor.AppendHead(append(b, 7), 0, r.Slices)
 	}
 	return b
 }
@@ -215,7 +218,7 @@ func (r *wreader) end() error {
 func decodeRequest(b []byte) (*wireRequest, error) {
 	r := &wreader{detcbor.Reader{B: b}}
 	var q wireRequest
-	err := r.mapKeys(6, func(k uint64) error {
+	err := r.mapKeys(7, func(k uint64) error {
 		var err error
 		switch k {
 		case 1:
@@ -238,6 +241,9 @@ func decodeRequest(b []byte) (*wireRequest, error) {
 		case 6:
 			q.Invocation, err = r.text()
 			err = r.nonZero(q.Invocation == "", err)
+		case 7:
+			q.Slices, err = r.uint()
+			err = r.nonZero(q.Slices == 0, err)
 		}
 		return err
 	})

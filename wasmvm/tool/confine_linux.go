@@ -231,7 +231,7 @@ var policy = seccomp.Policy{
 			"rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack",
 			// time
 			"clock_gettime", "clock_getres", "gettimeofday", "nanosleep", "clock_nanosleep",
-			"getrandom", "getrlimit", "prlimit64",
+			"getrandom", "getrlimit",
 			// the poller
 			"epoll_create1", "epoll_ctl", "epoll_pwait", "epoll_pwait2", "epoll_wait",
 			"eventfd2", "pipe2", "poll", "ppoll", "pselect6",
@@ -248,6 +248,9 @@ var policy = seccomp.Policy{
 			// Threads only: a new process would be outside the filter's
 			// accounting of what the worker is.
 			{Name: "clone", Conditions: []seccomp.Condition{{Argument: 0, Operation: seccomp.BitsSet, Value: unix.CLONE_THREAD}}},
+			// Its own limits only (pid 0): another process's of the same
+			// user would be the kernel's to change for it.
+			{Name: "prlimit64", Conditions: []seccomp.Condition{{Argument: 0, Operation: seccomp.Equal, Value: 0}}},
 			// isatty, and a descriptor's blocking mode.
 			{Name: "ioctl", Conditions: []seccomp.Condition{{Argument: 1, Operation: seccomp.Equal, Value: unix.TCGETS}}},
 			{Name: "ioctl", Conditions: []seccomp.Condition{{Argument: 1, Operation: seccomp.Equal, Value: fionbio}}},

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -188,5 +189,63 @@ func TestWorkerCPULimit(t *testing.T) {
 	}
 	if res.Stop != Trapped || !strings.Contains(res.Detail, "CPU time") {
 		t.Fatalf("%+v", res)
+	}
+}
+
+// A kept worker that cannot begin a run (its mount replaced since its
+// Landlock was set), with others kept alike: the run goes to a new worker
+// with all of its stdin, which the kept ones never took.
+func TestKeptWorkerRetryKeepsStdin(t *testing.T) {
+	r := runner(t, 0)
+	dir := filepath.Join(t.TempDir(), "d")
+	os.Mkdir(dir, 0o755)
+	cfg := Config{Mounts: []Mount{{Host: dir, Guest: "/d"}}}
+	done := make(chan struct{})
+	for range 2 { // two at once: two workers kept
+		go func() { run(t, r, "cat", cfg); done <- struct{}{} }()
+	}
+	<-done
+	<-done
+	if got := keptPIDs(r); len(got) != 2 {
+		t.Fatalf("kept: %v", got)
+	}
+	os.Rename(dir, dir+".old")
+	os.Mkdir(dir, 0o755)
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inR.Close()
+	inW.Write([]byte("all of it\n"))
+	inW.Close() // what it holds stays for whoever reads it
+	c := cfg
+	c.StdinFile, c.StdinWriter = inR, inW
+	if res := run(t, r, "cat", c); !res.OK() || string(res.Stdout) != "all of it\n" {
+		t.Fatalf("%+v (stdout %q)", res, res.Stdout)
+	}
+	if got := keptPIDs(r); len(got) != 1 {
+		t.Fatalf("kept after: %v (the stale ones should be gone, the new one kept)", got)
+	}
+}
+
+// A kept worker that died since its run is not a failed run: the next
+// run of its kind goes to a new worker.
+func TestKeptWorkerDied(t *testing.T) {
+	r := runner(t, 0)
+	run(t, r, "cat", Config{})
+	kept := keptPIDs(r)
+	if len(kept) != 1 {
+		t.Fatalf("kept: %v", kept)
+	}
+	syscall.Kill(kept[0], syscall.SIGKILL)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", kept[0]))
+		if len(b) == 0 || strings.Contains(string(b), ") Z ") || time.Now().After(deadline) {
+			break
+		}
+	}
+	res, err := r.Run(context.Background(), testtools.Build(t, "cat"), Config{Stdin: []byte("x")})
+	if err != nil || !res.OK() || string(res.Stdout) != "x" {
+		t.Fatalf("%+v %v", res, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,7 +86,9 @@ func TestStdoutPipeUnread(t *testing.T) {
 	}()
 	select {
 	case res := <-done:
-		if res == nil || res.Stop != TimedOut {
+		// Stopped by its clock, not killed on the backstop: a write
+		// blocked past its time fails (EPIPE).
+		if res == nil || res.Stop != TimedOut || strings.Contains(res.Detail, "killed") {
 			t.Errorf("%+v", res)
 		}
 	case <-time.After(20 * time.Second):

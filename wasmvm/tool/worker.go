@@ -110,9 +110,9 @@ func (p *pool) close() {
 
 // take returns a worker with the module compiled: one kept from a run of
 // the same kind (kept is then true), a warm one, or one started now.
-func (p *pool) take(ctx context.Context, key [32]byte, kind string, module []byte) (w *worker, kept bool, err error) {
+func (p *pool) take(ctx context.Context, key [32]byte, kind string, module []byte, fresh bool) (w *worker, kept bool, err error) {
 	p.mu.Lock()
-	for ws := p.kept[kind]; len(ws) > 0 && w == nil; ws = p.kept[kind] {
+	for ws := p.kept[kind]; !fresh && len(ws) > 0 && w == nil; ws = p.kept[kind] {
 		w = ws[len(ws)-1]
 		p.unkeepLocked(w)
 		if !w.alive() {
@@ -152,9 +152,11 @@ func (p *pool) keep(w *worker, kind string) {
 		w.kind, w.keptAt = kind, time.Now()
 		p.kept[kind] = append(p.kept[kind], w)
 		p.nkept++
+		w.gen++
+		gen := w.gen
 		w.expire = time.AfterFunc(p.keepFor, func() {
 			p.mu.Lock()
-			mine := p.unkeepLocked(w)
+			mine := w.gen == gen && p.unkeepLocked(w) // not a later keeping's
 			p.mu.Unlock()
 			if mine {
 				w.kill()
@@ -173,6 +175,19 @@ func (p *pool) keep(w *worker, kind string) {
 	}
 	p.mu.Unlock()
 	for _, w := range drop {
+		w.kill()
+	}
+}
+
+// dropKind stops the workers kept for kind.
+func (p *pool) dropKind(kind string) {
+	p.mu.Lock()
+	ws := slices.Clone(p.kept[kind])
+	for _, w := range ws {
+		p.unkeepLocked(w)
+	}
+	p.mu.Unlock()
+	for _, w := range ws {
 		w.kill()
 	}
 }
@@ -263,6 +278,7 @@ type worker struct {
 	kind     string // while kept: what it was confined for
 	keptAt   time.Time
 	expire   *time.Timer
+	gen      uint64 // its keepings, counted: an expiry is only its own keeping's
 }
 
 // meter returns the module metered, once per tool: a worker compiles it
@@ -401,8 +417,14 @@ func (p *pool) run(ctx context.Context, module []byte, cfg Config) (*Result, err
 		}
 	}
 	kind := p.kindOf(key, cfg)
-	for tries := 0; ; tries++ {
-		w, kept, err := p.take(ctx, key, kind, module)
+	var closeIn func() // the caller's StdinWriter, closed once
+	if cfg.StdinWriter != nil {
+		closeIn = sync.OnceFunc(func() { cfg.StdinWriter.Close() })
+		defer closeIn()
+	}
+	fresh := false
+	for {
+		w, kept, err := p.take(ctx, key, kind, module, fresh)
 		if err != nil && ctx.Err() != nil {
 			// Stopped before the tool began, as a run in process would be.
 			res := &Result{Stop: TimedOut, Detail: "cancelled"}
@@ -414,21 +436,25 @@ func (p *pool) run(ctx context.Context, module []byte, cfg Config) (*Result, err
 		if err != nil {
 			return nil, err
 		}
-		res, err := p.runIn(ctx, w, cfg)
+		res, begun, err := p.runIn(ctx, w, cfg, closeIn)
 		if !kept {
 			// Its successor starts once this run is over: beside it, the
 			// two shared the cores and the run took half as long again
 			// (59 ms p50 against 34, BENCHMARKS.md).
 			p.refill(key, module)
 		}
-		var werr *wireErr
-		if kept && tries == 0 && errors.As(err, &werr) {
-			// A kept worker that could not begin the run (a mount replaced
-			// since its Landlock was set, say): a new one says why, or runs it.
+		if kept && !begun {
+			// A kept worker that did not begin the run (a mount replaced
+			// since its Landlock was set, or it died since): nothing of the
+			// run was taken, and a new worker says why, or runs it. The
+			// others kept for it were confined alike.
 			w.kill()
+			p.dropKind(kind)
+			fresh = true
 			continue
 		}
-		if werr != nil {
+		var werr *wireErr
+		if errors.As(err, &werr) {
 			err = werr.error()
 		}
 		if err == nil && w.reusable {
@@ -446,12 +472,13 @@ func (p *pool) kindOf(key [32]byte, cfg Config) string {
 	h := sha256.New()
 	h.Write(key[:])
 	put := func(s string) { fmt.Fprintf(h, "%d:%s", len(s), s) }
+	put(fmt.Sprintf("%d mounts", len(cfg.Mounts)))
 	for _, m := range cfg.Mounts {
 		put(m.Host)
 		put(m.Guest)
 		put(fmt.Sprint(m.Write))
 	}
-	put("env")
+	put(fmt.Sprintf("%d variables", len(cfg.Env)))
 	for _, kv := range cfg.Env {
 		put(kv)
 	}
@@ -460,13 +487,17 @@ func (p *pool) kindOf(key [32]byte, cfg Config) string {
 	return string(h.Sum(nil))
 }
 
-// runIn runs a tool in a worker. An error that is a *wireErr is the
-// worker's: it could not begin the run.
-func (p *pool) runIn(ctx context.Context, w *worker, cfg Config) (*Result, error) {
+// sendBound is how long a send to a worker may wait for it to read.
+const sendBound = backstop
+
+// runIn runs a tool in a worker. begun says the worker began the run:
+// before that, nothing of the run's input was taken. An error that is a
+// *wireErr is the worker's: it could not begin the run.
+func (p *pool) runIn(ctx context.Context, w *worker, cfg Config, closeIn func()) (_ *Result, begun bool, _ error) {
 	w.reusable = false
 	pipes, theirs, err := newRunPipes()
 	if err != nil {
-		return nil, &Error{What: "worker", Err: err}
+		return nil, false, &Error{What: "worker", Err: err}
 	}
 	defer pipes.close()
 	w.seq++
@@ -475,18 +506,12 @@ func (p *pool) runIn(ctx context.Context, w *worker, cfg Config) (*Result, error
 		f.Close()
 	}
 	if err != nil {
-		return nil, w.failed("sending the run", err)
+		return nil, false, w.failed("sending the run", err)
 	}
 	// The host keeps the copies of the output, and stops taking it a
 	// little after the worker's own clock would have stopped the tool.
 	outCtx, outCancel := context.WithTimeout(ctx, cfg.Timeout+time.Second)
 	defer outCancel()
-	if cfg.StdinWriter != nil {
-		// Closed once the run's time is up, and when it is over.
-		closeIn := sync.OnceFunc(func() { cfg.StdinWriter.Close() })
-		context.AfterFunc(outCtx, closeIn)
-		defer closeIn()
-	}
 	stdout := &capped{max: cfg.OutputCap, also: cfg.Stdout, ctx: outCtx}
 	if cfg.StreamOnly {
 		stdout.max = 0
@@ -502,19 +527,10 @@ func (p *pool) runIn(ctx context.Context, w *worker, cfg Config) (*Result, error
 		to   io.Writer
 		from *os.File
 	}{{stdout, pipes[1]}, {stderr, pipes[2]}} {
-		copies.Go(func() { io.Copy(c.to, c.from) })
+		// Its end closed once copied: a tool still writing after its
+		// time is up gets EPIPE, not a wait for the backstop.
+		copies.Go(func() { io.Copy(c.to, c.from); c.from.Close() })
 	}
-	go func() {
-		var in io.Reader = bytes.NewReader(cfg.Stdin)
-		switch {
-		case cfg.StdinFile != nil:
-			in = cfg.StdinFile
-		case cfg.StdinFrom != nil:
-			in = cfg.StdinFrom
-		}
-		io.Copy(pipes[0], in)
-		pipes[0].Close()
-	}()
 	// The caller's cancel is passed on; the worker's answer is waited for
 	// until its clock and the backstop ran out.
 	seq := w.seq
@@ -537,20 +553,47 @@ func (p *pool) runIn(ctx context.Context, w *worker, cfg Config) (*Result, error
 	}
 	var res resultMsg
 	rerr := w.receive(waitCtx, &res)
-	if rerr == nil && res.EndStdin {
+	if rerr == nil && res.Begun {
+		begun = true
+		if closeIn != nil {
+			// Closed once the run's time is up, and when it is over.
+			context.AfterFunc(outCtx, closeIn)
+		}
+		go func() {
+			var in io.Reader = bytes.NewReader(cfg.Stdin)
+			switch {
+			case cfg.StdinFile != nil:
+				in = cfg.StdinFile
+			case cfg.StdinFrom != nil:
+				in = cfg.StdinFrom
+			}
+			io.Copy(pipes[0], in)
+			pipes[0].Close()
+		}()
+		res = resultMsg{}
+		rerr = w.receive(waitCtx, &res)
+	}
+	if rerr == nil && res.EndStdin && begun {
 		pipes[0].Close()
 		res = resultMsg{}
 		rerr = w.receive(waitCtx, &res)
 	}
-	if rerr == nil && res.EndStdin {
-		rerr = errors.New("it ended stdin twice")
+	switch {
+	case rerr != nil:
+	case res.Begun || res.EndStdin:
+		rerr = errors.New("it said what it had said already, or out of turn")
+	case res.Err == nil && !begun:
+		rerr = errors.New("it answered a run it had not begun")
 	}
 	if rerr != nil {
 		w.cmd.Process.Kill()
 		<-w.exited
 		pipes.close()
 		copies.Wait()
-		return w.died(cfg, stdout, stderr, waitCtx.Err() != nil), nil
+		return w.died(cfg, stdout, stderr, waitCtx.Err() != nil), begun, nil
+	}
+	if res.Err != nil {
+		return nil, begun, res.Err
 	}
 	// The worker closed its ends of the output as it answered; one that
 	// keeps them open is not waited for past the run's time.
@@ -559,20 +602,19 @@ func (p *pool) runIn(ctx context.Context, w *worker, cfg Config) (*Result, error
 	select {
 	case <-copied:
 	case <-outCtx.Done():
-		res.Retire = true
 		pipes.close()
 		<-copied
 	}
-	if res.Err != nil {
-		return nil, res.Err
+	if outCtx.Err() != nil || waitCtx.Err() != nil {
+		res.Retire = true
 	}
 	out, err := res.result(cfg)
 	if err != nil {
-		return nil, w.failed("answering", err)
+		return nil, true, w.failed("answering", err)
 	}
 	w.reusable = !res.Retire
 	out.Stdout, out.Stderr, out.StdoutDropped, out.StderrDropped = stdout.buf.Bytes(), stderr.buf.Bytes(), stdout.dropped, stderr.dropped
-	return out, nil
+	return out, true, nil
 }
 
 // runPipes are the host's ends of a run's stdin, stdout and stderr.

@@ -240,6 +240,10 @@ func (s *served) serve(rm *runMsg) resultMsg {
 		}
 		s.confined = true
 	}
+	// Begun: from here the host gives the tool its stdin.
+	if err := s.answer(resultMsg{Begun: true}); err != nil {
+		return resultMsg{Err: wireErrOf(err), Retire: true}
+	}
 	if rm.Probe != "" && testProbe != nil {
 		return resultMsg{Stop: Exited, Detail: testProbe(rm.Probe), Retire: true}
 	}

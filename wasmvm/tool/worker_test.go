@@ -60,6 +60,10 @@ func probe(p string) string {
 	case "signal":
 		pid, _ := strconv.Atoi(arg)
 		err = unix.Kill(pid, syscall.SIGCONT)
+	case "prlimit": // another process's limits, read only
+		pid, _ := strconv.Atoi(arg)
+		var l unix.Rlimit
+		err = unix.Prlimit(pid, unix.RLIMIT_NOFILE, nil, &l)
 	case "vmread":
 		pid, _ := strconv.Atoi(arg)
 		b := make([]byte, 8)
@@ -142,10 +146,12 @@ func TestWorkerLayersHoldAlone(t *testing.T) {
 		want map[string]bool // probe: refused
 	}{
 		{"all layers", layers{}, nil},
-		{"landlock alone", layers{Seccomp: true}, nil},
+		// Landlock does not cover another process's limits (the filter
+		// allows prlimit64 of the worker's own alone).
+		{"landlock alone", layers{Seccomp: true}, map[string]bool{"prlimit": false}},
 		{"seccomp alone", layers{Landlock: true}, map[string]bool{"read outside": false, "write outside": false}},
 		// The worker itself: no CAP_SYS_PTRACE, beside a host not dumpable.
-		{"the worker alone", layers{Landlock: true, Seccomp: true}, map[string]bool{"read outside": false, "write outside": false, "connect": false, "exec": false, "signal": false}},
+		{"the worker alone", layers{Landlock: true, Seccomp: true}, map[string]bool{"read outside": false, "write outside": false, "connect": false, "exec": false, "signal": false, "prlimit": false}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for _, p := range []struct{ name, probe string }{
@@ -157,6 +163,7 @@ func TestWorkerLayersHoldAlone(t *testing.T) {
 				{"signal", "signal:" + host},
 				{"ptrace", "ptrace:" + host},
 				{"vmread", "vmread:" + host},
+				{"prlimit", "prlimit:" + host},
 				{"exec", "exec:/bin/true"},
 			} {
 				refused, listed := c.want[p.name]

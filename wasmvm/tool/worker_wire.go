@@ -70,7 +70,10 @@ func runMsgOf(cfg Config, seq uint64) runMsg {
 // EndStdin, alone, comes before it: the run's time is up or it was
 // stopped, and a tool waiting on stdin is to see its end (a read blocked
 // in the kernel ends only so).
+// Begun, alone, comes first: the worker is confined and its mounts open,
+// and the tool is about to run (the host then gives it its stdin).
 type resultMsg struct {
+	Begun    bool
 	EndStdin bool
 	Stop     Stop
 	ExitCode uint32
@@ -166,6 +169,9 @@ func readFrame(r io.Reader, v any, limit int) error {
 func (w *worker) send(v any) error {
 	w.sendMu.Lock()
 	defer w.sendMu.Unlock()
+	// A worker that does not read is not waited for past the bound.
+	w.ctl.SetWriteDeadline(time.Now().Add(sendBound))
+	defer w.ctl.SetWriteDeadline(time.Time{})
 	return writeFrame(w.ctl, v)
 }
 
@@ -181,6 +187,8 @@ func (w *worker) sendRun(m runMsg, files [3]*os.File) error {
 	}
 	w.sendMu.Lock()
 	defer w.sendMu.Unlock()
+	w.ctl.SetWriteDeadline(time.Now().Add(sendBound))
+	defer w.ctl.SetWriteDeadline(time.Time{})
 	rights := unix.UnixRights(int(files[0].Fd()), int(files[1].Fd()), int(files[2].Fd()))
 	var n int
 	var serr error
@@ -251,9 +259,15 @@ func (c *ctlReader) take(n int) ([]int, bool) {
 
 // receive reads the worker's answer, until ctx is done.
 func (w *worker) receive(ctx context.Context, v any) error {
-	stop := context.AfterFunc(ctx, func() { w.ctl.SetReadDeadline(time.Unix(1, 0)) })
-	defer stop()
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() { w.ctl.SetReadDeadline(time.Unix(1, 0)); close(fired) })
 	err := readFrame(w.ctl, v, maxFromWorker)
+	if !stop() {
+		// The deadline was set as the answer came: the next receive
+		// must not find it.
+		<-fired
+		w.ctl.SetReadDeadline(time.Time{})
+	}
 	if errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() != nil {
 		return ctx.Err()
 	}
