@@ -48,7 +48,7 @@ func TestCheckStep(t *testing.T) {
 		want string
 	}{
 		{"used backwards", h1, req2, yield, func(r *port.Result) { r.Used = 0 }, "used went back"},
-		{"used beyond slice", h1, req2, yield, func(r *port.Result) { r.Used += 50 }, "in a slice of 10"},
+		{"used beyond slice", h1, req2, yield, func(r *port.Result) { r.Used += 50 }, "in a step of at most 10"},
 		{"kind", h1, req2, yield, func(r *port.Result) { r.Kind = port.Done }, "result is done, its checkpoint says yield"},
 		{"truncated checkpoint", h1, req2, yield, func(r *port.Result) { r.Checkpoint = r.Checkpoint[:len(r.Checkpoint)-1] }, "malformed"},
 		{"other program", h1, req2, yield, func(r *port.Result) { r.Checkpoint = other }, "another program"},

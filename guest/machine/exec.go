@@ -14,7 +14,7 @@ import (
 // Until Compiler gives a final answer, it is asked again every jitAsk
 // steps.
 func (m *Machine) exec(end uint64) {
-	for {
+	for ; ; end = m.capped(end) {
 		if !m.jitLooked && Compiler != nil {
 			c, final := Compiler(m.prog, m.steps)
 			m.jit, m.jitLooked = c, final || c != nil
@@ -28,7 +28,7 @@ func (m *Machine) exec(end uint64) {
 			return
 		}
 		m.execInterpreted(min(end, m.steps+jitAsk))
-		if m.status != checkpoint.Runnable || m.steps >= end {
+		if m.status != checkpoint.Runnable || m.steps >= m.capped(end) {
 			return
 		}
 	}
@@ -43,13 +43,13 @@ func (m *Machine) execInterpreted(end uint64) {
 		m.slow(end)
 		return
 	}
-	for {
+	for ; ; end = m.capped(end) {
 		m.fast(end)
 		if m.steps >= end {
 			return
 		}
 		m.slow(end)
-		if m.status != checkpoint.Runnable || m.steps >= end {
+		if m.status != checkpoint.Runnable || m.steps >= m.capped(end) {
 			return
 		}
 	}
@@ -61,7 +61,8 @@ func (m *Machine) execInterpreted(end uint64) {
 // A function without compiled code is interpreted in stretches of
 // interpretedRun steps, after which the frame is looked at again.
 func (m *Machine) execCompiled(end uint64) {
-	for n := 1; m.status == checkpoint.Runnable && m.steps < end; n++ {
+	for n := 1; m.status == checkpoint.Runnable && m.steps < m.capped(end); n++ {
+		end = m.capped(end)
 		if n%safepointEvery == 0 {
 			m.jit.Safepoint()
 		}
@@ -485,7 +486,12 @@ func (m *Machine) slow(end uint64) {
 				fn, code, pc, base, free = callee, callee.Code, 0, newBase, cl.cells
 			case Builtin:
 				save()
+				emits := len(m.emits)
 				r, err := builtins[f.n].fn(m, stack[sp-arg:sp])
+				if len(m.emits) > emits && m.gridLen != 0 {
+					m.emitted(steps - 1) // where this instruction began
+					end = m.capped(end)
+				}
 				steps = m.steps
 				if err != nil {
 					thrown = err

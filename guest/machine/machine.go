@@ -42,6 +42,10 @@ type Machine struct {
 	jit       Compiled // the program's compiled code, if any
 	jitLooked bool     // whether Compiler answered for good
 	pool      pool     // what compiled code allocates from
+
+	// RunSlices' grid: slices of gridLen steps from gridFrom; stopAt, when
+	// not 0, is where the run ends (the end of the slice an emit was in).
+	gridFrom, gridLen, stopAt uint64
 }
 
 // pool is memory compiled code takes new lists and iterators from, each
@@ -287,6 +291,7 @@ func (m *Machine) Run(budget uint64) {
 	if m.status == checkpoint.Runnable && m.steps < end {
 		m.exec(end)
 	}
+	end = m.capped(end)
 	if m.status == checkpoint.Runnable && m.steps >= m.limit {
 		m.fail(&errorObj{kind: KindSteps, msg: fmt.Sprintf("step limit of %d exceeded", m.limit), pos: m.position()}, false)
 	}
@@ -294,6 +299,45 @@ func (m *Machine) Run(budget uint64) {
 		m.steps = m.limit
 	}
 	m.used = min(m.steps, end)
+}
+
+// RunSlices runs up to end (at most the limit) as Run(slice) from
+// from, again and again, would have while each ended Runnable with nothing
+// emitted: it stops where Run would, or at the end of the slice of the
+// grid (slices of slice steps from from) in which an emit was made. It is
+// one run where the slices would be many, compiled code never leaving
+// at a boundary nothing happens at. from is at most Used, and on the
+// grid of the slices before.
+func (m *Machine) RunSlices(from, slice, end uint64) {
+	if end <= m.used || slice == 0 {
+		return
+	}
+	m.gridFrom, m.gridLen, m.stopAt = from, slice, 0
+	defer func() { m.gridLen, m.stopAt = 0, 0 }()
+	m.Run(end - m.used)
+}
+
+// emitted ends a RunSlices at the end of the slice of the grid in which
+// the instruction that began at step at emitted.
+func (m *Machine) emitted(at uint64) {
+	if m.gridLen == 0 || at < m.gridFrom {
+		return
+	}
+	b := m.gridFrom + ((at-m.gridFrom)/m.gridLen+1)*m.gridLen
+	if b < m.gridFrom {
+		b = ^uint64(0)
+	}
+	if m.stopAt == 0 || b < m.stopAt {
+		m.stopAt = b
+	}
+}
+
+// capped is end, or where an emit ended the run if that is sooner.
+func (m *Machine) capped(end uint64) uint64 {
+	if m.stopAt != 0 && m.stopAt < end {
+		return m.stopAt
+	}
+	return end
 }
 
 // raise throws v (an error value) at the current instruction.

@@ -300,41 +300,13 @@ func (n *Native) step(p *compile.Program, req Request) (res *Result, err error) 
 	}
 	m.SetClock(req.Clock)
 	var emits []machine.Emit
-	for k := uint64(1); ; k++ {
-		end := m.Used() + slice
-		if end < m.Used() {
-			end = ^uint64(0)
-		}
-		m.Run(slice)
-		for onAct != nil && m.Status() == checkpoint.Acting && m.Settled() && m.Used() < end {
-			args, err := m.Pending()
-			if err != nil {
-				return nil, err
-			}
-			enc, err := checkpoint.EncodeData(args)
-			if err != nil {
-				return nil, err
-			}
-			emits = append(emits, m.TakeEmits()...)
-			replyBytes, ok := onAct(m.Tag(), enc, m.Seq())
-			if !ok {
-				break
-			}
-			r, err := checkpoint.DecodeReply(replyBytes)
-			if err != nil {
-				return nil, fmt.Errorf("%w: act reply: %v", ErrReply, err)
-			}
-			if err := m.Resume(r); err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrReply, err)
-			}
-			m.Run(end - m.Used())
-		}
-		emits = append(emits, m.TakeEmits()...)
-		// The next slice runs in this Step while this one ended as a Yield
-		// that emitted nothing: as a lazy Step of its own would have.
-		if k >= req.Slices || len(emits) > 0 || m.Status() != checkpoint.Runnable && m.Settled() {
-			break
-		}
+	if req.Slices > 1 {
+		emits, err = runSlices(m, slice, req.Steps(), onAct)
+	} else {
+		emits, err = runSlice(m, slice, onAct)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if req.Lazy && (m.Status() == checkpoint.Runnable || !m.Settled()) {
 		if len(emits) == 0 {
@@ -361,6 +333,82 @@ func (n *Native) step(p *compile.Program, req Request) (res *Result, err error) 
 		n.keep(invocation, &live{prog: p, cp: bytes.Clone(b), m: m, ctx: appCtx})
 	}
 	return res, nil
+}
+
+// runSlice runs one slice, offering the acts reached on the way to onAct.
+func runSlice(m *machine.Machine, slice uint64, onAct func(string, []byte, uint64) ([]byte, bool)) ([]machine.Emit, error) {
+	end := m.Used() + slice
+	if end < m.Used() {
+		end = ^uint64(0)
+	}
+	m.Run(slice)
+	var emits []machine.Emit
+	for onAct != nil && m.Status() == checkpoint.Acting && m.Settled() && m.Used() < end {
+		emits = append(emits, m.TakeEmits()...)
+		ok, err := offer(m, onAct)
+		if err != nil || !ok {
+			return emits, err
+		}
+		m.Run(end - m.Used())
+	}
+	return append(emits, m.TakeEmits()...), nil
+}
+
+// runSlices runs the slices of steps steps, each of slice, as runSlice
+// one after another would while each ended Runnable and emitted nothing,
+// in one machine run where nothing happens at a boundary.
+func runSlices(m *machine.Machine, slice, steps uint64, onAct func(string, []byte, uint64) ([]byte, bool)) ([]machine.Emit, error) {
+	from := m.Used()
+	end := from + steps
+	if end < from {
+		end = ^uint64(0)
+	}
+	m.RunSlices(from, slice, end)
+	var emits []machine.Emit
+	for onAct != nil && m.Status() == checkpoint.Acting && m.Settled() {
+		// The act's slice: offered as runSlice offers it, within its
+		// slice and not at its end.
+		u := m.Used()
+		sliceEnd := from + (u-from+slice-1)/slice*slice
+		if u >= sliceEnd || sliceEnd < from {
+			break
+		}
+		emits = append(emits, m.TakeEmits()...)
+		ok, err := offer(m, onAct)
+		if err != nil || !ok {
+			return emits, err
+		}
+		if len(emits) > 0 {
+			end = min(end, sliceEnd) // its slice ends the run, as it emitted
+		}
+		m.RunSlices(from, slice, end)
+	}
+	return append(emits, m.TakeEmits()...), nil
+}
+
+// offer gives the act the machine is suspended at to onAct and resumes it
+// with the reply, if onAct answers.
+func offer(m *machine.Machine, onAct func(string, []byte, uint64) ([]byte, bool)) (bool, error) {
+	args, err := m.Pending()
+	if err != nil {
+		return false, err
+	}
+	enc, err := checkpoint.EncodeData(args)
+	if err != nil {
+		return false, err
+	}
+	replyBytes, ok := onAct(m.Tag(), enc, m.Seq())
+	if !ok {
+		return false, nil
+	}
+	r, err := checkpoint.DecodeReply(replyBytes)
+	if err != nil {
+		return false, fmt.Errorf("%w: act reply: %v", ErrReply, err)
+	}
+	if err := m.Resume(r); err != nil {
+		return false, fmt.Errorf("%w: %v", ErrReply, err)
+	}
+	return true, nil
 }
 
 // scratches are reused to decode checkpoints: a resume allocates only what
