@@ -4,9 +4,11 @@
 // invocation between its turns: the live machine, its lease of steps, and
 // when its checkpoint was last stored.
 //
-// Durability is paid where it is needed. Slices stay short (port.DefaultSlice
-// steps) for fairness and metering, but the machine stays live in the
-// runtime between them (lazy slices): a checkpoint is produced and stored
+// Durability is paid where it is needed. Slices stay short (Engine.Slice
+// steps) for metering and events, but the machine stays live in the
+// runtime between them (lazy slices), and one crossing into the runtime
+// runs as many as fit in about a Quantum while nothing needs the host
+// (Pacer, port.Request.Slices): a checkpoint is produced and stored
 // only at a suspension (act, await), at the end, when a slice emitted events,
 // when the host stops, and on a cadence (Cadence) that bounds the pure work
 // a crash can lose. Re-running pure steps after a crash is fine: they are
@@ -90,6 +92,7 @@ type run struct {
 	held  uint64 // the allowance's Held, as this run last wrote it
 	spent uint64 // steps run since the allowance was last written
 	lease uint64 // the size of the next reservation
+	pace  Pacer  // slices a crossing
 }
 
 // unspent is what the lease still holds for slices.
@@ -250,7 +253,7 @@ func (e *Engine) Park(ctx context.Context) error {
 // charges what was held, costs a prog near its limit little), but no less
 // than a slice.
 func (e *Engine) maxLease(limit uint64) uint64 {
-	return max(min(MaxLease, e.Cadence.steps(), limit/32), port.DefaultSlice)
+	return max(min(MaxLease, e.Cadence.steps(), limit/32), e.slice())
 }
 
 // Checkpoint asks for inv's checkpoint to be stored at its next slice, as
@@ -301,7 +304,7 @@ func (e *Engine) driveRun(ctx context.Context, r *run, quantum int) (*RunState, 
 	var emits []Emit
 	var fresh *prepared // the act the last slice reached, attempted with its checkpoint
 	woken := false
-	for turn := 0; ; turn++ {
+	for turn := 0; ; { // turn counts slices, however many a crossing runs
 		stopping := ctx.Err() != nil
 		if stopping && fresh == nil && !r.live {
 			return nil, ctx.Err()
@@ -349,7 +352,12 @@ func (e *Engine) driveRun(ctx context.Context, r *run, quantum int) (*RunState, 
 			return nil, ctx.Err()
 		}
 		t0 := time.Now()
-		res, err := e.step(ctx, r, reply, n, stopping)
+		most := uint64(MaxSlices)
+		if quantum > 0 {
+			most = uint64(max(quantum-turn, 1))
+		}
+		res, k, err := e.step(ctx, r, reply, n, most, stopping)
+		turn += int(k)
 		if errors.Is(err, port.ErrExpired) {
 			// The runtime let the live machine go: the slices since the
 			// stored checkpoint run again (their steps stay charged).
@@ -386,11 +394,23 @@ func (e *Engine) driveRun(ctx context.Context, r *run, quantum int) (*RunState, 
 	}
 }
 
-// step runs one slice of r's machine: lazily (no checkpoint at a Yield)
-// unless a checkpoint is due or the host is stopping.
-func (e *Engine) step(ctx context.Context, r *run, reply []byte, n uint64, stopping bool) (*port.Result, error) {
+// step runs slices of n steps of r's machine, at most most of them, and
+// says how many it asked for: lazily (no checkpoint at a Yield) unless a
+// checkpoint is due or the host is stopping, and then one.
+func (e *Engine) step(ctx context.Context, r *run, reply []byte, n, most uint64, stopping bool) (*port.Result, uint64, error) {
 	stopping = stopping || ctx.Err() != nil // since the loop looked: this slice parks it
 	req := port.Request{Reply: reply, Slice: n, Clock: e.Clock(), Lazy: !stopping && !e.due(r, n)}
+	if req.Lazy {
+		// Many slices a crossing while nothing needs the host (see pace.go),
+		// within the lease and short of where the cadence stores the
+		// checkpoint; each slice's steps are accounted as before.
+		k := min(r.pace.Slices(), max(r.unspent()/n, 1), max(most, 1))
+		for k > 1 && e.due(r, n*k) {
+			k /= 2
+		}
+		req.Slices = k
+	}
+	steps := req.Steps()
 	if r.live {
 		req.Invocation = r.inv
 	} else {
@@ -402,21 +422,23 @@ func (e *Engine) step(ctx context.Context, r *run, reply []byte, n uint64, stopp
 		// that comes now is taken at the next slice boundary.
 		ctx = context.WithoutCancel(ctx)
 	}
+	t0 := time.Now()
 	res, err := e.Runtime.Step(ctx, req)
 	if r.live && errors.Is(err, port.ErrExpired) {
-		return nil, err
+		return nil, 0, err
 	}
 	if err != nil {
-		r.spent += n // how far it got is unknown: the slice is charged in full
-		return nil, fmt.Errorf("invocation %s: %w", r.inv, err)
+		r.spent += steps // how far it got is unknown: the slices are charged in full
+		return nil, 0, fmt.Errorf("invocation %s: %w", r.inv, err)
 	}
-	if res.Used < r.used || res.Used-r.used > n {
-		r.spent += n
-		return nil, fmt.Errorf("invocation %s: the runtime says %d steps were used after %d, in a slice of %d", r.inv, res.Used, r.used, n)
+	r.pace.Took(max(req.Slices, 1), time.Since(t0), res.Kind == port.Yield && res.Checkpoint == nil)
+	if res.Used < r.used || res.Used-r.used > steps {
+		r.spent += steps
+		return nil, 0, fmt.Errorf("invocation %s: the runtime says %d steps were used after %d, in %d slices of %d", r.inv, res.Used, r.used, max(req.Slices, 1), n)
 	}
 	if res.Checkpoint == nil && res.Kind != port.Yield {
 		r.spent += res.Used - r.used
-		return nil, fmt.Errorf("invocation %s: a %s without a checkpoint", r.inv, res.Kind)
+		return nil, 0, fmt.Errorf("invocation %s: a %s without a checkpoint", r.inv, res.Kind)
 	}
 	r.spent += res.Used - r.used
 	if e.OnSlice != nil {
@@ -424,7 +446,7 @@ func (e *Engine) step(ctx context.Context, r *run, reply []byte, n uint64, stopp
 	}
 	r.used, r.reported = res.Used, false // the reply, if any, is taken
 	r.consumed += len(reply)
-	return res, nil
+	return res, max(req.Slices, 1), nil
 }
 
 // commit keeps a step's result: its checkpoint, the steps charged, its
@@ -616,13 +638,13 @@ type settlement struct {
 // outcome unknown, never repeated. A fresh outcome is recorded even when
 // nothing is left to reserve.
 func (e *Engine) leaseSlice(r *run, s *settlement, want bool) (uint64, error) {
-	reserve := want && r.unspent() < port.DefaultSlice
+	reserve := want && r.unspent() < e.slice()
 	if s != nil || reserve {
 		if err := e.settle(r, s, reserve); err != nil {
 			return 0, err
 		}
 	}
-	if want && !reserve && r.unspent() < port.DefaultSlice {
+	if want && !reserve && r.unspent() < e.slice() {
 		// The act lent steps of the lease (a spawn): reserve again.
 		if err := e.settle(r, nil, true); err != nil {
 			return 0, err
@@ -634,7 +656,7 @@ func (e *Engine) leaseSlice(r *run, s *settlement, want bool) (uint64, error) {
 	if r.unspent() == 0 {
 		return 0, exhausted(r.inv)
 	}
-	return min(r.unspent(), port.DefaultSlice), nil
+	return min(r.unspent(), e.slice()), nil
 }
 
 // settle writes s and, with reserve, a larger lease.
@@ -654,7 +676,7 @@ func (e *Engine) settle(r *run, s *settlement, reserve bool) error {
 	if s != nil && s.outcome != nil {
 		retry = e.Store.RetryInReserve // an effect happened: its outcome is kept, even on a nearly full disk
 	}
-	lease := max(r.lease, port.DefaultSlice)
+	lease := max(r.lease, e.slice())
 	var held uint64
 	var stored []events.Event
 	var charge *tokenCharge

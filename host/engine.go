@@ -74,6 +74,10 @@ type Engine struct {
 	Quantum int
 	// Cadence bounds the pure work a crash can lose (drive.go).
 	Cadence Cadence
+	// Slice is the steps of a slice, the grain of metering and of events;
+	// port.DefaultSlice when 0. A crossing into the runtime runs as many
+	// as fit in about a Quantum (Pacer).
+	Slice uint64
 
 	mu       sync.Mutex
 	backlogs map[string]*events.Backlog // by invocation
@@ -376,7 +380,7 @@ func (e *Engine) AdmitBound(ctx context.Context, inv, prog, origin string, bind 
 		}
 		// The first lease of steps is reserved with the invocation: the
 		// run begins without a synced reservation of its own.
-		if err := tx.Put(allowanceKey(inv), Allowance{Limit: limit, Held: min(port.DefaultSlice, limit)}); err != nil {
+		if err := tx.Put(allowanceKey(inv), Allowance{Limit: limit, Held: min(e.slice(), limit)}); err != nil {
 			return err
 		}
 		if err := tx.Put(tokenKey(inv), Allowance{Limit: tokensOf(ctx)}); err != nil {
@@ -403,7 +407,7 @@ func (e *Engine) AdmitBound(ctx context.Context, inv, prog, origin string, bind 
 	if err != nil {
 		return err
 	}
-	e.keep(&run{inv: inv, cp: cp, h: h, used: h.Used, stored: time.Now(), held: min(port.DefaultSlice, limit)})
+	e.keep(&run{inv: inv, cp: cp, h: h, used: h.Used, stored: time.Now(), held: min(e.slice(), limit)})
 	return nil
 }
 

@@ -78,6 +78,9 @@ func openEngine(c *cli.Context, runs bool) (*host.Engine, func(), error) {
 		s.Close()
 		return nil, nil, exitf(exitUsage, "%v", err)
 	}
+	if c.IsSet("slice") {
+		e.Slice = c.Uint64("slice")
+	}
 	if e.Bounds.Events, err = eventBytes(c); err != nil {
 		closeRT()
 		s.Close()

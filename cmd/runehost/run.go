@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -66,7 +67,7 @@ func runCommand() *cli.Command {
 			storeFlag(),
 			&cli.Uint64Flag{Name: "limit", Value: 10_000_000, Usage: "step limit of the run"},
 			&cli.Uint64Flag{Name: "tokens", Value: host.DefaultTokens, Usage: "model-token limit of the run: what its model calls may spend (0: no model calls)"},
-			&cli.Uint64Flag{Name: "slice", Value: port.DefaultSlice, Usage: "steps per slice"},
+			&cli.Uint64Flag{Name: "slice", Value: port.DefaultSlice, Usage: "steps per slice: the grain of metering and of events; a crossing into the sandbox runs as many as fit in a few milliseconds (a server's own when one owns the store)"},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed of random()", DefaultText: "from the clock"},
 			eventBytesFlag(),
 			nativeFlag(),
@@ -362,14 +363,19 @@ func (r *runner) run(ctx context.Context, in port.Input, slice uint64) error {
 	last := cp
 	var reply []byte
 	var used uint64
+	var pace host.Pacer // many slices a crossing, as the engine runs them
 	for {
 		// Lazy: nothing is kept, so no checkpoint is wanted at a Yield; the
 		// machine stays live in the runtime between slices.
-		req := port.Request{Checkpoint: cp, Reply: reply, Slice: slice, Clock: nowMillis(), Lazy: true}
+		req := port.Request{Checkpoint: cp, Reply: reply, Slice: slice, Clock: nowMillis(), Lazy: true, Slices: pace.Slices()}
 		if cp == nil {
 			req.Invocation = "run"
 		}
+		t0 := time.Now()
 		res, err := r.rt.Step(ctx, req)
+		if err == nil {
+			pace.Took(req.Slices, time.Since(t0), res.Kind == port.Yield && res.Checkpoint == nil)
+		}
 		if errors.Is(err, port.ErrExpired) && cp == nil {
 			cp = last // the runtime let the machine go: run again from its last checkpoint
 			continue

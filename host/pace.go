@@ -1,0 +1,47 @@
+// pace.go holds how many slices one crossing into the runtime asks for: as
+// many as run in a quantum of time, found by doubling and halving.
+
+package host
+
+import (
+	"time"
+
+	"github.com/runehost/runehost/guest/port"
+)
+
+// slice is the steps of the engine's slices.
+func (e *Engine) slice() uint64 {
+	if e.Slice == 0 {
+		return port.DefaultSlice
+	}
+	return e.Slice
+}
+
+// Quantum is about how long one crossing into the runtime runs a prog's
+// slices while nothing needs the host: a crossing costs more than a slice
+// of compiled work, and a prog that computes holds its runtime instance,
+// which others may wait for, no longer than this.
+const Quantum = 2 * time.Millisecond
+
+// MaxSlices bounds the slices of one crossing.
+const MaxSlices = 1024
+
+// Pacer is how many slices a run's next crossing asks for
+// (port.Request.Slices): doubled while a crossing that ran them all took
+// under half the Quantum, halved when one took over it. The zero Pacer
+// asks for one.
+type Pacer struct{ k uint64 }
+
+// Slices is how many slices the next crossing asks for.
+func (p *Pacer) Slices() uint64 { return max(p.k, 1) }
+
+// Took notes that a crossing that asked for asked slices took d; ran says
+// it ran them all (it ended in a lazy Yield).
+func (p *Pacer) Took(asked uint64, d time.Duration, ran bool) {
+	switch k := p.Slices(); {
+	case d > Quantum:
+		p.k = max(k/2, 1)
+	case ran && asked >= k && d < Quantum/2:
+		p.k = min(2*k, MaxSlices)
+	}
+}
