@@ -309,7 +309,7 @@ func (e *Engine) driveRun(ctx context.Context, r *run, quantum int) (*RunState, 
 		if stopping && fresh == nil && !r.live {
 			return nil, ctx.Err()
 		}
-		over := quantum > 0 && turn >= quantum // its turn is over, once an attempt made is carried out
+		over := quantum > 0 && turn >= quantum || turn > 0 && turnOver(ctx) // its turn is over, once an attempt made is carried out
 		if over && fresh == nil && !r.reported && !stopping {
 			return &RunState{Status: Running, Emits: emits}, nil
 		}

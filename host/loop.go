@@ -161,15 +161,19 @@ func (s *Scheduler) nextAfter(after string, skip func(string) bool) (string, err
 }
 
 // turn gives id one turn and takes a failing one out of the index. A turn
-// of the default quantum lasts at least TurnTime: a native machine runs 8
+// of the default quantum lasts about TurnTime: a native machine runs 8
 // slices in a tenth of a millisecond, less than choosing the next
-// invocation costs. A quantum set is kept exactly.
+// invocation costs, and a crossing into the sandbox runs many. A quantum
+// set is kept exactly.
 func (s *Scheduler) turn(ctx context.Context, id string) Turn {
 	q := s.Quantum
-	if q == 0 {
-		q = DefaultQuantum
-	}
 	start := time.Now()
+	if q == 0 {
+		// Slices without number while TurnTime lasts, looked at between
+		// crossings (each about a Quantum): as many as a crossing may ask.
+		q = turnSlices
+		ctx = context.WithValue(ctx, turnEndKey{}, start.Add(TurnTime))
+	}
 	st, err := s.E.resumeTurn(ctx, id, q)
 	for s.Quantum == 0 && err == nil && st.Status == Running && time.Since(start) < TurnTime && ctx.Err() == nil {
 		st, err = s.E.resumeTurn(ctx, id, q)

@@ -4,6 +4,7 @@
 package host
 
 import (
+	"context"
 	"time"
 
 	"github.com/runehost/runehost/guest/port"
@@ -44,4 +45,18 @@ func (p *Pacer) Took(asked uint64, d time.Duration, ran bool) {
 	case ran && asked >= k && d < Quantum/2:
 		p.k = min(2*k, MaxSlices)
 	}
+}
+
+// turnSlices is a turn's quantum of slices when its end is a time
+// (turnEndKey): more than TurnTime runs.
+const turnSlices = 1 << 30
+
+// turnEndKey is a context's key for when the turn it runs ends: its
+// slices stop at the first boundary after it.
+type turnEndKey struct{}
+
+// turnOver says the turn ctx runs has had its time.
+func turnOver(ctx context.Context) bool {
+	end, ok := ctx.Value(turnEndKey{}).(time.Time)
+	return ok && time.Now().After(end)
 }
