@@ -358,6 +358,7 @@ func (e *Engine) driveRun(ctx context.Context, r *run, quantum int) (*RunState, 
 		}
 		res, k, err := e.step(ctx, r, reply, n, most, stopping)
 		turn += int(k)
+		spend(ctx, time.Since(t0))
 		if errors.Is(err, port.ErrExpired) {
 			// The runtime let the live machine go: the slices since the
 			// stored checkpoint run again (their steps stay charged).

@@ -169,10 +169,11 @@ func (s *Scheduler) turn(ctx context.Context, id string) Turn {
 	q := s.Quantum
 	start := time.Now()
 	if q == 0 {
-		// Slices without number while TurnTime lasts, looked at between
-		// crossings (each about a Quantum): as many as a crossing may ask.
+		// Slices without number while TurnTime of running lasts, looked at
+		// between crossings (each about a Quantum): as many as a crossing
+		// may ask for.
 		q = turnSlices
-		ctx = context.WithValue(ctx, turnEndKey{}, start.Add(TurnTime))
+		ctx = withTurnTime(ctx, TurnTime)
 	}
 	st, err := s.E.resumeTurn(ctx, id, q)
 	for s.Quantum == 0 && err == nil && st.Status == Running && time.Since(start) < TurnTime && ctx.Err() == nil {

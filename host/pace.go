@@ -47,16 +47,33 @@ func (p *Pacer) Took(asked uint64, d time.Duration, ran bool) {
 	}
 }
 
-// turnSlices is a turn's quantum of slices when its end is a time
-// (turnEndKey): more than TurnTime runs.
+// turnSlices is a turn's quantum of slices when its end is a time spent
+// running (turnKey): more than a turn runs.
 const turnSlices = 1 << 30
 
-// turnEndKey is a context's key for when the turn it runs ends: its
-// slices stop at the first boundary after it.
-type turnEndKey struct{}
+// turnKey is a context's key for the time the turn it runs may spend in
+// the runtime: the slices stop at the first boundary after it is spent.
+// Only crossings count (an act's commit waits on the disk, not the cores),
+// so a turn's acts and awaits fall where they fall with a quantum of slices.
+type turnKey struct{}
 
-// turnOver says the turn ctx runs has had its time.
+// turnTime is what a turn has left to spend.
+type turnTime struct{ left time.Duration }
+
+// withTurnTime gives ctx's turn d to spend in the runtime.
+func withTurnTime(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, turnKey{}, &turnTime{left: d})
+}
+
+// spend counts d against ctx's turn, if it has a time.
+func spend(ctx context.Context, d time.Duration) {
+	if t, ok := ctx.Value(turnKey{}).(*turnTime); ok {
+		t.left -= d
+	}
+}
+
+// turnOver says the turn ctx runs has spent its time.
 func turnOver(ctx context.Context) bool {
-	end, ok := ctx.Value(turnEndKey{}).(time.Time)
-	return ok && time.Now().After(end)
+	t, ok := ctx.Value(turnKey{}).(*turnTime)
+	return ok && t.left <= 0
 }
