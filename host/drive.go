@@ -309,7 +309,10 @@ func (e *Engine) driveRun(ctx context.Context, r *run, quantum int) (*RunState, 
 		if stopping && fresh == nil && !r.live {
 			return nil, ctx.Err()
 		}
-		over := quantum > 0 && turn >= quantum || turn > 0 && turnOver(ctx) // its turn is over, once an attempt made is carried out
+		// Its turn is over, once an attempt made is carried out: at its
+		// quantum of slices, or, in a turn of time, past DefaultQuantum
+		// slices and its time (a slow crossing alone does not end it).
+		over := quantum > 0 && turn >= quantum || turn >= DefaultQuantum && turnOver(ctx)
 		if over && fresh == nil && !r.reported && !stopping {
 			return &RunState{Status: Running, Emits: emits}, nil
 		}

@@ -157,6 +157,13 @@ func TestCompiledMatchesInterpreted(t *testing.T) {
 					lockstep(t, rt, interp, in, size, echoReply)
 				}
 			}
+			// Many slices a Step (an emit ends the run at its slice's end,
+			// compiled code runs across the boundaries between).
+			for _, n := range [][2]uint64{{64, 16}, {1000, 7}} {
+				if whole == nil || whole.Used/(n[0]*n[1])*uint64(pk.max+4096) <= maxBytes {
+					lockstepN(t, compiled, interp, in, n[0], n[1], echoReply)
+				}
+			}
 		})
 	}
 	if compiled.jitEnters.Load() == before {

@@ -35,6 +35,12 @@ func echoReply(r *port.Result) []byte {
 // difference. It returns the native runtime's last result and its text.
 func lockstep(t testing.TB, sb, native port.RuntimePort, in port.Input, slice uint64, reply func(*port.Result) []byte) (*port.Result, string) {
 	t.Helper()
+	return lockstepN(t, sb, native, in, slice, 1, reply)
+}
+
+// lockstepN is lockstep with up to slices slices a Step.
+func lockstepN(t testing.TB, sb, native port.RuntimePort, in port.Input, slice, slices uint64, reply func(*port.Result) []byte) (*port.Result, string) {
+	t.Helper()
 	ctx := context.Background()
 	cpN, errN := native.Start(ctx, in)
 	cpW, errW := sb.Start(ctx, in)
@@ -49,7 +55,7 @@ func lockstep(t testing.TB, sb, native port.RuntimePort, in port.Input, slice ui
 	}
 	req := port.Request{Checkpoint: cpN, Clock: 1700000000000}
 	for i := 0; ; i++ {
-		req.Slice = slice
+		req.Slice, req.Slices = slice, slices
 		if slice == 0 {
 			req.Slice = compiledSizes[i%len(compiledSizes)]
 		}

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bufio"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -50,11 +51,14 @@ func psCommand() *cli.Command {
 			// In the ids' numeric order (r2 before r10), children after
 			// their parent.
 			slices.SortStableFunc(list.Invocations, func(a, b api.Invocation) int { return naturalCompare(a.ID, b.ID) })
+			// Buffered: a line a write was a sixth of ps over 300,000.
+			out := bufio.NewWriterSize(c.App.Writer, 64<<10)
+			defer out.Flush()
 			for _, inv := range list.Invocations {
 				st := inv.Status
 				if c.Bool("json") && inv.Damage != "" {
 					j, _ := json.Marshal(map[string]any{"invocation": inv.ID, "status": st, "damage": inv.Damage})
-					fmt.Fprintln(c.App.Writer, string(j))
+					fmt.Fprintln(out, string(j))
 					continue
 				}
 				if inv.Damage != "" {
@@ -62,7 +66,7 @@ func psCommand() *cli.Command {
 					if prog == "" {
 						prog = "?"
 					}
-					fmt.Fprintf(c.App.Writer, "%-10s %-18s %-20s %s\n", inv.ID, st, prog, inv.Damage)
+					fmt.Fprintf(out, "%-10s %-18s %-20s %s\n", inv.ID, st, prog, inv.Damage)
 					continue
 				}
 				if c.Bool("json") {
@@ -74,13 +78,13 @@ func psCommand() *cli.Command {
 						row["paused"] = inv.Paused
 					}
 					j, _ := json.Marshal(row)
-					fmt.Fprintln(c.App.Writer, string(j))
+					fmt.Fprintln(out, string(j))
 					continue
 				}
 				if inv.Paused != "" {
 					st += " (paused)"
 				}
-				fmt.Fprintf(c.App.Writer, "%-10s %-18s %-20s rev %d\n", inv.ID, st, inv.Prog, inv.Revision)
+				fmt.Fprintf(out, "%-10s %-18s %-20s rev %d\n", inv.ID, st, inv.Prog, inv.Revision)
 			}
 			return nil
 		},
