@@ -5,10 +5,12 @@ package host
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/guest/port"
 )
 
@@ -121,4 +123,103 @@ func boolIndex(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// crossingLog is a runtime whose slices each take at least per, and that
+// logs each crossing's invocation.
+type crossingLog struct {
+	port.RuntimePort
+	per time.Duration
+	mu  sync.Mutex
+	log []string // invocation, or a mark
+	big bool     // a crossing asked for more than one slice
+}
+
+func (c *crossingLog) Step(ctx context.Context, req port.Request) (*port.Result, error) {
+	inv := req.Invocation
+	if req.Checkpoint != nil {
+		if h, err := checkpoint.DecodeHeader(req.Checkpoint); err == nil {
+			inv = h.Invocation
+		}
+	}
+	c.mu.Lock()
+	c.log = append(c.log, inv)
+	c.big = c.big || req.Slices > 1
+	c.mu.Unlock()
+	time.Sleep(time.Duration(max(req.Slices, 1)) * c.per)
+	return c.RuntimePort.Step(ctx, req)
+}
+
+func (c *crossingLog) mark(m string) {
+	c.mu.Lock()
+	c.log = append(c.log, m)
+	c.mu.Unlock()
+}
+
+func (c *crossingLog) count(inv string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, s := range c.log {
+		if s == inv {
+			n++
+		}
+	}
+	return n
+}
+
+// Fairness: a prog that computes does not keep a prog that acts from its
+// turn for more than a turn. Each slice here takes a quantum, so crossings
+// run one slice each and a turn ends at its DefaultQuantum slices: counted
+// in crossings, not timed, what a load on the machine cannot change.
+func TestFairness(t *testing.T) {
+	e := engine(t, memStore(t), 1)
+	e.Adapters["calc"] = &recorder{}
+	rt := &crossingLog{RuntimePort: e.Runtime, per: Quantum}
+	e.Runtime = rt
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &Loop{E: e, Workers: 1, Poll: 5 * time.Millisecond}
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	if err := e.Admit(context.Background(), "spin", "spin", "", []byte("var i = 0\nwhile true { i += 1 }"), nil, 1<<40, 1); err != nil {
+		t.Fatal(err)
+	}
+	l.Notify()
+	for deadline := time.Now().Add(time.Minute); rt.count("spin") < 3*DefaultQuantum; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the spinning prog did not run")
+		}
+	}
+	rt.mark("admitted")
+	if err := e.Admit(context.Background(), "acts", "acts", "", []byte(`return act "calc" {n: 1}`), nil, 1_000_000, 1); err != nil {
+		t.Fatal(err)
+	}
+	l.Notify()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		if st, err := e.State("acts"); err == nil && st.Status.Terminal() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the acting prog never ran")
+		}
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	spins := 0
+	for _, s := range rt.log[slices.Index(rt.log, "admitted"):] {
+		if s == "acts" {
+			break
+		}
+		if s == "spin" {
+			spins++
+		}
+	}
+	// The turn under way when it came, then its own.
+	if spins > DefaultQuantum+1 {
+		t.Fatalf("the spinning prog crossed %d times before the acting one's first (a turn is %d slices)", spins, DefaultQuantum)
+	}
+	if rt.big {
+		t.Fatal("a crossing asked for many slices of a quantum each")
+	}
 }
