@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/runehost/runehost/guest/compile"
 	"github.com/runehost/runehost/guest/port"
@@ -20,7 +21,9 @@ import (
 
 func runtimeWith(t testing.TB, cfg Config) *Runtime {
 	t.Helper()
-	cfg.CacheDir = filepath.Join(os.TempDir(), "runehost-test-wazero-cache")
+	if cfg.CacheDir == "" {
+		cfg.CacheDir = filepath.Join(os.TempDir(), "runehost-test-wazero-cache")
+	}
 	r, err := New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -205,6 +208,26 @@ func TestCompiledHostile(t *testing.T) {
 	}
 }
 
+// A prog whose module an earlier process kept on disk runs compiled from
+// its first step, however short its run.
+func TestKeptModuleBoundAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	src := []byte("var s = 0\nfor i in range(1000) { s += i }\nreturn s")
+	first := runtimeWith(t, Config{CacheDir: dir})
+	if err := first.Compile(context.Background(), src); err != nil {
+		t.Fatal(err)
+	}
+	if !keptOnDisk(CacheDirOf(dir), src) {
+		t.Fatal("the compile kept no module")
+	}
+	next := runtimeWith(t, Config{CacheDir: dir}) // a new process's
+	interp := runtimeWith(t, Config{Interpret: true})
+	lockstep(t, next, interp, port.Input{Source: src, Invocation: "short"}, 1<<40, echoReply)
+	if next.jitEnters.Load() == 0 {
+		t.Fatal("a short run of a prog with a kept module was interpreted")
+	}
+}
+
 // TestCompiledInBackground: by default a prog is compiled only once a run
 // has taken compileAfter steps, beside the interpreter, which goes on
 // until the code is ready, mid-slice; nothing differs. Later runs use the
@@ -212,7 +235,9 @@ func TestCompiledHostile(t *testing.T) {
 func TestCompiledInBackground(t *testing.T) {
 	bg := runtimeWith(t, Config{})
 	interp := runtimeWith(t, Config{Interpret: true})
-	short := port.Input{Source: []byte("var s = 0\nfor i in range(1000) { s += i }\nreturn s"), Invocation: "short"}
+	// A source of this run's own: an earlier run of the tests kept the
+	// module of any other on disk, which is bound at once.
+	short := port.Input{Source: fmt.Appendf(nil, "// %d\nvar s = 0\nfor i in range(1000) { s += i }\nreturn s", time.Now().UnixNano()), Invocation: "short"}
 	lockstep(t, bg, interp, short, 1<<40, echoReply)
 	if len(bg.jit) != 0 {
 		t.Fatal("a short run had its prog compiled")

@@ -163,21 +163,26 @@ func (in *instance) bind(ctx context.Context, hash [32]byte, layout []uint32, di
 	r.mu.Lock()
 	jc := r.jit[hash]
 	hot := false
+	var source []byte
 	if jc == nil && steps == 0 { // a run's start
 		if len(r.jitStarts) >= 4*jitMax {
 			clear(r.jitStarts)
 		}
 		r.jitStarts[hash]++
 		hot = r.jitStarts[hash] >= compileRuns
+		source = r.sources[hash]
 	}
 	r.mu.Unlock()
+	// A module kept on disk by an earlier process is bound before the
+	// first step: reading it is no compile, and what it saves is the run.
+	kept := jc == nil && !hot && source != nil && keptOnDisk(CacheDirOf(r.cfg.CacheDir), source)
 	if jc == nil {
-		if steps < compileAfter && !hot && !r.cfg.jitSync {
+		if steps < compileAfter && !hot && !kept && !r.cfg.jitSync {
 			return bindLater // compiled already or not at all, for a short run
 		}
 		jc = r.code(hash)
 	}
-	if r.cfg.jitSync {
+	if r.cfg.jitSync || kept {
 		<-jc.done
 	}
 	select {

@@ -74,6 +74,16 @@ func jitPath(dir string, source []byte) string {
 	return filepath.Join(dir, "rune", hex.EncodeToString(h.Sum(nil))+".wasm")
 }
 
+// keptOnDisk says source's program has a module kept under dir.
+func keptOnDisk(dir string, source []byte) bool {
+	path := jitPath(dir, source)
+	if path == "" {
+		return false
+	}
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
+}
+
 // readJit reads a kept module: the program's digest, its functions'
 // marks and the module's bytes.
 func readJit(path string) (digest uint64, fns, bin []byte, err error) {
