@@ -257,8 +257,17 @@ func (s *served) serve(rm *runMsg) resultMsg {
 		s.answer(resultMsg{EndStdin: true})
 	})
 	res, err := s.r.runMounted(ctx, s.c, cfg, fsc)
-	if !endStdin() {
+	stopped := !endStdin() // the host was asked to end its stdin
+	if stopped {
 		<-ended // before the answer
+	}
+	if err == nil && stopped && res.Stop == Exited {
+		// It exited on the end of its stdin, which came because it was
+		// stopped: as a run in process ends then (its context is done).
+		res.Stop, res.ExitCode, res.Detail = TimedOut, 0, fmt.Sprintf("still running after %s", cfg.Timeout)
+		if errors.Is(ctx.Err(), context.Canceled) {
+			res.Detail = "cancelled"
+		}
 	}
 	if err != nil {
 		return fail(err)
