@@ -147,6 +147,7 @@ const bindLater = 1<<32 - 1
 
 // jitSlot is one program's compiled code instantiated on an instance.
 type jitSlot struct {
+	hash  [32]byte // the program's
 	mod   api.Module
 	enter api.Function
 	fuel  api.MutableGlobal
@@ -215,7 +216,7 @@ func (in *instance) bind(ctx context.Context, hash [32]byte, layout []uint32, di
 		mod.Close(ctx)
 		return 0
 	}
-	in.jit = append(in.jit, jitSlot{mod: mod, enter: enter, fuel: g})
+	in.jit = append(in.jit, jitSlot{hash: hash, mod: mod, enter: enter, fuel: g})
 	return uint32(len(in.jit))
 }
 
@@ -262,6 +263,9 @@ func (r *Runtime) jitModule(ctx context.Context) error {
 		}
 		if err != nil {
 			panic(fmt.Errorf("compiled code: %w", err)) // a trap of the guest's call
+		}
+		if in.r.cfg.Profile {
+			in.r.noteHandBack(mod.Memory(), j.hash, uint32(stack[1]), stack[2])
 		}
 	}
 	i32, i64 := api.ValueTypeI32, api.ValueTypeI64

@@ -98,6 +98,9 @@ type Config struct {
 	// Interpret runs every prog in the guest's interpreter, never as
 	// compiled code (guest/wasmgen).
 	Interpret bool
+	// Profile counts where compiled code hands back to the interpreter
+	// (HandBacks), at some cost to every entry into compiled code.
+	Profile bool
 
 	unmetered bool        // benchmarks only: accept a module without fuel
 	jitSkip   func() bool // tests: true makes compiled code hand back at once
@@ -120,7 +123,9 @@ type Runtime struct {
 	lazy      map[string]*lazyMachine // live machines left by lazy Yields
 	jit       map[[32]byte]*jitCode   // compiled progs, by program hash
 	jitOrder  [][32]byte
-	jitStarts map[[32]byte]int // runs started, of programs not compiled
+	jitStarts map[[32]byte]int              // runs started, of programs not compiled
+	handBacks map[handBackKey]int           // Config.Profile's counts
+	profiled  map[[32]byte]*compile.Program // the programs they name
 
 	compiling sync.WaitGroup // compiles of progs under way
 	calls     atomic.Int64   // calls running, each on an instance of its own

@@ -1,5 +1,5 @@
-// builtins.go compiles the builtins compiled code runs itself: len, str
-// and append (sqrt and range are in calls.go and alloc.go), called with
+// builtins.go compiles the builtins compiled code runs itself: len, str,
+// append, float and int (sqrt and range are in calls.go and alloc.go), called with
 // the builtin known to the generator or told at run time by its number.
 
 package wasmgen
@@ -14,6 +14,8 @@ var (
 	builtinStr    = slices.Index(compile.Builtins, "str")
 	builtinAppend = slices.Index(compile.Builtins, "append")
 	builtinLen    = slices.Index(compile.Builtins, "len")
+	builtinFloat  = slices.Index(compile.Builtins, "float")
+	builtinInt    = slices.Index(compile.Builtins, "int")
 )
 
 // builtin compiles CALL of builtin b with arg arguments, if it is one of
@@ -27,6 +29,8 @@ func (fg *fgen) builtin(pc, b, arg int) bool {
 		fg.length(pc)
 	case b == builtinAppend && arg == 2:
 		fg.appendOne(pc)
+	case (b == builtinFloat || b == builtinInt) && arg == 1:
+		fg.convert(pc, b == builtinFloat)
 	default:
 		return false
 	}
@@ -50,7 +54,7 @@ func (fg *fgen) dynamicBuiltin(pc, arg int) {
 	c.i32(int32(l.KindBuiltin))
 	c.byte(opI32Ne)
 	c.brIf(0)
-	for _, b := range []int{builtinStr, builtinLen, builtinAppend} {
+	for _, b := range []int{builtinStr, builtinLen, builtinAppend, builtinFloat, builtinInt} {
 		if (b == builtinAppend) != (arg == 2) {
 			continue
 		}
@@ -209,8 +213,10 @@ func (fg *fgen) strInt(dst uint32, fail int) {
 }
 
 // appendOne compiles CALL of append with a list and one value: stored in
-// place while the list has room; a full list, whose elements must move,
-// is the interpreter's. The call ends its block.
+// place while the list has room; a full list of at most half the pool's
+// longest range moves to twice its room (4 for an empty one) taken from
+// the pool; a longer one, or a pool out of room, is the interpreter's.
+// The call ends its block.
 func (fg *fgen) appendOne(pc int) {
 	c := &fg.c
 	l := &fg.l
@@ -228,7 +234,9 @@ func (fg *fgen) appendOne(pc int) {
 		c.get(lA)
 		c.mem(opI64Load, l.ListElems+l.SliceCap)
 		c.byte(opI64GeU)
-		c.brIf(0)
+		c.block(opIf)
+		fg.grow(1)
+		c.end()
 		c.get(lX)
 		c.i64(int64(l.MaxList))
 		c.byte(opI64GeU)
@@ -254,4 +262,146 @@ func (fg *fgen) appendOne(pc int) {
 		fg.vs = fg.vs[:d-3]
 		fg.vs = append(fg.vs, entry{kind: eMem})
 	})
+}
+
+// convert compiles CALL of float (toFloat) or int with one argument, as
+// bFloat and bInt convert a number or a bool; a string to parse, a float
+// that does not fit in an int (NaN among them) and anything else are the
+// interpreter's. The call ends its block.
+func (fg *fgen) convert(pc int, toFloat bool) {
+	c := &fg.c
+	l := &fg.l
+	d := len(fg.vs)
+	fg.guarded(pc, func() {
+		switch e := fg.vs[d-1]; {
+		case e.kind == eFloat && toFloat, e.kind == eInt && !toFloat:
+			c.get(e.loc)
+		case e.kind == eInt:
+			c.get(e.loc)
+			c.byte(opF64FromI64)
+		case e.kind == eFloat:
+			c.get(e.loc)
+			fg.truncate(0)
+		default:
+			off := fg.addr(d - 1)
+			fg.kind(off)
+			c.set(lA)
+			fg.bits(off)
+			c.set(lX)
+			c.get(lA)
+			c.i32(int32(l.KindFloat))
+			c.byte(opI32Eq)
+			c.block(opIf)
+			c.get(lX)
+			c.byte(opF64FromBits)
+			if !toFloat {
+				fg.truncate(1)
+				c.set(lX)
+			} else {
+				c.set(lFX)
+			}
+			c.byte(opElse)
+			// an int, or a bool (0 or 1): the same bits as an int
+			c.get(lA)
+			c.i32(int32(l.KindInt))
+			c.byte(opI32Ne)
+			c.get(lA)
+			c.i32(int32(l.KindBool))
+			c.byte(opI32Ne)
+			c.byte(opI32And)
+			c.brIf(1) // $fail, outside the if
+			if toFloat {
+				c.get(lX)
+				c.byte(opF64FromI64)
+				c.set(lFX)
+			}
+			c.end()
+			if toFloat {
+				c.get(lFX)
+			} else {
+				c.get(lX)
+			}
+		}
+		fg.vs = fg.vs[:d-2]
+		if toFloat {
+			fg.push(tF64, eFloat)
+		} else {
+			fg.push(tI64, eInt)
+		}
+	})
+}
+
+// truncate turns the float on the wasm stack into the int bInt makes of
+// it, branching to label fail when it does not fit (or is NaN).
+func (fg *fgen) truncate(fail int) {
+	c := &fg.c
+	c.byte(opF64Trunc)
+	c.tee(lFX)
+	c.f64(-(1 << 63))
+	c.byte(opF64Ge)
+	c.get(lFX)
+	c.f64(1 << 63)
+	c.byte(opF64Lt)
+	c.byte(opI32And)
+	c.byte(opI32Eqz)
+	c.brIf(fail)
+	c.get(lFX)
+	c.byte(opI64TruncF64)
+}
+
+// grow moves the full list at local lA, of length lX, to new room of
+// twice its length (4 when empty) taken from the pool's values, as long
+// as that is at most PoolRangeMax, branching to label fail when not.
+func (fg *fgen) grow(fail int) {
+	c := &fg.c
+	l := &fg.l
+	// Z = the new room; fail if more than PoolRangeMax
+	c.i64(4)
+	c.get(lX)
+	c.i64(1)
+	c.byte(opI64Shl)
+	c.get(lX)
+	c.byte(opI64Eqz)
+	c.byte(opSelect)
+	c.tee(lZ)
+	c.i64(int64(l.PoolRangeMax))
+	c.byte(opI64GtU)
+	c.brIf(fail)
+	// Y = the pool's values in use; fail if Y + Z > their cap
+	c.get(lM)
+	c.mem(opI64Load, l.MachineVals+l.SliceLen)
+	c.tee(lY)
+	c.get(lZ)
+	c.byte(opI64Add)
+	c.get(lM)
+	c.mem(opI64Load, l.MachineVals+l.SliceCap)
+	c.byte(opI64GtS)
+	c.brIf(fail)
+	// claim Z of them, at lB
+	fg.bump(l.MachineVals, l.ValueSize, lY, 0, lB)
+	c.get(lM)
+	c.get(lY)
+	c.get(lZ)
+	c.byte(opI64Add)
+	c.mem(opI64Store, l.MachineVals+l.SliceLen)
+	// copy the X elements there, and point the list at them
+	c.get(lB)
+	c.get(lA)
+	c.mem(opI64Load, l.ListElems)
+	c.byte(opI32WrapI64)
+	c.get(lX)
+	c.byte(opI32WrapI64)
+	c.i32(int32(l.ValueSize))
+	c.byte(opI32Mul)
+	c.byte(opPrefixFC)
+	c.u32(fcMemoryCopy)
+	c.byte(0)
+	c.byte(0)
+	c.get(lA)
+	c.get(lB)
+	c.byte(opI64ExtendU)
+	c.mem(opI64Store, l.ListElems)
+	c.get(lA)
+	c.get(lZ)
+	c.mem(opI64Store, l.ListElems+l.SliceCap)
 }

@@ -71,7 +71,11 @@ func (fg *fgen) index(pc int, op compile.Opcode) {
 			fg.storeFrom(d-1, lC, 0)
 		}
 		c.byte(opElse)
-		fg.mapIndex(ax, d, op == compile.SETINDEX)
+		if op == compile.INDEX {
+			fg.mapIndex(ax, func() { fg.keyAddr(d - 1) }, nil, fg.slot(d-2))
+		} else {
+			fg.mapIndex(ax, func() { fg.keyAddr(d - 2) }, func() { fg.keyAddr(d - 1) }, 0)
+		}
 		c.end()
 		if op == compile.INDEX {
 			fg.vs = fg.vs[:d-2]

@@ -25,7 +25,7 @@ import (
 // Version is the generator's own version, bumped on each change to the
 // code it emits. (No cache needs it: wazero's is keyed by the module's
 // bytes, and the Runtime's lives no longer than the process.)
-const Version = 4
+const Version = 5
 
 // ErrTooLarge is returned for a program beyond what the generator compiles.
 var ErrTooLarge = errors.New("wasmgen: program too large to compile")
@@ -330,7 +330,7 @@ func effect(op compile.Opcode, arg, d int) (int, bool) {
 		return 0, false
 	}
 	switch op {
-	case compile.NOP, compile.NEG, compile.NOT, compile.NEWCELL, compile.WRAPCELL:
+	case compile.NOP, compile.NEG, compile.NOT, compile.NEWCELL, compile.WRAPCELL, compile.ATTR:
 		return d, true
 	case compile.POP, compile.SETLOCAL, compile.SETCELL, compile.SETFREE, compile.SETGLOBAL,
 		compile.ADD, compile.SUB, compile.MUL, compile.DIV, compile.MOD,
@@ -345,6 +345,8 @@ func effect(op compile.Opcode, arg, d int) (int, bool) {
 		return d + 2, true
 	case compile.SETINDEX:
 		return d - 3, true
+	case compile.SETATTR:
+		return d - 2, true
 	case compile.JMP:
 		return d, true
 	case compile.CALL:

@@ -5,7 +5,10 @@
 
 package wasmgen
 
-import "github.com/runehost/runehost/guest/machine"
+import (
+	"github.com/runehost/runehost/guest/compile"
+	"github.com/runehost/runehost/guest/machine"
+)
 
 // keyAddr leaves the address of the value at depth d on the wasm stack,
 // writing it to its slot if it is in a wasm local, without changing the
@@ -25,10 +28,12 @@ func (fg *fgen) keyAddr(d int) {
 	c.byte(opI32Add)
 }
 
-// mapIndex compiles the map half of INDEX (store false) and SETINDEX,
-// inside an if of guarded: fail is label 1. The container at base+ax is
-// not a list.
-func (fg *fgen) mapIndex(ax uint32, d int, store bool) {
+// mapIndex compiles the map half of INDEX and ATTR (value nil: the
+// entry's value copied to base+dst) and of SETINDEX and SETATTR (value
+// pushes the address of the value to store), inside a block of guarded:
+// fail is label 1. key pushes the key's address. The container at
+// base+ax is not a list.
+func (fg *fgen) mapIndex(ax uint32, key, value func(), dst uint32) {
 	c := &fg.c
 	l := &fg.l
 	fg.kind(ax)
@@ -36,9 +41,9 @@ func (fg *fgen) mapIndex(ax uint32, d int, store bool) {
 	c.byte(opI32Ne)
 	c.brIf(1)
 	fg.pointer(ax)
-	if store {
-		fg.keyAddr(d - 2)
-		fg.keyAddr(d - 1)
+	if value != nil {
+		key()
+		value()
 		c.byte(opCall)
 		c.u32(fg.fnMapSet)
 		c.byte(opI32Eqz)
@@ -46,7 +51,7 @@ func (fg *fgen) mapIndex(ax uint32, d int, store bool) {
 		return
 	}
 	c.tee(lA)
-	fg.keyAddr(d - 1)
+	key()
 	c.byte(opCall)
 	c.u32(fg.fnFind)
 	c.tee(lX)
@@ -68,7 +73,45 @@ func (fg *fgen) mapIndex(ax uint32, d int, store bool) {
 	c.byte(opI32Mul)
 	c.byte(opI32Add)
 	c.set(lC)
-	fg.copy(lC, 0, lBase, fg.slot(d-2))
+	fg.copy(lC, 0, lBase, dst)
+}
+
+// attr compiles ATTR and SETATTR of the field named by constant name: a
+// map's entry, as INDEX and SETINDEX with that key; an error value's
+// fields, anything else and a missing key are the interpreter's.
+func (fg *fgen) attr(pc int, op compile.Opcode, name int) {
+	c := &fg.c
+	l := &fg.l
+	d := len(fg.vs)
+	dx := d - 1
+	if op == compile.SETATTR {
+		dx = d - 2
+	}
+	if _, ok := fg.kindOf(fg.vs[dx]); ok {
+		fg.exit(pc) // a scalar: no fields
+		return
+	}
+	key := func() { // the constant's address among the machine's
+		c.get(lM)
+		c.mem(opI64Load, l.MachineConsts)
+		c.byte(opI32WrapI64)
+		c.i32(int32(uint32(name) * l.ValueSize))
+		c.byte(opI32Add)
+	}
+	fg.guarded(pc, func() {
+		ax := fg.addr(dx)
+		c.block(opBlock) // as index's if: fail is label 1 inside
+		if op == compile.ATTR {
+			fg.mapIndex(ax, key, nil, fg.slot(d-1))
+		} else {
+			fg.mapIndex(ax, key, func() { fg.keyAddr(d - 1) }, 0)
+		}
+		c.end()
+		fg.vs = fg.vs[:dx]
+		if op == compile.ATTR {
+			fg.vs = append(fg.vs, entry{kind: eMem})
+		}
+	})
 }
 
 // hashK is machine.HashK as the bits of an int64.

@@ -180,6 +180,12 @@ func (fg *fgen) instr(pc, end int) bool {
 		return false // pc+1 is the next block
 	case compile.INDEX, compile.SETINDEX:
 		fg.index(pc, op)
+	case compile.ATTR, compile.SETATTR:
+		if arg >= len(fg.p.Consts) || fg.p.Consts[arg].Kind != compile.ConstString {
+			fg.exit(pc)
+			return false
+		}
+		fg.attr(pc, op, arg)
 	case compile.LIST:
 		if arg > int(l.PoolListMax) {
 			fg.exit(pc)

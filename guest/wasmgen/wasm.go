@@ -81,6 +81,7 @@ const (
 	opI64Or        = 0x84
 	opI64Xor       = 0x85
 	opF64Neg       = 0x9A
+	opF64Trunc     = 0x9D
 	opF64Sqrt      = 0x9F
 	opF64Add       = 0xA0
 	opF64Sub       = 0xA1
@@ -88,6 +89,7 @@ const (
 	opF64Div       = 0xA3
 	opI32WrapI64   = 0xA7
 	opI64ExtendU   = 0xAD
+	opI64TruncF64  = 0xB0 // i64.trunc_f64_s
 	opF64FromI64   = 0xB9 // f64.convert_i64_s
 	opI64FromF64   = 0xBD // i64.reinterpret_f64
 	opF64FromBits  = 0xBF // f64.reinterpret_i64
