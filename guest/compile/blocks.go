@@ -6,7 +6,7 @@ package compile
 // interpreter: they allocate, suspend or unwind. Every other opcode is
 // compiled, with its uncommon cases handed over too.
 var Handed = func() (t [256]bool) {
-	for _, op := range []Opcode{MAP, FUNC, NEWCELL, WRAPCELL, TRY, ENDTRY, THROW, ACT, AWAIT} {
+	for _, op := range []Opcode{FUNC, NEWCELL, WRAPCELL, TRY, ENDTRY, THROW, ACT, AWAIT} {
 		t[op] = true
 	}
 	for i := int(numOpcodes); i < len(t); i++ {

@@ -40,6 +40,7 @@ var Compiler func(p *compile.Program, steps uint64) (c Compiled, final bool)
 type Layout struct {
 	MachineConsts, MachineGlobals, MachineStack, MachineSP, MachineFrames, MachineHandlers, MachineSteps uint32
 	MachineLists, MachineVals, MachineIters, ListSize, IterSize, PoolListMax                             uint32
+	MachineMaps, MapSize                                                                                 uint32
 	MachineBytes, PoolStrMax, PoolRangeMax                                                               uint32
 
 	FrameSize, FrameFn, FrameClosure, FramePC, FrameBase            uint32
@@ -84,6 +85,8 @@ var TheLayout = func() Layout {
 		MachineLists:    uint32(unsafe.Offsetof(m.pool) + unsafe.Offsetof(m.pool.lists)),
 		MachineVals:     uint32(unsafe.Offsetof(m.pool) + unsafe.Offsetof(m.pool.vals)),
 		MachineIters:    uint32(unsafe.Offsetof(m.pool) + unsafe.Offsetof(m.pool.iters)),
+		MachineMaps:     uint32(unsafe.Offsetof(m.pool) + unsafe.Offsetof(m.pool.maps)),
+		MapSize:         uint32(unsafe.Sizeof(mo)),
 		ListSize:        uint32(unsafe.Sizeof(l)),
 		IterSize:        uint32(unsafe.Sizeof(it)),
 		PoolListMax:     PoolListMax,

@@ -58,6 +58,7 @@ type Machine struct {
 type pool struct {
 	lists []listObj
 	vals  []Value
+	maps  []mapObj
 	iters []iterObj
 	bytes []byte // strings' bytes
 }
@@ -68,6 +69,7 @@ type pool struct {
 const (
 	poolLists    = 256
 	poolVals     = 1024
+	poolMaps     = 64
 	poolIters    = 32
 	poolBytes    = 8192
 	PoolListMax  = 16
@@ -83,6 +85,9 @@ func (m *Machine) refill() {
 	}
 	if cap(p.vals)-len(p.vals) < PoolRangeMax {
 		p.vals = make([]Value, 0, poolVals)
+	}
+	if len(p.maps) == cap(p.maps) {
+		p.maps = make([]mapObj, 0, poolMaps)
 	}
 	if len(p.iters) == cap(p.iters) {
 		p.iters = make([]iterObj, 0, poolIters)

@@ -1,4 +1,4 @@
-// alloc.go compiles the instructions that make objects: LIST and ITER take
+// alloc.go compiles the instructions that make objects: LIST, MAP and ITER take
 // them from the machine's pool (machine.pool), and hand back when it is
 // out, for the interpreter to allocate them as it always does.
 
@@ -95,6 +95,51 @@ func (fg *fgen) list(pc, n int) {
 		fg.scalar(lBase, fg.slot(d-n), l.KindList, func() { c.i64(0) }, lA)
 		fg.vs = append(fg.vs, entry{kind: eMem})
 	})
+}
+
+// mapLit compiles MAP of n pairs whose keys are string constants, all
+// different (literalKeys): a map from the pool, its keys and values in
+// order (as mapObj.set adds them), with no index (n <= LinearMax). Other
+// keys, which the interpreter checks and may find the same, are its own.
+func (fg *fgen) mapLit(pc, n int) bool {
+	c := &fg.c
+	l := &fg.l
+	d := len(fg.vs)
+	if n > int(l.LinearMax) || 2*n > int(l.PoolRangeMax) || !literalKeys(fg.p, fg.f, pc, n) {
+		fg.exit(pc)
+		return false
+	}
+	fg.guarded(pc, func() {
+		fg.take(l.MachineMaps, l.MapSize, 0, l.MachineVals, 2*n)
+		if n > 0 {
+			for i := range n {
+				fg.storeFrom(d-2*n+2*i, lB, uint32(i)*l.ValueSize)
+				fg.storeFrom(d-2*n+2*i+1, lB, uint32(n+i)*l.ValueSize)
+			}
+			for j, off := range []uint32{l.MapKeys, l.MapVals} {
+				c.get(lA)
+				c.get(lB)
+				if j == 1 {
+					c.i32(int32(uint32(n) * l.ValueSize))
+					c.byte(opI32Add)
+				}
+				c.byte(opI64ExtendU)
+				c.mem(opI64Store, off)
+				for _, o := range []uint32{l.SliceLen, l.SliceCap} {
+					c.get(lA)
+					c.i64(int64(n))
+					c.mem(opI64Store, off+o)
+				}
+			}
+			if k := n / int(l.ElemsPerStep); k > 0 {
+				fg.charge(k)
+			}
+		}
+		fg.vs = fg.vs[:d-2*n]
+		fg.scalar(lBase, fg.slot(d-2*n), l.KindMap, func() { c.i64(0) }, lA)
+		fg.vs = append(fg.vs, entry{kind: eMem})
+	})
+	return true
 }
 
 // iter compiles ITER over a list, map or string: an iterator at its start.
@@ -236,4 +281,58 @@ func (fg *fgen) rangeList(pc, arg int) {
 		fg.scalar(lBase, fg.slot(d-1-arg), l.KindList, func() { c.i64(0) }, lA)
 		fg.vs = append(fg.vs, entry{kind: eMem})
 	})
+}
+
+// literalKeys reports whether the n keys MAP n at pc of f takes are
+// string constants, all different, as a map literal's names are. Each
+// key's slot is traced back to the CONST that pushed it: every
+// instruction after that CONST and before pc starts above the slot, or
+// just above it with a push that leaves the slot alone, and no jump from
+// outside lands among them. The compiler's code is structured, so this
+// holds for a literal's keys; anything else is handed back.
+func literalKeys(p *compile.Program, f *compile.Funcode, pc, n int) bool {
+	if n == 0 {
+		return true
+	}
+	top := int(f.Depths[pc])
+	seen := map[string]bool{}
+	q := pc - 1
+	for i := n - 1; i >= 0; i-- {
+		slot := top - 2*(n-i) // the depth at which key i was pushed
+		for ; q >= 0 && int(f.Depths[q]) > slot; q-- {
+			if int(f.Depths[q]) == slot+1 && !pushOnly(compile.Opcode(f.Code[q])) {
+				return false
+			}
+		}
+		if q < 0 || int(f.Depths[q]) != slot {
+			return false
+		}
+		op, arg := compile.Decode(f.Code[q])
+		if op != compile.CONST || arg >= len(p.Consts) || p.Consts[arg].Kind != compile.ConstString || seen[p.Consts[arg].Str] {
+			return false
+		}
+		seen[p.Consts[arg].Str] = true
+		q--
+	}
+	// No jump from outside [q+1, pc) lands in (q+1, pc].
+	for j, ins := range f.Code {
+		op, arg := compile.Decode(ins)
+		switch op {
+		case compile.JMP, compile.JMPF, compile.JMPT, compile.NEXT, compile.NEXT2, compile.TRY:
+			if (j <= q || j >= pc) && arg > q+1 && arg <= pc {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// pushOnly reports whether op only pushes a value, reading none.
+func pushOnly(op compile.Opcode) bool {
+	switch op {
+	case compile.NIL, compile.TRUE, compile.FALSE, compile.CONST, compile.SMALLINT, compile.LOCAL,
+		compile.LOCALREF, compile.CELL, compile.FREE, compile.FREEREF, compile.GLOBAL, compile.BUILTIN:
+		return true
+	}
+	return false
 }

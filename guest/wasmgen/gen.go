@@ -25,7 +25,7 @@ import (
 // Version is the generator's own version, bumped on each change to the
 // code it emits. (No cache needs it: wazero's is keyed by the module's
 // bytes, and the Runtime's lives no longer than the process.)
-const Version = 5
+const Version = 6
 
 // ErrTooLarge is returned for a program beyond what the generator compiles.
 var ErrTooLarge = errors.New("wasmgen: program too large to compile")
@@ -353,6 +353,8 @@ func effect(op compile.Opcode, arg, d int) (int, bool) {
 		return d - arg, true
 	case compile.LIST:
 		return d - arg + 1, true
+	case compile.MAP:
+		return d - 2*arg + 1, true
 	case compile.ITER:
 		return d, true
 	}

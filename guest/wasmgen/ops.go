@@ -192,6 +192,8 @@ func (fg *fgen) instr(pc, end int) bool {
 			return false
 		}
 		fg.list(pc, arg)
+	case compile.MAP:
+		return fg.mapLit(pc, arg)
 	case compile.ITER:
 		return fg.iter(pc)
 	case compile.CALL:
