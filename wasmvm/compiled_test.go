@@ -229,9 +229,9 @@ func TestKeptModuleBoundAtOnce(t *testing.T) {
 }
 
 // TestCompiledInBackground: by default a prog is compiled only once a run
-// has taken compileAfter steps, beside the interpreter, which goes on
-// until the code is ready, mid-slice; nothing differs. Later runs use the
-// code from the start.
+// has taken compileAt steps (a short run never), beside the interpreter,
+// which goes on until the code is ready, mid-slice; nothing differs.
+// Later runs use the code from the start.
 func TestCompiledInBackground(t *testing.T) {
 	bg := runtimeWith(t, Config{})
 	interp := runtimeWith(t, Config{Interpret: true})
@@ -241,6 +241,18 @@ func TestCompiledInBackground(t *testing.T) {
 	lockstep(t, bg, interp, short, 1<<40, echoReply)
 	if len(bg.jit) != 0 {
 		t.Fatal("a short run had its prog compiled")
+	}
+	// A run of a small prog past compileAtLeast has it compiled, long
+	// before compileAfter.
+	medium := port.Input{Source: fmt.Appendf(nil, "// %d\nvar s = 0\nfor i in range(6000) { s += i }\nreturn s", time.Now().UnixNano()), Invocation: "medium"}
+	if _, got := lockstep(t, bg, interp, medium, 1<<40, echoReply); !strings.HasPrefix(got, "done after 42759 steps") {
+		t.Fatalf("medium: %s", got)
+	}
+	bg.mu.Lock()
+	mc := bg.jit[compile.HashSource(medium.Source)]
+	bg.mu.Unlock()
+	if mc == nil {
+		t.Fatal("a run of 42,759 steps did not have its prog compiled")
 	}
 	long := port.Input{Source: []byte("var s = 0\nvar i = 0\nwhile i < 300000 { s += i % 7\ni += 1 }\nreturn s"), Limit: 1 << 30, Invocation: "long"}
 	for _, slice := range []uint64{1 << 40, 100_000} {

@@ -38,12 +38,25 @@ const jitMax = 256
 
 var jitPerInstance = 64
 
-// compileAfter is how many steps a run takes in the interpreter before its
-// program is compiled (or compileRuns runs have started): most runs are short or wait on acts, and would
-// spend more compiling than they save. The compile runs beside the
-// interpreter, which goes on until the code is ready; later runs of the
-// program use the code from their first step.
+// compileAfter is the most steps a run takes in the interpreter before its
+// program is compiled (or compileRuns runs have started): most runs are
+// short or wait on acts, and would spend more compiling than they save.
+// The compile runs beside the interpreter, which goes on until the code is
+// ready; later runs of the program, in this process or (kept on disk) the
+// next, use the code from their first step.
 const compileAfter = 100_000
+
+// compileAt is how many steps a run of source takes before its program is
+// compiled: a compile costs about as much as interpreting a few dozen
+// steps per byte of source (docs/BENCHMARKS.md, "Compiled progs"), so a
+// small prog is compiled as soon as a run has shown it is not short.
+func compileAt(source []byte) uint64 {
+	return min(compileAfter, max(compileAtLeast, 32*uint64(len(source))))
+}
+
+// compileAtLeast is the fewest steps before a compile: below it a run is
+// over in well under a millisecond.
+const compileAtLeast = 8_192
 
 // compileRuns is how many runs of a program start before it is compiled,
 // however short they are.
@@ -86,7 +99,7 @@ func (r *Runtime) code(hash [32]byte) *jitCode {
 
 // Compile compiles source's prog to wasm now, and waits, so that its runs
 // use compiled code from their first step (otherwise a prog is compiled
-// once a run has taken compileAfter steps). It reports why the prog cannot
+// once a run has taken compileAt steps). It reports why the prog cannot
 // run; one the compiler does not take is interpreted, without error.
 func (r *Runtime) Compile(ctx context.Context, source []byte) error {
 	if _, err := r.Load(ctx, source); err != nil {
@@ -165,20 +178,22 @@ func (in *instance) bind(ctx context.Context, hash [32]byte, layout []uint32, di
 	jc := r.jit[hash]
 	hot := false
 	var source []byte
+	if jc == nil {
+		source = r.sources[hash]
+	}
 	if jc == nil && steps == 0 { // a run's start
 		if len(r.jitStarts) >= 4*jitMax {
 			clear(r.jitStarts)
 		}
 		r.jitStarts[hash]++
 		hot = r.jitStarts[hash] >= compileRuns
-		source = r.sources[hash]
 	}
 	r.mu.Unlock()
 	// A module kept on disk by an earlier process is bound before the
 	// first step: reading it is no compile, and what it saves is the run.
-	kept := jc == nil && !hot && source != nil && keptOnDisk(CacheDirOf(r.cfg.CacheDir), source)
+	kept := jc == nil && !hot && steps == 0 && source != nil && keptOnDisk(CacheDirOf(r.cfg.CacheDir), source)
 	if jc == nil {
-		if steps < compileAfter && !hot && !kept && !r.cfg.jitSync {
+		if steps < compileAt(source) && !hot && !kept && !r.cfg.jitSync {
 			return bindLater // compiled already or not at all, for a short run
 		}
 		jc = r.code(hash)

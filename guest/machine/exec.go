@@ -35,7 +35,7 @@ func (m *Machine) exec(end uint64) {
 }
 
 // jitAsk is how many steps are interpreted before Compiler is asked again.
-const jitAsk = 1 << 16
+const jitAsk = 1 << 13
 
 // execInterpreted runs the interpreter alone.
 func (m *Machine) execInterpreted(end uint64) {
