@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 
 	"github.com/tetratelabs/wazero"
@@ -149,7 +150,9 @@ func (jc *jitCode) compile(ctx context.Context, rt wazero.Runtime, source []byte
 	}
 	jc.digest = p.Digest()
 	jc.fns = wasmgen.Compiled(p)
-	jc.mod, jc.err = rt.CompileModule(ctx, bin)
+	// wazero compiles the functions on as many goroutines as there are
+	// CPUs: the run it is for goes on interpreted meanwhile.
+	jc.mod, jc.err = rt.CompileModule(experimental.WithCompilationWorkers(ctx, runtime.GOMAXPROCS(0)), bin)
 	if jc.err == nil && path != "" {
 		writeJit(path, jc.digest, jc.fns, bin)
 	}
