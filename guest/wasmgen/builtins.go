@@ -1,5 +1,5 @@
 // builtins.go compiles the builtins compiled code runs itself: len, str,
-// append, float and int (sqrt and range are in calls.go and alloc.go), called with
+// append, float, int and get (sqrt and range are in calls.go and alloc.go), called with
 // the builtin known to the generator or told at run time by its number.
 
 package wasmgen
@@ -16,6 +16,7 @@ var (
 	builtinLen    = slices.Index(compile.Builtins, "len")
 	builtinFloat  = slices.Index(compile.Builtins, "float")
 	builtinInt    = slices.Index(compile.Builtins, "int")
+	builtinGet    = slices.Index(compile.Builtins, "get")
 )
 
 // builtin compiles CALL of builtin b with arg arguments, if it is one of
@@ -31,6 +32,8 @@ func (fg *fgen) builtin(pc, b, arg int) bool {
 		fg.appendOne(pc)
 	case (b == builtinFloat || b == builtinInt) && arg == 1:
 		fg.convert(pc, b == builtinFloat)
+	case b == builtinGet && (arg == 2 || arg == 3):
+		fg.getOf(pc, arg)
 	default:
 		return false
 	}

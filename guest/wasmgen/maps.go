@@ -500,3 +500,60 @@ func (g *gen) mapSetFn() code {
 	succeed(&c)
 	return c
 }
+
+// getOf compiles CALL of get with a map, a key and (arg 3) a default, as
+// bGet: the entry's value, or the default (nil) for a key not there or of
+// a kind maps do not take. A list, and anything else, is the
+// interpreter's. The call ends its block.
+func (fg *fgen) getOf(pc, arg int) {
+	c := &fg.c
+	l := &fg.l
+	d := len(fg.vs)
+	dm := d - arg
+	dst := fg.slot(dm - 1)
+	if _, ok := fg.kindOf(fg.vs[dm]); ok {
+		fg.exit(pc) // a scalar: the interpreter's error
+		return
+	}
+	fg.guarded(pc, func() {
+		am := fg.addr(dm)
+		fg.kind(am)
+		c.i32(int32(l.KindMap))
+		c.byte(opI32Ne)
+		c.brIf(0)
+		fg.pointer(am)
+		c.tee(lA)
+		fg.keyAddr(dm + 1)
+		c.byte(opCall)
+		c.u32(fg.fnFind)
+		c.tee(lX)
+		c.i64(0)
+		c.byte(opI64LtS) // not a key
+		c.get(lX)
+		c.byte(opI32WrapI64)
+		c.tee(lB)
+		c.byte(opI32Eqz) // not there
+		c.byte(opI32Or)
+		c.block(opIf)
+		if arg == 3 {
+			fg.storeFrom(d-1, lBase, dst)
+		} else {
+			fg.scalar(lBase, dst, l.KindNil, func() { c.i64(0) }, 0)
+		}
+		c.byte(opElse)
+		c.get(lA)
+		c.mem(opI64Load, l.MapVals)
+		c.byte(opI32WrapI64)
+		c.get(lB)
+		c.i32(1)
+		c.byte(opI32Sub)
+		c.i32(int32(l.ValueSize))
+		c.byte(opI32Mul)
+		c.byte(opI32Add)
+		c.set(lC)
+		fg.copy(lC, 0, lBase, dst)
+		c.end()
+		fg.vs = fg.vs[:dm-1]
+		fg.vs = append(fg.vs, entry{kind: eMem})
+	})
+}
