@@ -85,6 +85,7 @@ type Engine struct {
 	holds  holds   // one turn of a tree at a time (hold.go)
 	claims *claims // on a shared store, the trees this host drives (claim.go); nil on one of its own
 
+	idMu   sync.Mutex // NewInvocationID's counter, one writer at a time here
 	runsMu sync.Mutex
 	runs   map[string]*run // kept between turns: live machines, leased steps
 	ask    map[string]bool // checkpoints asked for (Checkpoint)

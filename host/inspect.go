@@ -48,6 +48,53 @@ func (e *Engine) List(statuses ...Status) ([]*Invocation, error) {
 	return out, err
 }
 
+// InvocationIDs returns every invocation's id, in the store's order,
+// reading keys only: a million of them cost their ids' memory, not their
+// records'.
+func (e *Engine) InvocationIDs() ([]string, error) {
+	var out []string
+	err := e.Store.View(func(tx *store.Tx) error {
+		out = out[:0] // a View may run again
+		return tx.Scan(store.K("inv"), func(k store.Key, _ func(any) error) (bool, error) {
+			parts := k.Parts()
+			out = append(out, parts[len(parts)-1])
+			return true, nil
+		})
+	})
+	return out, err
+}
+
+// Invocations returns the invocations of ids, in that order, whose status
+// is in statuses (all when empty); one gone since is left out, and one
+// whose record cannot be read is listed with only its id and its Damage,
+// when statuses is empty.
+func (e *Engine) Invocations(ids []string, statuses ...Status) ([]*Invocation, error) {
+	var out []*Invocation
+	err := e.Store.View(func(tx *store.Tx) error {
+		out = out[:0]
+		for _, id := range ids {
+			var inv Invocation
+			ok, err := tx.Get(invKey(id), &inv)
+			switch {
+			case errors.Is(err, store.ErrCorrupt):
+				if len(statuses) == 0 {
+					out = append(out, damagedInvocation(invKey(id), err))
+				}
+				continue
+			case err != nil:
+				return err
+			case !ok:
+				continue
+			}
+			if len(statuses) == 0 || slices.Contains(statuses, inv.Status) {
+				out = append(out, &inv)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
 // damagedInvocation stands for an invocation whose record at key is unreadable.
 func damagedInvocation(key store.Key, err error) *Invocation {
 	parts := key.Parts()

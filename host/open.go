@@ -52,6 +52,10 @@ func (e *Engine) StopClaims() error { return e.stopClaims() }
 // synced admission of the invocation flushes the count with it; a count
 // lost to a machine crash named nothing that was kept.
 func (e *Engine) NewInvocationID() (string, error) {
+	// One at a time in this process: concurrent admissions would each
+	// conflict on the counter and run their transaction again.
+	e.idMu.Lock()
+	defer e.idMu.Unlock()
 	var c generation
 	err := e.Store.Retry(store.Buffered, func(tx *store.Tx) error {
 		if _, err := tx.Get(store.K("seq"), &c); err != nil {

@@ -186,36 +186,71 @@ func dataJSON(b []byte) ([]byte, error) {
 // limit of them (all when 0), whose shown status is in statuses (all when
 // empty): persisted, or projected (queued, unknown, damaged).
 func (s *Service) List(statuses []string, after string, limit int) (*api.List, error) {
-	for _, name := range statuses {
-		if !validStatus(name) {
-			return nil, api.Errorf(api.CodeBadRequest, "unknown status %q (want running, waiting, joining, completed, failed, cancelled, conflict, queued, unknown or damaged)", name)
-		}
-	}
-	invs, err := s.E.List()
-	if err != nil {
-		return nil, engineError(err)
-	}
-	shown, err := s.E.Project(invs)
-	if err != nil {
-		return nil, engineError(err)
-	}
 	out := &api.List{Invocations: []api.Invocation{}}
-	for _, inv := range invs {
-		if after != "" && inv.ID <= after { // the list's own (bytewise) order
-			continue
-		}
-		st := shown[inv.ID]
-		if len(statuses) > 0 && !slices.Contains(statuses, st) && !slices.Contains(statuses, inv.Status.String()) {
-			continue
-		}
+	err := s.Each(statuses, after, nil, func(row api.Invocation) error {
 		if limit > 0 && len(out.Invocations) == limit {
 			out.Next = out.Invocations[limit-1].ID
-			break
+			return errEnough
 		}
-		row := api.Invocation{ID: inv.ID, Prog: inv.Prog, Revision: inv.Revision, Status: st, Parent: inv.Parent, Paused: inv.Paused, Damage: inv.Damage, Admitted: inv.Admitted, Ended: inv.Ended}
 		out.Invocations = append(out.Invocations, row)
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnough) {
+		return nil, err
 	}
 	return out, nil
+}
+
+// errEnough ends an Each early.
+var errEnough = errors.New("enough")
+
+// eachPage is how many invocations Each reads at a time.
+const eachPage = 1024
+
+// Each calls fn with each invocation whose shown status is in statuses
+// (all when empty), after after (in the store's bytewise order; all when
+// ""), in the order of compare (the store's when nil), until fn returns an
+// error, which Each returns. It holds the ids and one page of records at
+// a time, never the whole list: a million invocations cost their ids.
+func (s *Service) Each(statuses []string, after string, compare func(a, b string) int, fn func(api.Invocation) error) error {
+	for _, name := range statuses {
+		if !validStatus(name) {
+			return api.Errorf(api.CodeBadRequest, "unknown status %q (want running, waiting, joining, completed, failed, cancelled, conflict, queued, unknown or damaged)", name)
+		}
+	}
+	ids, err := s.E.InvocationIDs()
+	if err != nil {
+		return engineError(err)
+	}
+	if after != "" {
+		ids = slices.DeleteFunc(ids, func(id string) bool { return id <= after })
+	}
+	if compare != nil {
+		slices.SortFunc(ids, compare)
+	}
+	for len(ids) > 0 {
+		page := ids[:min(eachPage, len(ids))]
+		ids = ids[len(page):]
+		invs, err := s.E.Invocations(page)
+		if err != nil {
+			return engineError(err)
+		}
+		shown, err := s.E.Project(invs)
+		if err != nil {
+			return engineError(err)
+		}
+		for _, inv := range invs {
+			st := shown[inv.ID]
+			if len(statuses) > 0 && !slices.Contains(statuses, st) && !slices.Contains(statuses, inv.Status.String()) {
+				continue
+			}
+			row := api.Invocation{ID: inv.ID, Prog: inv.Prog, Revision: inv.Revision, Status: st, Parent: inv.Parent, Paused: inv.Paused, Damage: inv.Damage, Admitted: inv.Admitted, Ended: inv.Ended}
+			if err := fn(row); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func validStatus(name string) bool {

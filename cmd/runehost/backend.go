@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,7 +39,10 @@ type backend interface {
 	// left it), and says where inv stands.
 	Drive(ctx context.Context, inv, cursor string) (*api.RunState, error)
 	Cancel(ctx context.Context, inv string) error
-	List(ctx context.Context, statuses []string) (*api.List, error)
+	// Each calls fn with each invocation whose shown status is in
+	// statuses (all when empty), in the ids' numeric order (r2 before
+	// r10, children after their parent), until fn returns an error.
+	Each(ctx context.Context, statuses []string, fn func(api.Invocation) error) error
 	Inspect(ctx context.Context, inv string) (*api.Inspection, error)
 	Checkpoint(ctx context.Context, inv string) ([]byte, error)
 	Grants(ctx context.Context, prog string) ([]api.Grant, error)
@@ -258,8 +262,10 @@ func (l *local) Drive(ctx context.Context, inv, _ string) (*api.RunState, error)
 
 func (l *local) Cancel(_ context.Context, inv string) error { return l.s.Cancel(inv) }
 
-func (l *local) List(_ context.Context, statuses []string) (*api.List, error) {
-	return l.s.List(statuses, "", 0)
+// Each reads a page of records at a time: a million invocations cost
+// their ids, not their records.
+func (l *local) Each(_ context.Context, statuses []string, fn func(api.Invocation) error) error {
+	return l.s.Each(statuses, "", naturalCompare, fn)
 }
 
 func (l *local) Inspect(_ context.Context, inv string) (*api.Inspection, error) {
@@ -354,9 +360,32 @@ func (r *remote) Cancel(ctx context.Context, inv string) error {
 	return err
 }
 
-func (r *remote) List(ctx context.Context, statuses []string) (*api.List, error) {
-	return r.c.List(ctx, statuses, "", 0)
+// Each pages through the server's list (its own order), and sorts the
+// rows it kept.
+func (r *remote) Each(ctx context.Context, statuses []string, fn func(api.Invocation) error) error {
+	var all []api.Invocation
+	for after := ""; ; {
+		l, err := r.c.List(ctx, statuses, after, remotePage)
+		if err != nil {
+			return err
+		}
+		all = append(all, l.Invocations...)
+		if l.Next == "" {
+			break
+		}
+		after = l.Next
+	}
+	slices.SortStableFunc(all, func(a, b api.Invocation) int { return naturalCompare(a.ID, b.ID) })
+	for _, inv := range all {
+		if err := fn(inv); err != nil {
+			return err
+		}
+	}
+	return nil
 }
+
+// remotePage is how many invocations one request to the server lists.
+const remotePage = 1000
 
 func (r *remote) Inspect(ctx context.Context, inv string) (*api.Inspection, error) {
 	return r.c.Inspect(ctx, inv)

@@ -7,7 +7,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -44,22 +43,20 @@ func psCommand() *cli.Command {
 				return err
 			}
 			defer b.Close()
-			list, err := b.List(c.Context, want)
-			if err != nil {
-				return failed("ps", err, exitInternal)
-			}
-			// In the ids' numeric order (r2 before r10), children after
-			// their parent.
-			slices.SortStableFunc(list.Invocations, func(a, b api.Invocation) int { return naturalCompare(a.ID, b.ID) })
 			// Buffered: a line a write was a sixth of ps over 300,000.
+			// Flushed after each page of rows, so the first shows at once.
 			out := bufio.NewWriterSize(c.App.Writer, 64<<10)
 			defer out.Flush()
-			for _, inv := range list.Invocations {
+			n := 0
+			err = b.Each(c.Context, want, func(inv api.Invocation) error {
+				if n++; n%1024 == 0 {
+					out.Flush()
+				}
 				st := inv.Status
 				if c.Bool("json") && inv.Damage != "" {
 					j, _ := json.Marshal(map[string]any{"invocation": inv.ID, "status": st, "damage": inv.Damage})
 					fmt.Fprintln(out, string(j))
-					continue
+					return nil
 				}
 				if inv.Damage != "" {
 					prog := inv.Prog
@@ -67,7 +64,7 @@ func psCommand() *cli.Command {
 						prog = "?"
 					}
 					fmt.Fprintf(out, "%-10s %-18s %-20s %s\n", inv.ID, st, prog, inv.Damage)
-					continue
+					return nil
 				}
 				if c.Bool("json") {
 					row := map[string]any{"invocation": inv.ID, "prog": inv.Prog, "revision": inv.Revision, "status": st}
@@ -79,12 +76,16 @@ func psCommand() *cli.Command {
 					}
 					j, _ := json.Marshal(row)
 					fmt.Fprintln(out, string(j))
-					continue
+					return nil
 				}
 				if inv.Paused != "" {
 					st += " (paused)"
 				}
 				fmt.Fprintf(out, "%-10s %-18s %-20s rev %d\n", inv.ID, st, inv.Prog, inv.Revision)
+				return nil
+			})
+			if err != nil {
+				return failed("ps", err, exitInternal)
 			}
 			return nil
 		},

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -32,6 +33,7 @@ func main() {
 	workers := flag.Int("workers", 32, "admitting goroutines")
 	dir := flag.String("dir", "", "the store (a fresh temporary one when empty)")
 	measure := flag.String("measure", "", "measure the commands with this runehost binary on -dir (what a parking run does in a fresh process)")
+	profile := flag.String("cpuprofile", "", "write a CPU profile of the parking to this file")
 	flag.Parse()
 	if *measure != "" {
 		measureCommands(*measure, *dir, *n)
@@ -48,6 +50,11 @@ func main() {
 	build.Stderr = os.Stderr
 	check(build.Run())
 
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		check(err)
+		check(pprof.StartCPUProfile(f))
+	}
 	start := time.Now()
 	s, err := store.Open(store.Options{Dir: *dir})
 	check(err)
@@ -78,6 +85,9 @@ func main() {
 	}
 	wg.Wait()
 	check(s.Close())
+	if *profile != "" {
+		pprof.StopCPUProfile()
+	}
 	fmt.Printf("park: %d invocations parked in %s\n", *n, time.Since(start).Round(time.Second))
 
 	// The commands are timed from a fresh, small process: a child's peak
@@ -96,33 +106,48 @@ func measureCommands(bin, dir string, n int) {
 		{"ps", "--status", "running"},
 		{"send", fmt.Sprintf("r%d", n/2), "go", "1"},
 	} {
-		var best time.Duration
+		var best, first time.Duration
 		var rss int64
 		for range 3 {
-			d, r := run(bin, dir, args...)
+			d, f, r := run(bin, dir, args...)
 			if best == 0 || d < best {
-				best = d
+				best, first = d, f
 			}
 			rss = max(rss, r)
 			if args[0] == "send" {
 				break // once: the invocation is finished after it
 			}
 		}
-		fmt.Printf("park: runehost %v: %s (best of 3), peak RSS %d MB\n", args, best.Round(time.Millisecond), rss/1024)
+		fmt.Printf("park: runehost %v: %s (best of 3; first output after %s), peak RSS %d MB\n", args, best.Round(time.Millisecond), first.Round(time.Millisecond), rss/1024)
 	}
 }
 
-// run runs runehost on the store and returns its wall time and peak RSS (KiB).
-func run(bin, dir string, args ...string) (time.Duration, int64) {
+// run runs runehost on the store and returns its wall time, the time to
+// its first output, and its peak RSS (KiB).
+func run(bin, dir string, args ...string) (time.Duration, time.Duration, int64) {
 	c := exec.Command(bin, append(args, "--store", dir, "--native")...)
 	if args[0] == "ps" {
 		c = exec.Command(bin, append(args, "--store", dir)...)
 	}
-	c.Stdout, c.Stderr = nil, os.Stderr
+	out, err := c.StdoutPipe()
+	check(err)
+	c.Stderr = os.Stderr
 	start := time.Now()
-	check(c.Run())
+	check(c.Start())
+	var first time.Duration
+	buf := make([]byte, 64<<10)
+	for {
+		k, err := out.Read(buf)
+		if k > 0 && first == 0 {
+			first = time.Since(start)
+		}
+		if err != nil {
+			break
+		}
+	}
+	check(c.Wait())
 	d := time.Since(start)
-	return d, c.ProcessState.SysUsage().(*syscall.Rusage).Maxrss
+	return d, first, c.ProcessState.SysUsage().(*syscall.Rusage).Maxrss
 }
 
 func check(err error) {
