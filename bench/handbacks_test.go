@@ -16,8 +16,14 @@ import (
 	"github.com/runehost/runehost/wasmvm"
 )
 
-// TestHandBacks runs each bench program compiled with the profile on and
-// prints its hand-backs (go test -run TestHandBacks -v).
+// handBacksPer1000 bounds each program's hand-backs per 1,000 steps: a
+// change that makes compiled code hand back more turns this red.
+// strbuild builds strings past the pool's longest.
+var handBacksPer1000 = map[string]float64{"strbuild": 6}
+
+// TestHandBacks runs each bench program compiled with the profile on,
+// prints its hand-backs (go test -run TestHandBacks -v), and checks them
+// against handBacksPer1000 (1 where it says nothing).
 func TestHandBacks(t *testing.T) {
 	ctx := context.Background()
 	files, _ := filepath.Glob("progs/*.rune")
@@ -57,7 +63,15 @@ func TestHandBacks(t *testing.T) {
 					fmt.Fprintf(&b, "\n  %8d  fn %d pc %d %s %s", hb.N, hb.Fn, hb.PC, hb.Op, hb.Builtin)
 				}
 			}
-			t.Logf("%s: %d steps, %d hand-backs (%.1f per 1,000 steps)%s", prog, h.Used, total, float64(total)*1000/float64(h.Used), b.String())
+			per := float64(total) * 1000 / float64(h.Used)
+			t.Logf("%s: %d steps, %d hand-backs (%.1f per 1,000 steps)%s", prog, h.Used, total, per, b.String())
+			bound, ok := handBacksPer1000[filepath.Base(prog)]
+			if !ok {
+				bound = 1
+			}
+			if per > bound {
+				t.Errorf("%s: %.2f hand-backs per 1,000 steps, over %v:%s", prog, per, bound, b.String())
+			}
 		})
 	}
 }

@@ -9,10 +9,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -34,9 +36,14 @@ func main() {
 	dir := flag.String("dir", "", "the store (a fresh temporary one when empty)")
 	measure := flag.String("measure", "", "measure the commands with this runehost binary on -dir (what a parking run does in a fresh process)")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the parking to this file")
+	sends := flag.Bool("sends", false, "only time sends in process to the invocations parked in -dir")
 	flag.Parse()
 	if *measure != "" {
 		measureCommands(*measure, *dir, *n)
+		return
+	}
+	if *sends {
+		measureSends(*dir, *n, 200)
 		return
 	}
 	tmp, err := os.MkdirTemp("", "parkbench")
@@ -98,6 +105,27 @@ func main() {
 	m := exec.Command(self, "-measure", bin, "-dir", *dir, "-n", fmt.Sprint(*n))
 	m.Stdout, m.Stderr = os.Stdout, os.Stderr
 	check(m.Run())
+	measureSends(*dir, *n, 200)
+}
+
+// measureSends times Engine.Deliver, what the server does for a send, to
+// k invocations picked at random among the n parked, in this process.
+func measureSends(dir string, n, k int) {
+	s, err := store.Open(store.Options{Dir: dir})
+	check(err)
+	defer s.Close()
+	e, _, err := host.Open(s, port.NewNative(), func() int64 { return time.Now().UnixMilli() })
+	check(err)
+	payload, err := checkpoint.EncodeData(int64(1))
+	check(err)
+	var d []time.Duration
+	for _, i := range rand.Perm(n)[:k] {
+		start := time.Now()
+		check(e.Deliver(fmt.Sprintf("r%d", i+1), "go", payload))
+		d = append(d, time.Since(start))
+	}
+	slices.Sort(d)
+	fmt.Printf("park: %d sends in process (Engine.Deliver): p50 %s, p99 %s\n", k, d[k/2].Round(10*time.Microsecond), d[k*99/100].Round(10*time.Microsecond))
 }
 
 func measureCommands(bin, dir string, n int) {
