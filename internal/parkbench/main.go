@@ -95,7 +95,8 @@ func main() {
 	if *profile != "" {
 		pprof.StopCPUProfile()
 	}
-	fmt.Printf("park: %d invocations parked in %s\n", *n, time.Since(start).Round(time.Second))
+	took := time.Since(start)
+	fmt.Printf("park: %d invocations parked in %s (%.0f a second, %d admitting goroutines)\n", *n, took.Round(time.Millisecond), float64(*n)/took.Seconds(), *workers)
 
 	// The commands are timed from a fresh, small process: a child's peak
 	// RSS as the kernel reports it includes its parent's pages until it
