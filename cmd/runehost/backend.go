@@ -384,8 +384,9 @@ func (r *remote) Each(ctx context.Context, statuses []string, fn func(api.Invoca
 	return nil
 }
 
-// remotePage is how many invocations one request to the server lists.
-const remotePage = 1000
+// remotePage is how many invocations one request to the server lists (a
+// variable for tests).
+var remotePage = 1000
 
 func (r *remote) Inspect(ctx context.Context, inv string) (*api.Inspection, error) {
 	return r.c.Inspect(ctx, inv)

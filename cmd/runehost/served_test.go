@@ -152,8 +152,11 @@ func (sc scenario) run(t *testing.T, file, data string) []outcome {
 	return out
 }
 
-// Every command reads the same with and without a server.
+// Every command reads the same with and without a server; ps pages
+// through the server's list two at a time.
 func TestBothWays(t *testing.T) {
+	defer func(n int) { remotePage = n }(remotePage)
+	remotePage = 2
 	for _, sc := range []scenario{
 		{"run and its state", "return (state || 0) + 1", [][]string{
 			{"run", "FILE", "--seed", "1"}, {"run", "FILE", "--seed", "1"}, {"ps"}, {"ps", "--json"}, {"ps", "--status", "completed"},
