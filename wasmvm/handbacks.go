@@ -80,7 +80,11 @@ func (r *Runtime) noteHandBack(mem api.Memory, prog [32]byte, m uint32, end uint
 	if r.handBacks == nil {
 		r.handBacks = make(map[handBackKey]int)
 	}
-	if ins, ok := r.instruction(prog, fn, pc); ok && compile.Opcode(ins) == compile.CALL {
+	ins, ok := r.instruction(prog, fn, pc)
+	if !ok {
+		return // not an instruction of the program: a frame the guest broke
+	}
+	if compile.Opcode(ins) == compile.CALL {
 		// The callee sits under the call's arguments on the stack.
 		stack, sp := read(uint64(m)+uint64(l.MachineStack)), read(uint64(m)+uint64(l.MachineSP))
 		if at := sp - 1 - uint64(ins>>8); at < sp {

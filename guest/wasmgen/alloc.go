@@ -131,9 +131,6 @@ func (fg *fgen) mapLit(pc, n int) bool {
 					c.mem(opI64Store, off+o)
 				}
 			}
-			if k := n / int(l.ElemsPerStep); k > 0 {
-				fg.charge(k)
-			}
 		}
 		fg.vs = fg.vs[:d-2*n]
 		fg.scalar(lBase, fg.slot(d-2*n), l.KindMap, func() { c.i64(0) }, lA)
@@ -285,11 +282,12 @@ func (fg *fgen) rangeList(pc, arg int) {
 
 // literalKeys reports whether the n keys MAP n at pc of f takes are
 // string constants, all different, as a map literal's names are. Each
-// key's slot is traced back to the CONST that pushed it: every
-// instruction after that CONST and before pc starts above the slot, or
-// just above it with a push that leaves the slot alone, and no jump from
-// outside lands among them. The compiler's code is structured, so this
-// holds for a literal's keys; anything else is handed back.
+// key's slot is traced back to the CONST that pushed it: no instruction
+// after that CONST and before pc reads or replaces the slot (its depth
+// less what it takes from the stack stays above it: "a" + "b" is refused),
+// and no jump from outside lands among them. The compiler's code is
+// structured, so this holds for a literal's names; anything else is
+// handed back.
 func literalKeys(p *compile.Program, f *compile.Funcode, pc, n int) bool {
 	if n == 0 {
 		return true
@@ -300,7 +298,7 @@ func literalKeys(p *compile.Program, f *compile.Funcode, pc, n int) bool {
 	for i := n - 1; i >= 0; i-- {
 		slot := top - 2*(n-i) // the depth at which key i was pushed
 		for ; q >= 0 && int(f.Depths[q]) > slot; q-- {
-			if int(f.Depths[q]) == slot+1 && !pushOnly(compile.Opcode(f.Code[q])) {
+			if k := takes(p, f.Code[q]); k < 0 || int(f.Depths[q])-k <= slot {
 				return false
 			}
 		}
@@ -327,12 +325,34 @@ func literalKeys(p *compile.Program, f *compile.Funcode, pc, n int) bool {
 	return true
 }
 
-// pushOnly reports whether op only pushes a value, reading none.
-func pushOnly(op compile.Opcode) bool {
+// takes is how many values from the top of the stack instruction ins
+// reads or replaces (opcode.go's stack effects), or -1 when unknown.
+func takes(p *compile.Program, ins uint32) int {
+	op, arg := compile.Decode(ins)
 	switch op {
-	case compile.NIL, compile.TRUE, compile.FALSE, compile.CONST, compile.SMALLINT, compile.LOCAL,
-		compile.LOCALREF, compile.CELL, compile.FREE, compile.FREEREF, compile.GLOBAL, compile.BUILTIN:
-		return true
+	case compile.NOP, compile.NIL, compile.TRUE, compile.FALSE, compile.CONST, compile.SMALLINT,
+		compile.LOCAL, compile.CELL, compile.NEWCELL, compile.WRAPCELL, compile.FREE, compile.LOCALREF,
+		compile.FREEREF, compile.GLOBAL, compile.BUILTIN, compile.JMP, compile.TRY, compile.ENDTRY:
+		return 0
+	case compile.POP, compile.DUP, compile.SETLOCAL, compile.SETCELL, compile.SETFREE, compile.SETGLOBAL,
+		compile.NEG, compile.NOT, compile.JMPF, compile.JMPT, compile.ATTR, compile.RETURN, compile.ITER,
+		compile.NEXT, compile.NEXT2, compile.THROW, compile.ACT, compile.AWAIT:
+		return 1
+	case compile.DUP2, compile.ADD, compile.SUB, compile.MUL, compile.DIV, compile.MOD, compile.EQ,
+		compile.NE, compile.LT, compile.LE, compile.GT, compile.GE, compile.INDEX, compile.SETATTR:
+		return 2
+	case compile.SETINDEX:
+		return 3
+	case compile.CALL:
+		return arg + 1
+	case compile.LIST:
+		return arg
+	case compile.MAP:
+		return 2 * arg
+	case compile.FUNC:
+		if arg < len(p.Funcs) {
+			return p.Funcs[arg].NumFree
+		}
 	}
-	return false
+	return -1
 }

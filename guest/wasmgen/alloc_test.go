@@ -30,6 +30,10 @@ func TestLiteralKeys(t *testing.T) {
 		{"an int key", []ins{{compile.CONST, 2}, {compile.SMALLINT, 1}, {compile.MAP, 1}, {compile.RETURN, 0}}, false},
 		{"a computed key", []ins{{compile.LOCAL, 0}, {compile.SMALLINT, 1}, {compile.MAP, 1}, {compile.RETURN, 0}}, false},
 		{"the key changed after", []ins{{compile.CONST, 0}, {compile.NEG, 0}, {compile.SMALLINT, 1}, {compile.MAP, 1}, {compile.RETURN, 0}}, false},
+		{"a key computed from constants", []ins{{compile.CONST, 0}, {compile.CONST, 1}, {compile.ADD, 0}, {compile.SMALLINT, 1}, {compile.MAP, 1}, {compile.RETURN, 0}}, false},
+		{"a key indexed", []ins{{compile.CONST, 0}, {compile.SMALLINT, 1}, {compile.INDEX, 0}, {compile.SMALLINT, 1}, {compile.MAP, 1}, {compile.RETURN, 0}}, false},
+		{"a value that is an empty list", []ins{{compile.CONST, 0}, {compile.LIST, 0}, {compile.MAP, 1}, {compile.RETURN, 0}}, true},
+		{"a value computed", []ins{{compile.CONST, 0}, {compile.SMALLINT, 1}, {compile.SMALLINT, 2}, {compile.ADD, 0}, {compile.MAP, 1}, {compile.RETURN, 0}}, true},
 		{"a jump in from outside", []ins{{compile.JMP, 2}, {compile.CONST, 0}, {compile.SMALLINT, 1}, {compile.MAP, 1}, {compile.RETURN, 0}}, false},
 		{"a jump to its start", []ins{{compile.JMP, 1}, {compile.CONST, 0}, {compile.SMALLINT, 1}, {compile.MAP, 1}, {compile.RETURN, 0}}, true},
 	}
@@ -41,8 +45,10 @@ func TestLiteralKeys(t *testing.T) {
 			f.Code = append(f.Code, compile.Encode(in.op, in.arg))
 			f.Depths = append(f.Depths, int32(d))
 			switch in.op {
-			case compile.CONST, compile.SMALLINT, compile.LOCAL, compile.GLOBAL:
+			case compile.CONST, compile.SMALLINT, compile.LOCAL, compile.GLOBAL, compile.LIST:
 				d++
+			case compile.ADD, compile.INDEX:
+				d--
 			case compile.CALL:
 				d -= in.arg
 			case compile.MAP:

@@ -69,8 +69,9 @@ func (g *gen) function(f *compile.Funcode) code {
 	fg := &fgen{gen: g, f: f, nlocals: uint32(len(f.Locals)), lead: lead, pre: make([]int, len(f.Code)+1)}
 	for pc, ins := range f.Code {
 		fg.pre[pc+1] = fg.pre[pc] + 1
-		if op, arg := compile.Decode(ins); op == compile.LIST {
-			fg.pre[pc+1] += arg / int(g.l.ElemsPerStep) // as the interpreter charges it
+		switch op, arg := compile.Decode(ins); op {
+		case compile.LIST, compile.MAP: // as the interpreter charges them
+			fg.pre[pc+1] += arg / int(g.l.ElemsPerStep)
 		}
 	}
 	for pc, isLead := range lead {
