@@ -63,13 +63,20 @@ func (fg *fgen) mapIndex(ax uint32, key, value func(), dst uint32) {
 	c.tee(lB)
 	c.byte(opI32Eqz)
 	c.brIf(1) // not there: a KeyError
+	fg.entryValue(dst)
+}
+
+// entryValue copies the value of entry lB (counted from 1) of the map at
+// lA to the Value at base+dst.
+func (fg *fgen) entryValue(dst uint32) {
+	c := &fg.c
 	c.get(lA)
-	c.mem(opI64Load, l.MapVals)
+	c.mem(opI64Load, fg.l.MapVals)
 	c.byte(opI32WrapI64)
 	c.get(lB)
 	c.i32(1)
 	c.byte(opI32Sub)
-	c.i32(int32(l.ValueSize))
+	c.i32(int32(fg.l.ValueSize))
 	c.byte(opI32Mul)
 	c.byte(opI32Add)
 	c.set(lC)
@@ -541,17 +548,7 @@ func (fg *fgen) getOf(pc, arg int) {
 			fg.scalar(lBase, dst, l.KindNil, func() { c.i64(0) }, 0)
 		}
 		c.byte(opElse)
-		c.get(lA)
-		c.mem(opI64Load, l.MapVals)
-		c.byte(opI32WrapI64)
-		c.get(lB)
-		c.i32(1)
-		c.byte(opI32Sub)
-		c.i32(int32(l.ValueSize))
-		c.byte(opI32Mul)
-		c.byte(opI32Add)
-		c.set(lC)
-		fg.copy(lC, 0, lBase, dst)
+		fg.entryValue(dst)
 		c.end()
 		fg.vs = fg.vs[:dm-1]
 		fg.vs = append(fg.vs, entry{kind: eMem})
