@@ -556,7 +556,8 @@ func examplePrimes(t *testing.T, prog string) {
 	exGrant(t, "primes", "fs.write:"+dir)
 	// Killed: the test binary is runehost (TestMain).
 	killed := filepath.Join(dir, "killed.txt")
-	cmd := exec.Command(os.Args[0], "run", prog, "--limit", "100000000", "--input", `{"log": `+exJS(killed)+`, "upto": 20000, "chunk": 4000}`)
+	// Chunks long enough, compiled, that the kill lands inside one.
+	cmd := exec.Command(os.Args[0], "run", prog, "--limit", "1000000000", "--input", `{"log": `+exJS(killed)+`, "upto": 300000, "chunk": 60000}`)
 	cmd.Env = append(os.Environ(), "RUNEHOST_TEST_AS_CLI=1", "RUNEHOST_STORE="+os.Getenv("RUNEHOST_STORE"), "RUNEHOST_CACHE_DIR="+os.Getenv("RUNEHOST_CACHE_DIR"))
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
@@ -594,10 +595,10 @@ func examplePrimes(t *testing.T, prog string) {
 		t.Fatalf("ps after the kill:\n%s", out)
 	}
 	res, errs := exRun(t, exitOK, "resume", "r1")
-	exWantJSON(t, res, `{"upto": 20000, "primes": 2262}`)
+	exWantJSON(t, res, `{"upto": 300000, "primes": 25997}`)
 	after, _ := os.ReadFile(killed)
-	want := "primes below 20000, 4000 numbers a chunk\n0..4000: 550 primes, 550 so far\n4000..8000: 457 primes, 1007 so far\n" +
-		"8000..12000: 431 primes, 1438 so far\n12000..16000: 424 primes, 1862 so far\n16000..20000: 400 primes, 2262 so far\n"
+	want := "primes below 300000, 60000 numbers a chunk\n0..60000: 6057 primes, 6057 so far\n60000..120000: 5244 primes, 11301 so far\n" +
+		"120000..180000: 5041 primes, 16342 so far\n180000..240000: 4879 primes, 21221 so far\n240000..300000: 4776 primes, 25997 so far\n"
 	if string(after) != want || !strings.HasPrefix(string(after), string(before)) {
 		t.Fatalf("log before the kill:\n%s\nafter the resume:\n%s\nwant:\n%s\nresume's stderr:\n%s", before, after, want, errs)
 	}
