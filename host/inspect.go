@@ -48,17 +48,24 @@ func (e *Engine) List(statuses ...Status) ([]*Invocation, error) {
 	return out, err
 }
 
-// InvocationIDs returns every invocation's id, in the store's order,
-// reading keys only: a million of them cost their ids' memory, not their
-// records'.
-func (e *Engine) InvocationIDs() ([]string, error) {
+// InvocationIDs returns the ids of the invocations after after (all when
+// ""), in the store's order (the ids' bytewise order), at most n of them
+// (all when 0), reading keys only: a million of them cost their ids'
+// memory, not their records'.
+func (e *Engine) InvocationIDs(after string, n int) ([]string, error) {
 	var out []string
+	start := store.K("inv")
+	if after != "" {
+		start = invKey(after)
+	}
 	err := e.Store.View(func(tx *store.Tx) error {
 		out = out[:0] // a View may run again
-		return tx.Scan(store.K("inv"), func(k store.Key, _ func(any) error) (bool, error) {
+		return tx.ScanFrom(store.K("inv"), start, func(k store.Key, _ func(any) error) (bool, error) {
 			parts := k.Parts()
-			out = append(out, parts[len(parts)-1])
-			return true, nil
+			if id := parts[len(parts)-1]; id != after {
+				out = append(out, id)
+			}
+			return n == 0 || len(out) < n, nil
 		})
 	})
 	return out, err

@@ -210,44 +210,69 @@ const eachPage = 1024
 // Each calls fn with each invocation whose shown status is in statuses
 // (all when empty), after after (in the store's bytewise order; all when
 // ""), in the order of compare (the store's when nil), until fn returns an
-// error, which Each returns. It holds the ids and one page of records at
-// a time, never the whole list: a million invocations cost their ids.
+// error, which Each returns. It holds one page of records at a time, never
+// the whole list: in the store's order a page of ids too, so that a page
+// of the API's list costs its own records, not the rest; in another order
+// every id (a million cost about 50 MB).
 func (s *Service) Each(statuses []string, after string, compare func(a, b string) int, fn func(api.Invocation) error) error {
 	for _, name := range statuses {
 		if !validStatus(name) {
 			return api.Errorf(api.CodeBadRequest, "unknown status %q (want running, waiting, joining, completed, failed, cancelled, conflict, queued, unknown or damaged)", name)
 		}
 	}
-	ids, err := s.E.InvocationIDs()
+	if compare == nil {
+		for {
+			ids, err := s.E.InvocationIDs(after, eachPage)
+			if err != nil {
+				return engineError(err)
+			}
+			if len(ids) == 0 {
+				return nil
+			}
+			if ids[0] <= after && after != "" {
+				// A store that does not keep its order would loop here.
+				return api.Errorf(api.CodeInternal, "list: the store gave %s after %s", ids[0], after)
+			}
+			if err := s.page(ids, statuses, fn); err != nil {
+				return err
+			}
+			after = ids[len(ids)-1]
+		}
+	}
+	ids, err := s.E.InvocationIDs(after, 0)
 	if err != nil {
 		return engineError(err)
 	}
-	if after != "" {
-		ids = slices.DeleteFunc(ids, func(id string) bool { return id <= after })
-	}
-	if compare != nil {
-		slices.SortFunc(ids, compare)
-	}
+	slices.SortFunc(ids, compare)
 	for len(ids) > 0 {
 		page := ids[:min(eachPage, len(ids))]
 		ids = ids[len(page):]
-		invs, err := s.E.Invocations(page)
-		if err != nil {
-			return engineError(err)
+		if err := s.page(page, statuses, fn); err != nil {
+			return err
 		}
-		shown, err := s.E.Project(invs)
-		if err != nil {
-			return engineError(err)
+	}
+	return nil
+}
+
+// page calls fn with the rows of the invocations of ids whose shown status
+// is in statuses (all when empty).
+func (s *Service) page(ids, statuses []string, fn func(api.Invocation) error) error {
+	invs, err := s.E.Invocations(ids)
+	if err != nil {
+		return engineError(err)
+	}
+	shown, err := s.E.Project(invs)
+	if err != nil {
+		return engineError(err)
+	}
+	for _, inv := range invs {
+		st := shown[inv.ID]
+		if len(statuses) > 0 && !slices.Contains(statuses, st) && !slices.Contains(statuses, inv.Status.String()) {
+			continue
 		}
-		for _, inv := range invs {
-			st := shown[inv.ID]
-			if len(statuses) > 0 && !slices.Contains(statuses, st) && !slices.Contains(statuses, inv.Status.String()) {
-				continue
-			}
-			row := api.Invocation{ID: inv.ID, Prog: inv.Prog, Revision: inv.Revision, Status: st, Parent: inv.Parent, Paused: inv.Paused, Damage: inv.Damage, Admitted: inv.Admitted, Ended: inv.Ended}
-			if err := fn(row); err != nil {
-				return err
-			}
+		row := api.Invocation{ID: inv.ID, Prog: inv.Prog, Revision: inv.Revision, Status: st, Parent: inv.Parent, Paused: inv.Paused, Damage: inv.Damage, Admitted: inv.Admitted, Ended: inv.Ended}
+		if err := fn(row); err != nil {
+			return err
 		}
 	}
 	return nil
