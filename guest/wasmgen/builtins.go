@@ -286,11 +286,7 @@ func (fg *fgen) convert(pc int, toFloat bool) {
 			c.get(e.loc)
 			fg.truncate(0)
 		default:
-			off := fg.addr(d - 1)
-			fg.kind(off)
-			c.set(lA)
-			fg.bits(off)
-			c.set(lX)
+			fg.kindBits(fg.addr(d - 1))
 			c.get(lA)
 			c.i32(int32(l.KindFloat))
 			c.byte(opI32Eq)

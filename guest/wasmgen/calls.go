@@ -116,11 +116,7 @@ func (fg *fgen) sqrt(pc int) {
 			c.get(e.loc)
 			c.byte(opF64FromI64)
 		default:
-			off := fg.addr(d - 1)
-			fg.kind(off)
-			c.set(lA)
-			fg.bits(off)
-			c.set(lX)
+			fg.kindBits(fg.addr(d - 1))
 			c.get(lA)
 			c.i32(int32(l.KindFloat))
 			c.byte(opI32Eq)

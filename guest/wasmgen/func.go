@@ -441,6 +441,15 @@ func (fg *fgen) bits(off uint32) {
 	fg.c.mem(opI64Load, off+fg.l.ValueN)
 }
 
+// kindBits sets local lA to the kind and lX to the payload of the value
+// at base+off.
+func (fg *fgen) kindBits(off uint32) {
+	fg.kind(off)
+	fg.c.set(lA)
+	fg.bits(off)
+	fg.c.set(lX)
+}
+
 // pointer pushes the heap pointer of the value at base+off, as an i32.
 func (fg *fgen) pointer(off uint32) {
 	fg.c.get(lBase)
