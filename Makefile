@@ -175,10 +175,10 @@ crash:
 crash-short:
 	$(MAKE) crash CRASH_KILLS=25 CRASH_SEED=1
 
-## crash-red: the harness must go red (exit 1) on builds broken on purpose: Synced commits that do not sync, syncs that miss rotated logs, acts dispatched before their attempt is recorded.
+## crash-red: the harness must go red (exit 1) on builds broken on purpose: Synced commits that do not sync, syncs that miss rotated logs or the value log written since the last, acts dispatched before their attempt is recorded.
 crash-red:
 	@mkdir -p bin && $(GO) build -o bin/crashtest ./cmd/crashtest
-	@for b in nosync rotation dispatch-first reopen-free; do \
+	@for b in nosync rotation vlog dispatch-first reopen-free; do \
 		bin/crashtest -kills $(CRASH_KILLS) -seed $(CRASH_SEED) -break $$b; rc=$$?; \
 		if [ $$rc -ne 1 ]; then echo "crash-red: -break $$b ended with $$rc, not red"; exit 1; fi; \
 	done; echo "crash-red: every broken build went red"

@@ -32,6 +32,10 @@ type badgerStore struct {
 	synced atomic.Uint64 // at most the mark's version, as of the newest synced commit that wrote it
 	group  syncGroup     // Synced commits waiting for one shared sync (sync.go)
 	marked atomic.Int64  // when a synced transaction last carried the mark (unix ns)
+	syncs  atomic.Uint64 // syncs made for Synced commits (Syncs)
+
+	valueWrites atomic.Uint64 // commits that may have written the value log (sync.go)
+	collecting  atomic.Int32  // collections of the value log under way
 }
 
 // badgerOptions are Badger's options for a store in dir.
@@ -80,7 +84,11 @@ func openBadger(bo badger.Options) (db *badger.DB, err error) {
 	return db, nil
 }
 
-func (b *badgerStore) close() error { return b.db.Close() }
+func (b *badgerStore) close() error {
+	err := b.db.Close()
+	b.logs.closeLogs()
+	return err
+}
 
 // begin starts a transaction; a read-only one on a closed store fails, as
 // Badger's View does.
@@ -93,13 +101,19 @@ func (b *badgerStore) begin(update bool) (btx, error) {
 
 // badgerTx is a Badger transaction.
 type badgerTx struct {
-	b *badgerStore
-	t *badger.Txn
+	b     *badgerStore
+	t     *badger.Txn
+	large bool // a value set may go to the value log
 }
 
 func (t *badgerTx) discard() { t.t.Discard() }
 
-func (t *badgerTx) set(key Key, val []byte) error { return t.t.Set(bytes.Clone(key), val) }
+func (t *badgerTx) set(key Key, val []byte) error {
+	// Badger puts values from valueThreshold up in the value log; half of
+	// it leaves room for any rounding of its own.
+	t.large = t.large || len(val) >= valueThreshold/2
+	return t.t.Set(bytes.Clone(key), val)
+}
 
 func (t *badgerTx) delete(key Key) error { return t.t.Delete(bytes.Clone(key)) }
 
@@ -185,6 +199,13 @@ func (t *badgerTx) commit(d Durability, inReserve bool, size int) error {
 	if b.space != nil {
 		err = b.space.admit(size, inReserve)
 	}
+	if t.large {
+		b.valueWrites.Add(1) // before the commit: the sync that covers it syncs the value log
+	}
+	begun := err == nil && d == Synced
+	if begun {
+		b.group.begin()
+	}
 	var after uint64
 	if err == nil && d == Synced && b.markDue() {
 		err = t.t.Set(markKey, markValue)
@@ -196,6 +217,9 @@ func (t *badgerTx) commit(d Durability, inReserve bool, size int) error {
 		err = t.t.Commit()
 	}
 	if err != nil {
+		if begun {
+			b.group.end()
+		}
 		return t.abort(err)
 	}
 	if d == Synced {
@@ -227,6 +251,7 @@ func (b *badgerStore) syncCommit(version uint64) error {
 		if err := b.sync(); err != nil { // synchook.go
 			return fmt.Errorf("store: sync: %w", err)
 		}
+		b.syncs.Add(1)
 		for old := b.synced.Load(); upTo > old && !b.synced.CompareAndSwap(old, upTo); old = b.synced.Load() {
 		}
 		return nil

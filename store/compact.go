@@ -136,6 +136,8 @@ func (s *Store) collectLocked() error {
 		}
 	}()
 	rewrote := 0
+	s.collecting.Add(1) // every sync meanwhile flushes the value log it rewrites to
+	defer s.collecting.Add(-1)
 	for {
 		err := s.db.RunValueLogGC(discardRatio)
 		if errors.Is(err, badger.ErrNoRewrite) || errors.Is(err, badger.ErrRejected) {

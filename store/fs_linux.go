@@ -39,3 +39,14 @@ func stampOf(fi os.FileInfo) fileStamp {
 	}
 	return fileStamp{Size: fi.Size(), Ctime: st.Ctim.Nano(), Inode: st.Ino, Allocated: st.Blocks * 512}
 }
+
+// datasync flushes f's data (and what reading it back needs) to disk, as
+// Badger's msync of its mapped logs does: not its times.
+func datasync(f *os.File) error {
+	for {
+		err := syscall.Fdatasync(int(f.Fd()))
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
+}

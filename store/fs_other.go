@@ -18,3 +18,5 @@ func freeSpace(string) (uint64, error) { return 0, errors.ErrUnsupported }
 func stampOf(fi os.FileInfo) fileStamp {
 	return fileStamp{Size: fi.Size(), Ctime: fi.ModTime().UnixNano(), Allocated: fi.Size()}
 }
+
+func datasync(f *os.File) error { return f.Sync() }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	badger "github.com/dgraph-io/badger/v4"
@@ -63,9 +64,69 @@ func TestSyncFlushesRotatedLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if slices.Contains(again, vlog) || len(again) != 2 {
-		t.Fatalf("a sync with nothing rotated flushed %v: want only the newest value log and memtable log", again)
+	if len(again) != 1 || !strings.HasSuffix(again[0], ".mem") {
+		t.Fatalf("a sync with nothing rotated or written flushed %v: want only the newest memtable log", again)
 	}
+}
+
+// A sync flushes the value log when a commit since the last one may have
+// written to it (a value from the threshold up, synced or buffered), or a
+// collection is under way; otherwise only the memtable's log.
+func TestSyncFlushesValueLogWhenWritten(t *testing.T) {
+	s, err := Open(Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	put := func(d Durability, n int) {
+		t.Helper()
+		if err := s.Update(d, func(tx *Tx) error { return tx.PutRaw(K("k", n), bytes.Repeat([]byte{'v'}, n)) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vlogs := func() int {
+		s.logs.mu.Lock()
+		defer s.logs.mu.Unlock()
+		return s.logs.vlogs
+	}
+	synced := func() bool { // by the commit's own sync, or by one now
+		t.Helper()
+		if _, err := s.syncLogs(); err != nil {
+			t.Fatal(err)
+		}
+		return vlogs() > 0
+	}
+	synced() // the first sync lists the logs
+	for _, c := range []struct {
+		name string
+		d    Durability
+		size int
+		want bool
+	}{
+		{"small synced", Synced, 100, false},
+		{"small buffered", Buffered, 100, false},
+		{"large synced", Synced, valueThreshold, true},
+		{"large buffered", Buffered, 4 * valueThreshold, true},
+		{"nothing", Synced, 0, false},
+	} {
+		s.logs.mu.Lock()
+		s.logs.vlogs = 0
+		s.logs.mu.Unlock()
+		if c.size > 0 {
+			put(c.d, c.size)
+		}
+		if got := synced(); got != c.want {
+			t.Errorf("%s: the value log synced %v, want %v", c.name, got, c.want)
+		}
+	}
+	s.logs.mu.Lock()
+	s.logs.vlogs = 0
+	s.logs.mu.Unlock()
+	s.collecting.Add(1)
+	if !synced() {
+		t.Error("a sync while a collection rewrites values did not flush the value log")
+	}
+	s.collecting.Add(-1)
 }
 
 func TestOpenClearsEmptyLogs(t *testing.T) {

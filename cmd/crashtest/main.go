@@ -36,10 +36,10 @@
 //
 // -break builds a runehost that is wrong on purpose, to show the harness
 // notices: nosync (Synced commits do not sync), rotation (a sync reaches
-// only what Badger's DB.Sync does), dispatch-first (the act is performed
-// before its attempt is recorded), reopen-free (an attempt reopened after
-// a crash charges none of the model tokens it held). Each must end with
-// violations.
+// only what Badger's DB.Sync does), vlog (a sync never flushes the value
+// log), dispatch-first (the act is performed before its attempt is
+// recorded), reopen-free (an attempt reopened after a crash charges none of
+// the model tokens it held). Each must end with violations.
 //
 // Usage: go run ./cmd/crashtest [-kills N] [-seed S] [-break MODE] [-v]   (make crash)
 package main
@@ -92,7 +92,7 @@ type kindStats struct {
 func main() {
 	kills := flag.Int("kills", 300, "kills in all")
 	seed := flag.Int64("seed", time.Now().UnixNano(), "seed of the kill points")
-	brk := flag.String("break", "", "build a broken runehost: nosync, rotation, dispatch-first or reopen-free")
+	brk := flag.String("break", "", "build a broken runehost: nosync, rotation, vlog, dispatch-first or reopen-free")
 	verbose := flag.Bool("v", false, "print every command")
 	flag.Parse()
 	tmp, err := os.MkdirTemp("", "crashtest")
@@ -148,7 +148,7 @@ func build(bin, tmp, brk string) error {
 	args := []string{"build", "-tags", "crashtest", "-o", bin}
 	switch brk {
 	case "":
-	case "nosync", "rotation":
+	case "nosync", "rotation", "vlog":
 		args = append(args, "-ldflags", "-X github.com/runehost/runehost/store.crashBreak="+brk)
 	case "dispatch-first", "reopen-free":
 		overlay, err := overlays[brk](tmp)
@@ -157,7 +157,7 @@ func build(bin, tmp, brk string) error {
 		}
 		args = append(args, "-overlay", overlay)
 	default:
-		return fmt.Errorf("-break %q: want nosync, rotation, dispatch-first or reopen-free", brk)
+		return fmt.Errorf("-break %q: want nosync, rotation, vlog, dispatch-first or reopen-free", brk)
 	}
 	c := exec.Command("go", append(args, "./cmd/runehost")...)
 	c.Stdout, c.Stderr = os.Stdout, os.Stderr
