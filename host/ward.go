@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/store"
@@ -95,14 +96,30 @@ type GrantChecker interface {
 	CheckGrant(tag, target string) (string, error)
 }
 
-// Ward keeps grants in a store.
+// Ward keeps grants in a store. Where this process alone holds the store
+// (not Shared), it also keeps what it read of them, dropped at every grant
+// and revoke through it: an act's attempt then reads no record. So grants
+// in such a process go through one ward, the engine's (Engine.Ward).
 type Ward struct {
 	s     *store.Store
 	clock func() int64
+
+	mu      sync.Mutex
+	version uint64             // grants and revokes made through this ward
+	cached  map[string][]Grant // by subject, as of version
 }
 
 // NewWard returns the ward of a store.
 func NewWard(s *store.Store, clock func() int64) *Ward { return &Ward{s: s, clock: clock} }
+
+// changed drops what the ward keeps: a grant was made or revoked (or the
+// attempt failed, which leaves it unknown).
+func (w *Ward) changed() {
+	w.mu.Lock()
+	w.version++
+	w.cached = nil
+	w.mu.Unlock()
+}
 
 func grantKey(subject, statement string) store.Key { return store.K("grant", subject, statement) }
 
@@ -135,6 +152,7 @@ func (w *Ward) Grant(subject, statement string) (*Grant, error) {
 		return nil, err
 	}
 	g := &Grant{Subject: subject, Statement: statement, At: w.clock()}
+	defer w.changed()
 	err := w.s.Retry(store.Synced, func(tx *store.Tx) error {
 		var old Grant
 		found, err := tx.Get(grantKey(subject, statement), &old)
@@ -155,6 +173,7 @@ func (w *Ward) Grant(subject, statement string) (*Grant, error) {
 // taking authority back is never refused for space.
 func (w *Ward) Revoke(subject, statement string) (bool, error) {
 	var found bool
+	defer w.changed()
 	err := w.s.RetryInReserve(store.Synced, func(tx *store.Tx) error {
 		var g Grant
 		var err error
@@ -174,27 +193,34 @@ func (w *Ward) Revoke(subject, statement string) (bool, error) {
 // grant whose record cannot be read is listed with its subject and
 // statement (from its key) and its Damage.
 func (w *Ward) List(subject string) ([]Grant, error) {
+	var out []Grant
+	err := w.s.View(func(tx *store.Tx) error {
+		var err error
+		out, err = listTx(tx, subject)
+		return err
+	})
+	return out, err
+}
+
+func listTx(tx *store.Tx, subject string) ([]Grant, error) {
 	prefix := store.K("grant")
 	if subject != "" {
 		prefix = store.K("grant", subject)
 	}
 	var out []Grant
-	err := w.s.View(func(tx *store.Tx) error {
-		out = nil // a View may run again
-		return tx.Scan(prefix, func(k store.Key, decode func(any) error) (bool, error) {
-			var g Grant
-			if err := decode(&g); err != nil {
-				if !errors.Is(err, store.ErrCorrupt) {
-					return false, err
-				}
-				g = Grant{Damage: err.Error()}
-				if parts := k.Parts(); len(parts) == 3 {
-					g.Subject, g.Statement = parts[1], parts[2]
-				}
+	err := tx.Scan(prefix, func(k store.Key, decode func(any) error) (bool, error) {
+		var g Grant
+		if err := decode(&g); err != nil {
+			if !errors.Is(err, store.ErrCorrupt) {
+				return false, err
 			}
-			out = append(out, g)
-			return true, nil
-		})
+			g = Grant{Damage: err.Error()}
+			if parts := k.Parts(); len(parts) == 3 {
+				g.Subject, g.Statement = parts[1], parts[2]
+			}
+		}
+		out = append(out, g)
+		return true, nil
 	})
 	return out, err
 }
@@ -203,22 +229,63 @@ func (w *Ward) List(subject string) ([]Grant, error) {
 // its scope (SCOPE/* for a prog named SCOPE/NAME, as Slack runs are: the
 // channel's) and those for every prog.
 func (w *Ward) For(prog, tag string) ([]Grant, error) {
-	var out []Grant
 	subjects := []string{prog, AnyProg}
 	if scope, _, ok := strings.Cut(prog, "/"); ok {
 		subjects = append(subjects, scope+"/*") // a Slack channel's grants: C123/* for every prog run there
 	}
-	for _, subject := range subjects {
-		gs, err := w.List(subject)
-		if err != nil {
-			return nil, err
-		}
+	lists, err := w.subjects(subjects)
+	if err != nil {
+		return nil, err
+	}
+	var out []Grant
+	for _, gs := range lists {
 		for _, g := range gs {
 			if g.Tag() == tag && g.Damage == "" { // an unreadable grant allows nothing
 				out = append(out, g)
 			}
 		}
 	}
+	return out, nil
+}
+
+// subjects returns the grants of each subject, read in one transaction, or
+// kept from an earlier read where no grant or revoke came since.
+func (w *Ward) subjects(subjects []string) ([][]Grant, error) {
+	out := make([][]Grant, len(subjects))
+	keep := !w.s.Shared() // other hosts grant and revoke without this ward
+	w.mu.Lock()
+	version, missing := w.version, false
+	for i, subject := range subjects {
+		gs, ok := w.cached[subject]
+		out[i], missing = gs, missing || !ok || !keep
+	}
+	w.mu.Unlock()
+	if !missing {
+		return out, nil
+	}
+	err := w.s.View(func(tx *store.Tx) error {
+		for i, subject := range subjects {
+			gs, err := listTx(tx, subject)
+			if err != nil {
+				return err
+			}
+			out[i] = gs
+		}
+		return nil
+	})
+	if err != nil || !keep {
+		return out, err
+	}
+	w.mu.Lock()
+	if w.version == version { // nothing changed while it read
+		if w.cached == nil {
+			w.cached = map[string][]Grant{}
+		}
+		for i, subject := range subjects {
+			w.cached[subject] = slices.Clip(out[i])
+		}
+	}
+	w.mu.Unlock()
 	return out, nil
 }
 

@@ -92,6 +92,29 @@ try { return [a, act "calc" {n: 2}] } catch err { return [a, err.kind] }`
 	}
 }
 
+// A grant made between acts allows the next one: what the ward keeps of
+// the grants it read is dropped.
+func TestWardGrantBetweenActs(t *testing.T) {
+	e := engine(t, memStore(t), 1)
+	e.Adapters["calc"] = &recorder{}
+	e.Ward().Revoke(AnyProg, "calc") // the helper's
+	src := `var a = "none"
+try { a = act "calc" {n: 1} } catch err { a = err.kind }
+await {key: "go"}
+return [a, act "calc" {n: 2}]`
+	out, err := e.Start(context.Background(), "r1", "p", []byte(src), nil, 100_000, 1)
+	if err != nil || out.Status != Waiting {
+		t.Fatalf("got %+v %v", out, err)
+	}
+	if _, err := e.Ward().Grant("p", "calc"); err != nil {
+		t.Fatal(err)
+	}
+	out, err = e.Send(context.Background(), "r1", "go", nil)
+	if err != nil || porttestJSON(t, out.Result) != `["denied",20]` {
+		t.Fatalf("got %+v %v", out, err)
+	}
+}
+
 func TestWardStatements(t *testing.T) {
 	w := NewWard(memStore(t), func() int64 { return 5 })
 	for _, bad := range []string{"", ":x", "a b", "fs.read:x\ny", "spawn"} {
