@@ -73,6 +73,7 @@ func engineActs(b *testing.B, s *store.Store, workers int) {
 		mu.Unlock()
 	})
 	per := max(b.N/workers, 1)
+	syncs, written := s.Syncs(), s.Written()
 	src := []byte(fmt.Sprintf("var i = 0\nwhile i < %d { act \"noop\" {}; i += 1 }", per))
 	b.ResetTimer()
 	var wg sync.WaitGroup
@@ -88,6 +89,10 @@ func engineActs(b *testing.B, s *store.Store, workers int) {
 	wg.Wait()
 	b.StopTimer()
 	b.ReportMetric(float64(per*workers)/b.Elapsed().Seconds(), "acts/s")
+	b.ReportMetric(float64(s.Written()-written)/float64(per*workers), "B/act")
+	if n := s.Syncs() - syncs; n > 0 {
+		b.ReportMetric(float64(per*workers)/float64(n), "acts/sync")
+	}
 	slices.Sort(gaps)
 	if len(gaps) > 0 {
 		b.ReportMetric(float64(gaps[len(gaps)/2].Microseconds()), "p50-µs")

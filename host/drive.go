@@ -93,6 +93,10 @@ type run struct {
 	spent uint64 // steps run since the allowance was last written
 	lease uint64 // the size of the next reservation
 	pace  Pacer  // slices a crossing
+
+	// carried is the last act's settlement, written with the checkpoint of
+	// the slice after it (carries), or by flush where that slice stores none.
+	carried *settlement
 }
 
 // unspent is what the lease still holds for slices.
@@ -272,7 +276,12 @@ func (e *Engine) asked(inv string) bool {
 }
 
 // driveRun is the loop: a turn of at most quantum slices.
-func (e *Engine) driveRun(ctx context.Context, r *run, quantum int) (*RunState, error) {
+func (e *Engine) driveRun(ctx context.Context, r *run, quantum int) (out *RunState, err error) {
+	defer func() {
+		if ferr := e.flush(r); ferr != nil && err == nil {
+			out, err = nil, ferr
+		}
+	}()
 	inv := r.inv
 	var emits []Emit
 	var fresh *prepared // the act the last slice reached, attempted with its checkpoint
@@ -316,8 +325,14 @@ func (e *Engine) driveRun(ctx context.Context, r *run, quantum int) (*RunState, 
 			}
 			return &RunState{Status: Running, Emits: emits}, nil
 		}
+		if e.carries(pend, stopping) {
+			r.carried, pend = pend, nil
+		}
 		n, err := e.leaseSlice(r, pend, true)
 		if errors.Is(err, ErrExhausted) {
+			if err := e.flush(r); err != nil {
+				return nil, err
+			}
 			e.release(r) // what it ran is charged before the failure says so
 			return e.exhausted(inv, emits)
 		}
@@ -335,6 +350,13 @@ func (e *Engine) driveRun(ctx context.Context, r *run, quantum int) (*RunState, 
 		res, k, err := e.step(ctx, r, reply, n, most, stopping)
 		turn += int(k)
 		spend(ctx, time.Since(t0))
+		if err != nil || res.Checkpoint == nil {
+			// No checkpoint to carry the last act's settlement: it is
+			// written now (a compute-bound slice does not hold it).
+			if err := e.flush(r); err != nil {
+				return nil, err
+			}
+		}
 		if errors.Is(err, port.ErrExpired) {
 			// The runtime let the live machine go: the slices since the
 			// stored checkpoint run again (their steps stay charged).
@@ -434,7 +456,13 @@ func (e *Engine) commit(ctx context.Context, r *run, res *port.Result, emits *[]
 	inv := r.inv
 	now := e.Clock()
 	*fresh = nil
-	failRun := func(ce *checkpoint.Error) (*RunState, error) { return e.failLimit(inv, ce.Msg, *emits) }
+	carried := r.carried // the last act's settlement, written with this checkpoint
+	failRun := func(ce *checkpoint.Error) (*RunState, error) {
+		if err := e.flush(r); err != nil { // the outcome first: the run's end drops later content
+			return nil, err
+		}
+		return e.failLimit(inv, ce.Msg, *emits)
+	}
 	if len(res.Checkpoint) > e.Bounds.Checkpoint {
 		return failRun(&checkpoint.Error{Kind: "limit", Msg: fmt.Sprintf("checkpoint of %d bytes is over the cap of %d", len(res.Checkpoint), e.Bounds.Checkpoint)})
 	}
@@ -478,14 +506,22 @@ func (e *Engine) commit(ctx context.Context, r *run, res *port.Result, emits *[]
 	var held uint64
 	var use cpUse
 	var logBytes [2]logCounter
+	var charge *tokenCharge
 	err := e.Store.Retry(d, func(tx *store.Tx) error {
-		attempted = false
+		attempted, charge = false, nil
+		var evs []events.Event
+		if carried != nil {
+			var err error
+			if evs, charge, err = e.settleTx(tx, carried, derefOutcome(carried.outcome)); err != nil {
+				return err
+			}
+		}
 		al, err := changeAllowance(tx, inv, settleRun(r, release))
 		if err != nil {
 			return err
 		}
 		held = al.Held
-		evs := logged
+		evs = append(evs, logged...)
 		if act != nil {
 			op, err := proposeTx(tx, *act)
 			if err != nil {
@@ -496,7 +532,7 @@ func (e *Engine) commit(ctx context.Context, r *run, res *port.Result, emits *[]
 					return err
 				}
 				attempted = true
-				evs = append(slices.Clip(logged), e.callEvents(act, prep.attempt.At, prep.attempt.Grant)...)
+				evs = append(evs, e.callEvents(act, prep.attempt.At, prep.attempt.Grant)...)
 			}
 		}
 		var count [2]logCounter
@@ -522,8 +558,13 @@ func (e *Engine) commit(ctx context.Context, r *run, res *port.Result, emits *[]
 		return failRun(&checkpoint.Error{Kind: "limit", Msg: err.Error()})
 	}
 	if err != nil {
+		if ferr := e.flush(r); ferr != nil {
+			err = errors.Join(err, ferr)
+		}
 		return nil, err
 	}
+	r.carried = nil
+	e.warnCharge(inv, charge)
 	e.quotaWarn(inv, use)
 	e.eventsWarn(inv, logBytes[0].Bytes, logBytes[1].Bytes)
 	r.held, r.spent, r.consumed = held, 0, 0

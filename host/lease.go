@@ -99,19 +99,13 @@ func (e *Engine) settle(r *run, s *settlement, reserve bool) error {
 	err := retry(d, func(tx *store.Tx) error {
 		stored = nil
 		if s != nil {
-			if s.outcome != nil {
-				recorded, c, err := e.recordChargedTx(tx, s.id, o, s.outcome.Reply)
-				charge = c
-				if err != nil {
-					return err
-				}
-				// The act's result line goes with its outcome: the log
-				// never misses one the ledger has.
-				if stored, err = appendLog(tx, inv, e.resultEvents(recorded, &o, s.outcome.Reply)); err != nil {
-					return err
-				}
+			evs, c, err := e.settleTx(tx, s, o)
+			if charge = c; err != nil {
+				return err
 			}
-			if _, err := consumeTx(tx, s.id); err != nil {
+			// The act's result line goes with its outcome: the log
+			// never misses one the ledger has.
+			if stored, err = appendLog(tx, inv, evs); err != nil {
 				return err
 			}
 		}
@@ -147,4 +141,50 @@ func (e *Engine) settle(r *run, s *settlement, reserve bool) error {
 	e.published(stored)
 	e.warnCharge(inv, charge)
 	return nil
+}
+
+// settleTx records s's fresh outcome o (if any) and marks its act consumed,
+// within tx, and returns the act's result events for the caller to log in
+// the same transaction.
+func (e *Engine) settleTx(tx *store.Tx, s *settlement, o Outcome) ([]events.Event, *tokenCharge, error) {
+	var evs []events.Event
+	var charge *tokenCharge
+	if s.outcome != nil {
+		recorded, c, err := e.recordChargedTx(tx, s.id, o, s.outcome.Reply)
+		if err != nil {
+			return nil, c, err
+		}
+		charge, evs = c, e.resultEvents(recorded, &o, s.outcome.Reply)
+	}
+	_, err := consumeTx(tx, s.id)
+	return evs, charge, err
+}
+
+// derefOutcome is *o, or the zero Outcome for a settlement recorded before.
+func derefOutcome(o *Outcome) Outcome {
+	if o == nil {
+		return Outcome{}
+	}
+	return *o
+}
+
+// carries says whether s, settled before the slice after its act, can go
+// with the checkpoint that slice stores instead of in a transaction of its
+// own: one transaction an act. Not when the host is stopping (the slice may
+// not run), for a reply stored by reference (its blob is a transaction of
+// its own), or for a spawn, whose act lent steps of the lease.
+func (e *Engine) carries(s *settlement, stopping bool) bool {
+	return s != nil && !stopping && s.tag != SpawnTag && (s.outcome == nil || len(s.outcome.Reply) <= e.Bounds.ByRef)
+}
+
+// flush writes the settlement r carries, where the slice after its act
+// stores no checkpoint (a lazy yield, a failure, a lost machine): an
+// outcome is never held in memory past the crossing it came before.
+func (e *Engine) flush(r *run) error {
+	s := r.carried
+	if s == nil {
+		return nil
+	}
+	r.carried = nil
+	return e.settle(r, s, false)
 }
