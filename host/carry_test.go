@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/runehost/runehost/events"
 	"github.com/runehost/runehost/guest/port"
 	"github.com/runehost/runehost/store"
 )
@@ -85,5 +86,57 @@ func TestCarriedOutcomeWrittenAtLazyCrossing(t *testing.T) {
 	}
 	if len(p.failed) > 0 || p.seen == 0 {
 		t.Fatalf("the act's outcome at the crossings after it: %d written, not yet at %d (%v)", p.seen, len(p.failed), p.failed)
+	}
+}
+
+// An await takes its event, or leaves the invocation waiting, in the
+// transaction that stores the checkpoint reaching it, with the status line
+// that says so: parking costs the admission and that one transaction.
+func TestAwaitTakesWithItsCheckpoint(t *testing.T) {
+	s := memStore(t)
+	e := engine(t, s, 1)
+	var mu sync.Mutex
+	var synced []string
+	s.SetCheck(func(_ *store.Tx, written []store.Key) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, k := range written {
+			if parts := k.Parts(); len(parts) > 0 {
+				synced = append(synced, parts[0])
+			}
+		}
+		synced = append(synced, "|")
+		return nil
+	})
+	src := []byte("let ev = await {key: \"go\"}\nreturn ev + 1")
+	got, err := e.Start(context.Background(), "inv", "p", src, nil, 1_000_000, 1)
+	if err != nil || got.Status != Waiting {
+		t.Fatalf("%+v %v", got, err)
+	}
+	commits := 0
+	for _, k := range synced {
+		if k == "|" {
+			commits++
+		}
+	}
+	if commits > 2 {
+		t.Fatalf("%d update transactions to park (%v): want the admission, and the checkpoint with its await and status line", commits, synced)
+	}
+	evs, err := e.Events("inv", 1, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notes []string
+	for _, ev := range evs {
+		if ev.RunNote != nil && ev.RunNote.Note == events.NoteWaiting {
+			notes = append(notes, ev.RunNote.Summary)
+		}
+	}
+	if len(notes) != 1 || notes[0] != "waiting for an event [go]" {
+		t.Fatalf("the run's waiting lines: %q, want one", notes)
+	}
+	got, err = e.Send(context.Background(), "inv", "go", data(t, int64(41)))
+	if err != nil || got.Status != Completed || porttestJSON(t, got.Result) != "42" {
+		t.Fatalf("%+v %v", got, err)
 	}
 }

@@ -20,7 +20,7 @@ import (
 // answer finds or produces the reply to the suspension in h. It returns an
 // Outcome instead when the invocation must stop: waiting for an event, or at
 // an act of unknown outcome.
-func (e *Engine) answer(ctx context.Context, inv string, h *checkpoint.Header, fresh *prepared) ([]byte, *settlement, *RunState, error) {
+func (e *Engine) answer(ctx context.Context, inv string, h *checkpoint.Header, fresh *prepared, took *taken) ([]byte, *settlement, *RunState, error) {
 	p := h.Pending
 	if nearly(p.Seq-1, p.Seq, e.Bounds.Journal) {
 		e.warn(inv, "journal", fmt.Sprintf("%d acts and awaits, near the cap of %d", p.Seq, e.Bounds.Journal))
@@ -29,7 +29,7 @@ func (e *Engine) answer(ctx context.Context, inv string, h *checkpoint.Header, f
 		if p.Seq > e.Bounds.Journal {
 			return limitReply("the journal is full: %d acts and awaits (cap %d)", p.Seq, e.Bounds.Journal), nil, nil, nil
 		}
-		b, out, err := e.awaitReply(inv, p)
+		b, out, err := e.awaitReply(inv, p, took)
 		return b, nil, out, err
 	}
 	id := OpID{inv, p.Seq}

@@ -97,6 +97,16 @@ type run struct {
 	// carried is the last act's settlement, written with the checkpoint of
 	// the slice after it (carries), or by flush where that slice stores none.
 	carried *settlement
+	// took is what the await the last checkpoint reached took, in the
+	// same transaction: its event, or none and the invocation waiting.
+	took *taken
+}
+
+// taken is what an await took when its checkpoint was stored.
+type taken struct {
+	seq      uint64 // the await's
+	ev       *Event // nil: none, the invocation waits
+	deadline int64  // when none: the wait's deadline (unix ms), or 0
 }
 
 // unspent is what the lease still holds for slices.
@@ -303,7 +313,8 @@ func (e *Engine) driveRun(ctx context.Context, r *run, quantum int) (out *RunSta
 		if r.reported {
 			var out *RunState
 			var err error
-			reply, pend, out, err = e.answer(ctx, inv, r.h, fresh)
+			reply, pend, out, err = e.answer(ctx, inv, r.h, fresh, r.took)
+			r.took = nil
 			if err != nil || out != nil {
 				if out != nil {
 					out.Emits = emits
@@ -491,6 +502,14 @@ func (e *Engine) commit(ctx context.Context, r *run, res *port.Result, emits *[]
 			return nil, err
 		}
 	}
+	// An await the slice reached takes its event in the same transaction,
+	// or leaves the invocation waiting for one.
+	var aw *Await
+	if res.Kind == port.Event && res.Seq <= e.Bounds.Journal {
+		if a, bad := parseAwait(&checkpoint.Pending{Kind: checkpoint.PendingAwait, Seq: res.Seq, Tag: res.Tag, Args: res.Args}); bad == "" {
+			aw = &a
+		}
+	}
 	// Synced at a suspension: the act's attempt, the await. At the end the
 	// synced transaction that ends the invocation (Publish, MoveFailed)
 	// follows at once and flushes this one with it.
@@ -507,8 +526,9 @@ func (e *Engine) commit(ctx context.Context, r *run, res *port.Result, emits *[]
 	var use cpUse
 	var logBytes [2]logCounter
 	var charge *tokenCharge
+	var took *taken
 	err := e.Store.Retry(d, func(tx *store.Tx) error {
-		attempted, charge = false, nil
+		attempted, charge, took = false, nil, nil
 		var evs []events.Event
 		if carried != nil {
 			var err error
@@ -533,6 +553,16 @@ func (e *Engine) commit(ctx context.Context, r *run, res *port.Result, emits *[]
 				}
 				attempted = true
 				evs = append(evs, e.callEvents(act, prep.attempt.At, prep.attempt.Grant)...)
+			}
+		}
+		if aw != nil {
+			ev, deadline, err := takeTx(tx, inv, *aw, now)
+			if err != nil {
+				return err
+			}
+			took = &taken{seq: aw.Seq, ev: ev, deadline: deadline}
+			if ev == nil { // it waits: its status line goes with it
+				evs = append(evs, e.statusNote(&RunState{Status: Waiting, Waiting: waitingFor(*aw)})...)
 			}
 		}
 		var count [2]logCounter
@@ -563,7 +593,7 @@ func (e *Engine) commit(ctx context.Context, r *run, res *port.Result, emits *[]
 		}
 		return nil, err
 	}
-	r.carried = nil
+	r.carried, r.took = nil, took
 	e.warnCharge(inv, charge)
 	e.quotaWarn(inv, use)
 	e.eventsWarn(inv, logBytes[0].Bytes, logBytes[1].Bytes)

@@ -160,6 +160,8 @@ type RunState struct {
 	Unknown  *Operation        // an attempt without an outcome, when there is one
 	Paused   string            // why the engine cannot run it, when paused (State)
 	Emits    []Emit
+
+	noted bool // its status line is logged already (with the await it waits at)
 }
 
 // Emit is an event the prog emitted, with the invocation it came from.
@@ -355,7 +357,7 @@ func (e *Engine) turn(ctx context.Context, inv string, quantum int) (*RunState, 
 			return out, errors.Join(err, perr)
 		}
 	}
-	if err == nil && out.Status != i.Status {
+	if err == nil && out.Status != i.Status && !out.noted {
 		if out.Status.Terminal() {
 			err = e.logEnding(inv, e.statusNote(out)...)
 		} else {
@@ -438,18 +440,28 @@ func (e *Engine) source(hash string) ([]byte, error) {
 	return src, err
 }
 
-func (e *Engine) awaitReply(inv string, p *checkpoint.Pending) ([]byte, *RunState, error) {
+func (e *Engine) awaitReply(inv string, p *checkpoint.Pending, took *taken) ([]byte, *RunState, error) {
 	aw, bad := parseAwait(p)
 	if bad != "" {
 		b, err := checkpoint.EncodeReply(checkpoint.Reply{Err: &checkpoint.Error{Kind: "value", Msg: bad}})
 		return b, nil, err
 	}
-	ev, err := e.boxes.Take(inv, aw, e.Clock())
+	var ev *Event
+	var err error
+	if took != nil && took.seq == p.Seq {
+		// Taken with the checkpoint that reached the await, just now.
+		ev = took.ev
+		if ev == nil {
+			return nil, &RunState{Status: Waiting, Waiting: waitingFor(aw), Awaits: aw.Tags, Deadline: took.deadline, noted: true}, nil
+		}
+	} else {
+		ev, err = e.boxes.Take(inv, aw, e.Clock())
+	}
 	if errors.Is(err, ErrNoEvent) {
 		if i, err := e.invs.get(inv); err == nil && i.Status == Running {
 			e.invs.Move(inv, Waiting)
 		}
-		out := &RunState{Status: Waiting, Waiting: fmt.Sprintf("an event %v", aw.Tags), Awaits: aw.Tags}
+		out := &RunState{Status: Waiting, Waiting: waitingFor(aw), Awaits: aw.Tags}
 		if out.Deadline, err = e.boxes.Deadline(inv); err != nil {
 			return nil, nil, err
 		}
@@ -469,6 +481,9 @@ func (e *Engine) awaitReply(inv string, p *checkpoint.Pending) ([]byte, *RunStat
 	b, err := checkpoint.EncodeReply(checkpoint.Reply{Value: payload})
 	return b, nil, err
 }
+
+// waitingFor is what an invocation waiting at aw waits for.
+func waitingFor(aw Await) string { return fmt.Sprintf("an event %v", aw.Tags) }
 
 // MaxTimeout is the longest await timeout, in milliseconds: a year.
 const MaxTimeout = 366 * 24 * 3600 * 1000

@@ -153,77 +153,83 @@ func appendEvent(tx *store.Tx, ev Event) (*Event, error) {
 func (mb *Mailboxes) Take(inv string, a Await, now int64) (*Event, error) {
 	var got *Event
 	err := mb.s.Retry(store.Synced, func(tx *store.Tx) error {
-		got = nil
-		// Read the delivery counter, which every delivery writes: one that
-		// commits after this transaction began then conflicts with it. The
-		// scan alone would not see it (a scan conflicts only on the keys it
-		// read), and the invocation would wait beside the event it awaits.
-		if _, err := tx.Get(store.K("box", inv), &mailbox{}); err != nil {
-			return err
-		}
-		var first *Event
-		err := tx.Scan(store.K("rcv", inv), func(key store.Key, decode func(any) error) (bool, error) {
-			var ev Event
-			if err := decode(&ev); err != nil {
-				return false, err
-			}
-			if ev.TakenBy == a.Seq {
-				got = &ev
-				return false, nil
-			}
-			if first == nil && ev.TakenBy == 0 && slices.Contains(a.Tags, ev.Tag) {
-				first = &ev
-			}
-			return true, nil
-		})
-		if takeScanned != nil {
-			takeScanned()
-		}
-		if err != nil || got != nil {
-			return err
-		}
-		if first != nil {
-			got = first
-			got.TakenBy = a.Seq
-			if err := dropWait(tx, inv); err != nil {
-				return err
-			}
-			return tx.Put(eventKey(inv, got.Seq), got)
-		}
-		// No event: the invocation waits, in this same transaction, so that
-		// a delivery committed after it finds it waiting and wakes it.
-		if i, err := getInv(tx, inv); err != nil {
-			return err
-		} else if i.Status == Running {
-			i.Status = Waiting
-			if err := putInv(tx, i); err != nil {
-				return err
-			}
-		}
-		var w wait
-		found, err := tx.Get(waitKey(inv), &w)
-		if err != nil {
-			return err
-		}
-		if !found || w.Seq != a.Seq {
-			w = wait{Seq: a.Seq}
-			if a.Timeout > 0 {
-				w.Deadline = now + a.Timeout
-			}
-			return putWait(tx, inv, w)
-		}
-		if w.Deadline == 0 || now < w.Deadline {
-			return nil
-		}
-		if got, err = appendEvent(tx, Event{Invocation: inv, TakenBy: a.Seq, Timeout: true}); err != nil {
-			return err
-		}
-		return dropWait(tx, inv)
+		var err error
+		got, _, err = takeTx(tx, inv, a, now)
+		return err
 	})
 	if err == nil && got == nil {
 		return nil, fmt.Errorf("%s awaiting %v: %w", inv, a.Tags, ErrNoEvent)
 	}
 	return got, err
+}
+
+// takeTx is Take within tx: no event (nil) is no error, and the invocation
+// waits with the deadline returned.
+func takeTx(tx *store.Tx, inv string, a Await, now int64) (got *Event, deadline int64, err error) {
+	// Read the delivery counter, which every delivery writes: one that
+	// commits after this transaction began then conflicts with it. The
+	// scan alone would not see it (a scan conflicts only on the keys it
+	// read), and the invocation would wait beside the event it awaits.
+	if _, err := tx.Get(store.K("box", inv), &mailbox{}); err != nil {
+		return nil, 0, err
+	}
+	var first *Event
+	err = tx.Scan(store.K("rcv", inv), func(key store.Key, decode func(any) error) (bool, error) {
+		var ev Event
+		if err := decode(&ev); err != nil {
+			return false, err
+		}
+		if ev.TakenBy == a.Seq {
+			got = &ev
+			return false, nil
+		}
+		if first == nil && ev.TakenBy == 0 && slices.Contains(a.Tags, ev.Tag) {
+			first = &ev
+		}
+		return true, nil
+	})
+	if takeScanned != nil {
+		takeScanned()
+	}
+	if err != nil || got != nil {
+		return got, 0, err
+	}
+	if first != nil {
+		first.TakenBy = a.Seq
+		if err := dropWait(tx, inv); err != nil {
+			return nil, 0, err
+		}
+		return first, 0, tx.Put(eventKey(inv, first.Seq), first)
+	}
+	// No event: the invocation waits, in this same transaction, so that
+	// a delivery committed after it finds it waiting and wakes it.
+	if i, err := getInv(tx, inv); err != nil {
+		return nil, 0, err
+	} else if i.Status == Running {
+		i.Status = Waiting
+		if err := putInv(tx, i); err != nil {
+			return nil, 0, err
+		}
+	}
+	var w wait
+	found, err := tx.Get(waitKey(inv), &w)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !found || w.Seq != a.Seq {
+		w = wait{Seq: a.Seq}
+		if a.Timeout > 0 {
+			w.Deadline = now + a.Timeout
+		}
+		return nil, w.Deadline, putWait(tx, inv, w)
+	}
+	if w.Deadline == 0 || now < w.Deadline {
+		return nil, w.Deadline, nil
+	}
+	if got, err = appendEvent(tx, Event{Invocation: inv, TakenBy: a.Seq, Timeout: true}); err != nil {
+		return nil, 0, err
+	}
+	return got, 0, dropWait(tx, inv)
 }
 
 // takeScanned, when a test sets it, runs in Take's transaction after its
