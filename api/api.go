@@ -133,6 +133,7 @@ type RunState struct {
 	Waiting    string          `json:"waiting,omitempty"`
 	Awaits     []string        `json:"awaits,omitempty"`   // the event tags it waits for, when it awaits one
 	Deadline   int64           `json:"deadline,omitempty"` // unix ms, of an await with a timeout
+	Sleeps     int64           `json:"sleeps,omitempty"`   // unix ms: its tree waits only for timers, and goes on by itself then
 	Command    string          `json:"command,omitempty"`  // the command that answers what it waits for
 	Unknown    *Act            `json:"unknown,omitempty"`  // the act of unknown outcome it waits on
 	Paused     string          `json:"paused,omitempty"`   // why the host cannot run it: an operator resumes it

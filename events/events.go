@@ -34,6 +34,7 @@ const (
 	NoteRefused   = "refused"   // an act was denied, or refused by a cap
 	NoteBudget    = "budget"    // a cap is near
 	NoteWaiting   = "waiting"   // the run waits: for an event, an act of unknown outcome, its children
+	NoteSleeping  = "sleeping"  // the run sleeps at a timer: "until" its deadline (RFC 3339); nothing to answer
 	NoteStopped   = "stopped"   // the run ended without a result: failed or cancelled
 	NotePaused    = "paused"    // the host cannot run it; an operator can
 	NoteMigrated  = "migrated"  // an operator replaced its checkpoint

@@ -562,7 +562,7 @@ func (e *Engine) commit(ctx context.Context, r *run, res *port.Result, emits *[]
 			}
 			took = &taken{seq: aw.Seq, ev: ev, deadline: deadline}
 			if ev == nil { // it waits: its status line goes with it
-				evs = append(evs, e.statusNote(&RunState{Status: Waiting, Waiting: waitingFor(*aw)})...)
+				evs = append(evs, e.statusNote(&RunState{Status: Waiting, Waiting: waitingFor(*aw), Awaits: aw.Tags, Deadline: deadline})...)
 			}
 		}
 		var count [2]logCounter

@@ -14,6 +14,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/events"
@@ -460,6 +461,10 @@ func (e *Engine) hostSecrets(v any) any {
 func (e *Engine) statusNote(out *RunState) []events.Event {
 	switch out.Status {
 	case Waiting, Joining:
+		if out.Status == Waiting && out.Deadline != 0 && IsTimer(out.Awaits) {
+			// A timer: nothing to answer, it goes on at its deadline.
+			return []events.Event{e.note(events.NoteSleeping, "until "+time.UnixMilli(out.Deadline).UTC().Format(time.RFC3339))}
+		}
 		return []events.Event{e.note(events.NoteWaiting, "waiting for "+out.Waiting)}
 	case Failed, Cancelled:
 		msg := out.Status.String()

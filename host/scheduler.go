@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/runehost/runehost/checkpoint"
@@ -201,6 +202,46 @@ func (e *Engine) RunTree(ctx context.Context, root string) (*RunState, error) {
 		return nil, err
 	}
 	return st, failed
+}
+
+// IsTimer says whether an await on tags is a timer: every tag is one that
+// nothing sends, by convention "sleep" or one ending in ".sleep" (std/retry's
+// "std/retry.sleep"), so only its timeout ends it.
+func IsTimer(tags []string) bool {
+	for _, t := range tags {
+		if t != "sleep" && !strings.HasSuffix(t, ".sleep") {
+			return false
+		}
+	}
+	return len(tags) > 0
+}
+
+// Sleeps says when the tree of root goes on by itself: the earliest
+// deadline of its timers, when every invocation in it that has not ended
+// sleeps at a timer or joins its children (and one sleeps); else 0, and
+// something else must happen first (an event, an operator, a turn).
+func (e *Engine) Sleeps(root string) (int64, error) {
+	ids, err := e.Tree(root)
+	if err != nil {
+		return 0, err
+	}
+	var first int64
+	for _, id := range ids {
+		st, err := e.State(id)
+		if err != nil {
+			return 0, err
+		}
+		switch {
+		case st.Status.Terminal() || st.Status == Joining && st.Paused == "":
+		case st.Status == Waiting && st.Paused == "" && st.Deadline != 0 && IsTimer(st.Awaits):
+			if first == 0 || st.Deadline < first {
+				first = st.Deadline
+			}
+		default:
+			return 0, nil
+		}
+	}
+	return first, nil
 }
 
 // State says where an invocation stands, from its records.

@@ -27,7 +27,7 @@ func (p pageSource) Run(ctx context.Context, token string) (page.Run, bool) {
 	if err != nil {
 		return page.Run{}, false
 	}
-	run := page.Run{ID: inv, Status: st.Status, Answer: st.Answer, Waiting: st.Waiting, WaitCommand: st.Command}
+	run := page.Run{ID: inv, Status: st.Status, Answer: st.Answer, Waiting: st.Waiting, WaitCommand: st.Command, Sleeps: st.Sleeps}
 	if st.Error != nil {
 		run.Error = st.Error.Text
 	}

@@ -325,6 +325,11 @@ func (s *Service) runState(inv string, rs *host.RunState) *api.RunState {
 	case host.Joining:
 		out.Command = fmt.Sprintf("runehost ps (its children), runehost resume %s", inv)
 	}
+	if rs.Status == host.Waiting || rs.Status == host.Joining {
+		if until, err := s.E.Sleeps(inv); err == nil && until != 0 {
+			out.Sleeps, out.Command = until, fmt.Sprintf("runehost resume %s", inv) // nothing to send: it goes on at its deadline
+		}
+	}
 	return out
 }
 

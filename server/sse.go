@@ -281,6 +281,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, f Follow) er
 		}
 		if settled && !sent {
 			st := s.svc.runState(f.Inv, first)
+			st.Cursor = f.Cursor.String(f.Inv, f.Tree) // where a client following on starts
 			key := st.Status + "\x00" + st.Waiting
 			if key != lastState {
 				lastState = key

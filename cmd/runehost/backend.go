@@ -145,6 +145,10 @@ func drive(c *cli.Context, b backend, cmd, inv, file, cursor string, code int) e
 			fmt.Fprintf(c.App.ErrWriter, "detached: %s goes on in the server (%s)\n", inv, hintArgs(c, "events", "--follow", inv))
 			return &exitError{code: exitDetached}
 		}
+		if err == nil && rs != nil && rs.Sleeps != 0 {
+			fmt.Fprintf(c.App.ErrWriter, "interrupted: %s sleeps until %s with its checkpoint stored; nothing it did will be done again (%s goes on)\n", inv, time.UnixMilli(rs.Sleeps).Format("15:04:05 MST"), hintArgs(c, "resume", inv))
+			return &exitError{code: exitInterrupted}
+		}
 		if err == nil && rs != nil && rs.Status != "running" {
 			return report(c, inv, file, rs) // it ended as it stopped
 		}
@@ -257,7 +261,42 @@ func (l *local) Drive(ctx context.Context, inv, _ string) (*api.RunState, error)
 	}
 	l.held = nil
 	l.mu.Unlock()
-	return l.s.Drive(ctx, inv)
+	for last := int64(0); ; {
+		rs, err := l.s.Drive(ctx, inv)
+		if err != nil || rs == nil || rs.Sleeps == 0 || rs.Sleeps == last {
+			return rs, err // (the same deadline again: it did not wake, and waiting again would not help)
+		}
+		last = rs.Sleeps
+		// Its tree only sleeps: nothing but this command drives it here,
+		// so it waits for the first deadline and goes on.
+		sleepNote(l.w, inv, rs.Sleeps, false)
+		if !sleepUntil(ctx, rs.Sleeps) {
+			return rs, nil // interrupted while it sleeps: drive says so
+		}
+	}
+}
+
+// sleepNote says, on w, that inv's tree sleeps until a deadline, and what
+// Ctrl-C does meanwhile.
+func sleepNote(w io.Writer, inv string, until int64, served bool) {
+	then := time.UnixMilli(until).Format("15:04:05 MST")
+	if served {
+		fmt.Fprintf(w, "%s sleeping until %s (the server goes on then; Ctrl-C detaches)\n", inv, then)
+		return
+	}
+	fmt.Fprintf(w, "%s sleeping until %s (Ctrl-C detaches; runehost resume %s goes on)\n", inv, then, inv)
+}
+
+// sleepUntil waits until the unix ms until, or ctx's end (false).
+func sleepUntil(ctx context.Context, until int64) bool {
+	t := time.NewTimer(time.Until(time.UnixMilli(until)))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 func (l *local) Cancel(_ context.Context, inv string) error { return l.s.Cancel(inv) }
@@ -334,18 +373,38 @@ func (r *remote) Resolve(ctx context.Context, inv string, ordinal uint64, req ap
 }
 
 func (r *remote) Drive(ctx context.Context, inv, cursor string) (*api.RunState, error) {
-	st, err := r.c.Follow(ctx, inv, client.FollowOptions{Tree: true, Cursor: cursor, UntilSettled: true, Busy: busyNote(r.w)}, func(ev events.Event) {
-		if r.p != nil && ev.Kind == events.KindToolCall {
-			r.p.act()
+	var noted int64
+	for {
+		st, err := r.c.Follow(ctx, inv, client.FollowOptions{Tree: true, Cursor: cursor, UntilSettled: true, Busy: busyNote(r.w)}, func(ev events.Event) {
+			if r.p != nil && ev.Kind == events.KindToolCall {
+				r.p.act()
+			}
+			printEventTo(r.w, ev, r.color)
+		})
+		if err == nil && st != nil && st.Status == "running" && st.Paused != "" {
+			// The server's turn failed and paused it, as a local RunTree fails.
+			return nil, fmt.Errorf("invocation %s: %s", inv, st.Paused)
 		}
-		printEventTo(r.w, ev, r.color)
-	})
-	if err == nil && st != nil && st.Status == "running" && st.Paused != "" {
-		// The server's turn failed and paused it, as a local RunTree fails.
-		return nil, fmt.Errorf("invocation %s: %s", inv, st.Paused)
+		if err != nil || st == nil || st.Sleeps == 0 || st.Cursor == "" {
+			return st, err
+		}
+		// Its tree only sleeps, and the server wakes it: follow on, from
+		// where the stream stopped, at the deadline (or sooner: a cancel,
+		// say, is seen within a poll).
+		if st.Sleeps != noted {
+			sleepNote(r.w, inv, st.Sleeps, true)
+			noted = st.Sleeps
+		}
+		cursor = st.Cursor
+		if !sleepUntil(ctx, min(st.Sleeps, time.Now().Add(sleepPoll).UnixMilli())) {
+			return st, nil
+		}
 	}
-	return st, err
 }
+
+// sleepPoll is how often a command attached to a server looks at a run
+// that sleeps.
+const sleepPoll = 2 * time.Second
 
 // busyNote says, on w, that the server refused an event stream for its
 // cap of live streams, and when it is tried again.

@@ -40,13 +40,14 @@ func eventsCommand() *cli.Command {
 				return exitf(exitUsage, "events: want one INVOCATION")
 			}
 			inv, next := c.Args().First(), max(c.Uint64("from"), 1)
+			said := ""
 			for {
 				if cl, ok, err := findServer(c); err != nil {
 					return err
 				} else if ok {
 					return eventsServed(c, cl, inv, next)
 				}
-				evs, status, err := readEvents(c, inv, next)
+				evs, st, err := readEvents(c, inv, next)
 				var le *store.LockedError
 				switch {
 				case c.Bool("follow") && errors.As(err, &le):
@@ -57,8 +58,14 @@ func eventsCommand() *cli.Command {
 						printEvent(c.App.Writer, ev, c.Bool("json"), c.Bool("all"), isTerminal(c.App.Writer))
 						next = ev.Seq + 1
 					}
-					if !c.Bool("follow") || status.Terminal() {
+					if !c.Bool("follow") || st.status.Terminal() {
 						return nil
+					}
+					// It opened: no runehost holds the store, so nothing
+					// drives the run here. Say so once for each state.
+					if note := undriven(c, inv, st); note != said {
+						fmt.Fprintln(c.App.ErrWriter, note)
+						said = note
 					}
 				}
 				select {
@@ -94,34 +101,55 @@ func eventsServed(c *cli.Context, cl *client.Client, inv string, from uint64) er
 	return nil
 }
 
+// stood is where a run stood when its events were read.
+type stood struct {
+	status host.Status
+	sleeps int64 // unix ms: its tree sleeps at timers until then
+}
+
+// undriven says that nothing drives inv here, and how to drive it on.
+func undriven(c *cli.Context, inv string, st stood) string {
+	how := fmt.Sprintf("%s, or runehost serve, drives it on", hintArgs(c, "resume", inv))
+	if st.sleeps != 0 {
+		return fmt.Sprintf("events: %s sleeps until %s, and nothing drives it here (no runehost holds the store): %s; following meanwhile", inv, time.UnixMilli(st.sleeps).Format("15:04:05 MST"), how)
+	}
+	return fmt.Sprintf("events: %s is %s, and nothing drives it here (no runehost holds the store): %s; following meanwhile", inv, st.status, how)
+}
+
 // readEvents opens the store just long enough to read the new events.
-func readEvents(c *cli.Context, inv string, from uint64) ([]events.Event, host.Status, error) {
+func readEvents(c *cli.Context, inv string, from uint64) ([]events.Event, stood, error) {
 	opts, err := storeOptions(c.String("store"))
 	if err != nil {
-		return nil, 0, err
+		return nil, stood{}, err
 	}
 	if err := storeExists(c); err != nil {
-		return nil, 0, err
+		return nil, stood{}, err
 	}
 	s, err := store.Open(opts)
 	if err != nil {
 		var le *store.LockedError
 		if errors.As(err, &le) {
-			return nil, 0, le
+			return nil, stood{}, le
 		}
-		return nil, 0, exitf(exitInternal, "%v", err)
+		return nil, stood{}, exitf(exitInternal, "%v", err)
 	}
 	defer s.Close()
 	e := host.NewEngine(s, nil, 0, nowMillis) // reads only: no generation, no recovery
 	evs, err := e.Events(inv, from, 0)
 	if err != nil {
-		return nil, 0, exitf(exitUsage, "events: %v", err)
+		return nil, stood{}, exitf(exitUsage, "events: %v", err)
 	}
 	st, err := e.State(inv)
 	if err != nil {
-		return nil, 0, exitf(exitUsage, "events: %v", err)
+		return nil, stood{}, exitf(exitUsage, "events: %v", err)
 	}
-	return evs, st.Status, nil
+	out := stood{status: st.Status}
+	if c.Bool("follow") && (st.Status == host.Waiting || st.Status == host.Joining) {
+		if out.sleeps, err = e.Sleeps(inv); err != nil {
+			return nil, stood{}, exitf(exitInternal, "events: %v", err)
+		}
+	}
+	return evs, out, nil
 }
 
 func printEvent(w io.Writer, ev events.Event, asJSON, all, color bool) {

@@ -40,6 +40,7 @@ type Run struct {
 	Error       string   // why it failed or stopped
 	Waiting     string   // what it awaits, when waiting
 	WaitCommand string   // the command that answers it: runehost send RUN TAG JSON
+	Sleeps      int64    // unix ms: it sleeps at timers and goes on by itself then (nothing to answer)
 	Children    []string // its descendants' ids
 }
 

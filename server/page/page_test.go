@@ -328,3 +328,25 @@ func TestPageIndex(t *testing.T) {
 		t.Errorf("CSP %q\n%s", res.Header.Get("Content-Security-Policy"), body)
 	}
 }
+
+// A run that sleeps at a timer is shown sleeping until its deadline, with
+// nothing to answer; one that waits for an event shows the command.
+func TestPageSleeping(t *testing.T) {
+	f := newFake(Run{ID: "r1", Status: "waiting", Waiting: "an event [std/retry.sleep]", WaitCommand: "runehost resume r1", Sleeps: 1_800_000_060_000}, "tok")
+	_, body := get(t, f.server(t).URL+"/r/tok")
+	for _, want := range []string{`<h2 id="waiting-title">Sleeping</h2>`, `<time id="sleeps" datetime="2027-01-15T08:01:00.000Z">`, `<p id="wait-answer" hidden>`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	if strings.Contains(body, "std/retry.sleep") {
+		t.Errorf("a timer's key shown as something to answer:\n%s", body)
+	}
+	f = newFake(Run{ID: "r1", Status: "waiting", Waiting: "an event [approve]", WaitCommand: "runehost send r1 approve JSON"}, "tok")
+	_, body = get(t, f.server(t).URL+"/r/tok")
+	for _, want := range []string{`<h2 id="waiting-title">Waiting</h2>`, `<p id="wait-answer">Answer it with: <code id="wait-command">runehost send r1 approve JSON</code>`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+}

@@ -78,6 +78,7 @@ type Card struct {
 	Refused   bool     // an act was denied or refused by a cap
 	Unknown   bool     // an act's effect is unknown
 	Waiting   string   // what it waits for
+	Sleeps    string   // when it goes on, when it sleeps at a timer (RFC 3339): nothing to answer
 	// The close: set when the run ended (or stopped to wait for good).
 	Ended  bool
 	Status string // completed, failed, cancelled, conflict, waiting
@@ -90,7 +91,7 @@ func (c *Card) Apply(ev events.Event) {
 	at := time.UnixMilli(ev.At)
 	c.LastEvent = at
 	if ev.RunNote == nil && ev.Kind != events.KindSpanStart && ev.Kind != events.KindSpanEnd {
-		c.Waiting = "" // it works again
+		c.Waiting, c.Sleeps = "", "" // it works again
 	}
 	switch {
 	case ev.ToolCall != nil:
@@ -114,8 +115,10 @@ func (c *Card) Apply(ev events.Event) {
 		switch ev.RunNote.Note {
 		case events.NoteRefused:
 			c.Refused = true
+		case events.NoteSleeping:
+			c.Waiting, c.Sleeps = "", strings.TrimPrefix(ev.RunNote.Summary, "until ")
 		case events.NoteWaiting:
-			c.Waiting = strings.TrimPrefix(ev.RunNote.Summary, "waiting for ")
+			c.Waiting, c.Sleeps = strings.TrimPrefix(ev.RunNote.Summary, "waiting for "), ""
 			if strings.Contains(ev.RunNote.Summary, "the outcome of act") {
 				c.Unknown = true
 			}
@@ -387,6 +390,9 @@ func Title(c *Card, now time.Time) string {
 		if c.Waiting != "" {
 			title += " · waiting for " + oneLine(c.Waiting, 120)
 		}
+		if c.Sleeps != "" {
+			title += " · sleeping until " + sleepClock(c.Sleeps)
+		}
 	}
 	return oneLine(title, MaxTitleChars)
 }
@@ -531,4 +537,14 @@ func oneLine(s string, n int) string {
 // escape makes text literal in Slack's mrkdwn (the fallback text is parsed).
 func escape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// sleepClock is a timer's deadline as a card says it: the time of day in
+// UTC, with its zone (a card is read in many zones).
+func sleepClock(rfc3339 string) string {
+	t, err := time.Parse(time.RFC3339, rfc3339)
+	if err != nil {
+		return oneLine(rfc3339, 40)
+	}
+	return t.UTC().Format("15:04:05 MST")
 }

@@ -204,3 +204,24 @@ func TestChecklistCutByTheCap(t *testing.T) {
 		t.Fatal("a checklist that is not one replaced the last")
 	}
 }
+
+// A run that sleeps at a timer is shown sleeping until its deadline, never
+// as waiting for something to answer; its next event clears it.
+func TestCardSleeps(t *testing.T) {
+	c := &Card{Prog: "ticks", Started: t0}
+	note := func(kind, summary string) events.Event {
+		return events.Event{At: t0.UnixMilli(), Kind: events.KindRunNote, RunNote: &events.RunNote{Note: kind, Summary: summary}}
+	}
+	c.Apply(note(events.NoteSleeping, "until 2026-12-07T14:22:01Z"))
+	if got := Title(c, t0.Add(time.Second)); !strings.Contains(got, "sleeping until 14:22:01 UTC") || strings.Contains(got, "waiting for") {
+		t.Fatalf("title %q", got)
+	}
+	c.Apply(events.Event{At: t0.UnixMilli(), Kind: events.KindEmit, Emit: &events.Emit{Name: "tick"}})
+	if got := Title(c, t0.Add(2*time.Second)); strings.Contains(got, "sleeping") {
+		t.Fatalf("title %q after it went on", got)
+	}
+	c.Apply(note(events.NoteWaiting, "waiting for an event [approve]"))
+	if got := Title(c, t0.Add(3*time.Second)); !strings.Contains(got, "waiting for an event [approve]") {
+		t.Fatalf("title %q", got)
+	}
+}

@@ -224,8 +224,17 @@
   function applyState(s) {
     setStatus(s.status);
     if (s.status === "waiting") {
-      $("waiting").textContent = s.waiting || "";
-      if (s.command) $("wait-command").textContent = s.command;
+      if (s.sleeps) {
+        // A timer: nothing to answer, it goes on at its deadline.
+        $("waiting-title").textContent = "Sleeping";
+        $("waiting").textContent = "until " + new Date(s.sleeps).toLocaleTimeString([], {timeZoneName: "short"}) + ": it goes on by itself";
+        $("wait-answer").hidden = true;
+      } else {
+        $("waiting-title").textContent = "Waiting";
+        $("waiting").textContent = s.waiting || "";
+        if (s.command) $("wait-command").textContent = s.command;
+        $("wait-answer").hidden = false;
+      }
       $("waiting-box").hidden = false;
     }
     show("answer-box", "answer", s.answer);
