@@ -53,7 +53,7 @@ load-cards:
 ## race: the race detector over the concurrent parts: the engine, the events, Slack, the server.
 RACE_PKGS := ./host ./events/... ./slack/... ./server/...
 race:
-	$(GO) test -race $(RACE_PKGS)
+	$(GO) test -timeout=$(RACE_TIMEOUT) -race $(RACE_PKGS)
 
 ## tools: the test tools of testdata/tools, as WASI commands in testdata/tools/bin (tool.run finds them with RUNEHOST_TOOLS=testdata/tools/bin).
 TOOLS = cat wc grep spin grow flood escape envsnoop scribble racer mcpserver
@@ -73,6 +73,13 @@ guest-check:
 ## test: everything CI runs: vet, unit and golden tests, the race detector, a short fuzz of every target, a short seeded crash run, the bench harness's agreement test; two steps at a time, so that both cores stay busy. The long versions: test-long, fuzz, crash.
 test:
 	@GOGC=$${GOGC:-$(TEST_GOGC)} $(MAKE) --no-print-directory -j2 --output-sync=target test-steps
+
+# Every go test of a suite names its timeout: Go's default of ten minutes a
+# package is less than cmd/runehost and wasmvm take on a loaded two-core
+# machine (601 s seen; 86 and 138 s quiet). The race build runs some five
+# times slower.
+TEST_TIMEOUT ?= 40m
+RACE_TIMEOUT ?= 60m
 
 # The tests are mostly allocation: a larger heap between collections (GOGC
 # 200, peak some 1.3 GB a process) takes a sixth off their CPU time. Not for
@@ -101,12 +108,12 @@ FUZZ_NAMES := $(sort $(foreach t,$(FUZZ_TARGETS),$(lastword $(subst :, ,$(t)))))
 empty :=
 space := $(empty) $(empty)
 test-unit:
-	$(GO) test -skip='^($(subst $(space),|,$(FUZZ_NAMES)))$$' ./...
+	$(GO) test -timeout=$(TEST_TIMEOUT) -skip='^($(subst $(space),|,$(FUZZ_NAMES)))$$' ./...
 
 ## test-jetstream: the suites of every package above store/ again, each store on an embedded JetStream node instead of Badger (RUNEHOST_STORE_BACKEND=jetstream; store's own tests run both in test-unit).
 JS_PKGS = $$($(GO) list -f '{{.ImportPath}} {{join .Deps " "}}' ./... | awk '$$1 !~ /\/store$$/ { for (i = 2; i <= NF; i++) if ($$i == "github.com/runehost/runehost/store") { print $$1; break } }')
 test-jetstream:
-	RUNEHOST_STORE_BACKEND=jetstream $(GO) test -skip='^($(subst $(space),|,$(FUZZ_NAMES)))$$' $(JS_PKGS)
+	RUNEHOST_STORE_BACKEND=jetstream $(GO) test -timeout=$(TEST_TIMEOUT) -skip='^($(subst $(space),|,$(FUZZ_NAMES)))$$' $(JS_PKGS)
 
 ## chaos: the cluster chaos harness (cmd/chaos): three NATS nodes and three hosts as processes, CHAOS_INVOCATIONS (200) invocations doing acts while hosts and nodes are SIGKILLed or stopped CHAOS_KILLS (20) times; chaos-short is make test's seeded run; chaos-red breaks the claims' fence and must fail.
 CHAOS_INVOCATIONS ?= 200
@@ -120,12 +127,12 @@ chaos-red:
 
 ## test-long: unit and race with the long versions of what make test shortens (RUNEHOST_LONG=1): every golden prog at every slice size natively, in the sandbox and with the fast path off and on, the storage test's whole idle run, ...; RUNEHOST_SEED=N picks another part for make test's short versions.
 test-long:
-	RUNEHOST_LONG=1 GOGC=$${GOGC:-$(TEST_GOGC)} $(GO) test ./...
-	RUNEHOST_LONG=1 GOGC=$${GOGC:-$(TEST_GOGC)} $(GO) test -race $(RACE_PKGS)
+	RUNEHOST_LONG=1 GOGC=$${GOGC:-$(TEST_GOGC)} $(GO) test -timeout=$(TEST_TIMEOUT) ./...
+	RUNEHOST_LONG=1 GOGC=$${GOGC:-$(TEST_GOGC)} $(GO) test -timeout=$(RACE_TIMEOUT) -race $(RACE_PKGS)
 
 ## bench-check: the bench harness's agreement test (the engines give the same answers); bench runs the benchmarks.
 bench-check:
-	cd bench && $(GO) test ./...
+	cd bench && $(GO) test -timeout=$(TEST_TIMEOUT) ./...
 
 ## browser-check: say whether the browser tests (internal/browser) will run or be skipped, and why.
 browser-check:
@@ -138,7 +145,7 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 
 unit:
-	$(GO) test ./...
+	$(GO) test -timeout=$(TEST_TIMEOUT) ./...
 
 ## fuzz: each fuzz target for FUZZTIME (default 30s).
 fuzz:
@@ -164,7 +171,7 @@ $(FUZZ_BINS): bin/fuzz/%.test:
 fuzzpkg = $(patsubst %/,%,$(dir $(1)))
 .SECONDEXPANSION:
 $(FUZZ_SHORT): fuzz-short/%: bin/fuzz/$$(call fuzzpkg,$$*).test
-	cd $(call fuzzpkg,$*) && $(CURDIR)/$< -test.run='^$$' -test.fuzz='^$(notdir $*)$$' \
+	cd $(call fuzzpkg,$*) && $(CURDIR)/$< -test.timeout=$(TEST_TIMEOUT) -test.run='^$$' -test.fuzz='^$(notdir $*)$$' \
 		-test.fuzztime=$(or $(FUZZ_SHORT_EXECS_$(notdir $*)),$(FUZZ_SHORT_EXECS))x \
 		-test.fuzzcachedir="$$($(GO) env GOCACHE)/fuzz/$$($(GO) list -m)/$(call fuzzpkg,$*)"
 
