@@ -33,8 +33,10 @@ func interspersed(app *cli.App, args []string) ([]string, error) {
 	if cmd == nil || len(cmd.Subcommands) > 0 && (i+1 >= len(args) || cmd.Command(args[i+1]) == nil) {
 		return args, nil // a group's own help, or a subcommand it does not have: urfave says so
 	}
+	names := []string{cmd.Name}
 	for i+1 < len(args) && cmd.Command(args[i+1]) != nil { // tool run
 		cmd, i = cmd.Command(args[i+1]), i+1
+		names = append(names, cmd.Name)
 	}
 	takesValue := map[string]bool{"help": false, "h": false}
 	for _, f := range cmd.Flags {
@@ -60,7 +62,8 @@ func interspersed(app *cli.App, args []string) ([]string, error) {
 			continue
 		}
 		if !known {
-			return nil, exitf(exitUsage, "%s: unknown flag %s (see runehost help %s)", cmd.FullName(), a, cmd.FullName())
+			full := strings.Join(names, " ")
+			return nil, exitf(exitUsage, "%s: unknown flag %s (see runehost %s --help)", full, flagName(name), full)
 		}
 		flags = append(flags, a)
 		if value && !hasValue && j+1 < len(rest) {
@@ -78,4 +81,12 @@ func interspersed(app *cli.App, args []string) ([]string, error) {
 func number(a string) bool {
 	_, err := strconv.ParseFloat(a, 64)
 	return err == nil
+}
+
+// flagName is a flag as it is written: -x, --name.
+func flagName(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }

@@ -40,6 +40,33 @@ func TestCLIConventions(t *testing.T) {
 	}
 }
 
+// Every usage error is one line on stderr naming the help that shows the
+// flags, exit 2, and nothing on stdout: flags of the wrong type, unknown
+// flags of the app and of a nested command, and no command at all.
+func TestUsageErrorsOneLine(t *testing.T) {
+	prog := writeProg(t, "return 1\n")
+	for _, c := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"run", "--limit", "abc", prog}, `runehost: run: invalid value "abc" for flag --limit: parse error (see runehost run --help)`},
+		{[]string{"link", "r1", "--ttl", "400d"}, `runehost: link: invalid value "400d" for flag --ttl: parse error (see runehost link --help)`},
+		{[]string{"--bogus"}, "runehost: unknown flag --bogus (see runehost help)"},
+		{[]string{"run", "-x", prog}, "runehost: run: unknown flag -x (see runehost run --help)"},
+		{[]string{"store", "backup", "--bogus=1", "f"}, "runehost: store backup: unknown flag --bogus (see runehost store backup --help)"},
+	} {
+		code, out, errs := invoke(t, c.args...)
+		if code != exitUsage || out != "" || errs != c.err+"\n" {
+			t.Errorf("runehost %s: exit %d\nstdout %.300q\nstderr %.300q\nwant %q", strings.Join(c.args, " "), code, out, errs, c.err)
+		}
+	}
+	// No command: the app's help, on stderr.
+	code, out, errs := invoke(t)
+	if code != exitUsage || out != "" || !strings.Contains(errs, "COMMANDS:") {
+		t.Errorf("runehost: exit %d\nstdout %.300q\nstderr %.300q", code, out, errs)
+	}
+}
+
 // Commands on invocations that do not exist or have ended say so.
 func TestEndedAndMissing(t *testing.T) {
 	t.Setenv("RUNEHOST_STORE", t.TempDir())

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -45,7 +46,7 @@ func exitf(code int, format string, args ...any) error {
 }
 
 func newApp() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:    "runehost",
 		Usage:   "run Rune agent programs safely",
 		Version: version,
@@ -62,7 +63,52 @@ func newApp() *cli.App {
 			c.App.Metadata[notFound] = exitf(exitUsage, "unknown command %q (see runehost help)", name)
 		},
 		Metadata: map[string]any{},
+		// Bare runehost is a usage error: help on stderr, exit 2.
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return exitf(exitUsage, "unknown command %q (see runehost help)", c.Args().First())
+			}
+			w := c.App.Writer
+			c.App.Writer = c.App.ErrWriter
+			cli.ShowAppHelp(c)
+			c.App.Writer = w
+			return &exitError{code: exitUsage}
+		},
+		OnUsageError: usageError,
 	}
+	var each func(cmds []*cli.Command)
+	each = func(cmds []*cli.Command) {
+		for _, cmd := range cmds {
+			cmd.OnUsageError = usageError
+			each(cmd.Subcommands)
+		}
+	}
+	each(app.Commands)
+	return app
+}
+
+// usageError is a flag that did not parse as one line on stderr naming the
+// help that shows the flags, exit 2; nothing on stdout.
+func usageError(c *cli.Context, err error, _ bool) error {
+	msg := err.Error()
+	if flag, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		flag, _, _ = strings.Cut(flag, "=")
+		msg = "unknown flag " + flagName(flag)
+	} else if before, after, ok := strings.Cut(msg, "for flag -"); ok {
+		flag, rest, _ := strings.Cut(after, ":")
+		msg = before + "for flag " + flagName(flag) + ":" + rest
+	}
+	var path []string // the command's names, its parents' first
+	for _, ctx := range c.Lineage() {
+		if ctx.Command != nil && ctx.Command.Name != "" && ctx.Command.Name != c.App.Name {
+			path = append([]string{ctx.Command.Name}, path...)
+		}
+	}
+	if len(path) == 0 {
+		return exitf(exitUsage, "%s (see runehost help)", msg)
+	}
+	name := strings.Join(path, " ")
+	return exitf(exitUsage, "%s: %s (see runehost %s --help)", name, msg, name)
 }
 
 const notFound = "notFound"
