@@ -1,10 +1,12 @@
 // args.go lets flags follow a command's arguments, as in
 // `runehost run prog.rune --input '{}'`, which urfave/cli/v2 does not parse,
-// and refuses a flag the command does not have, wherever it is.
+// and refuses a flag the command does not have, wherever it is, or a step
+// count of 0.
 
 package main
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -89,4 +91,22 @@ func flagName(name string) string {
 		return "-" + name
 	}
 	return "--" + name
+}
+
+// positive refuses a step count of 0 given for any of the flags names of
+// command cmd: it would mean nothing runs, and is not read as the default.
+func positive(c *cli.Context, cmd string, names ...string) error {
+	for _, name := range names {
+		if !c.IsSet(name) || c.Uint64(name) != 0 {
+			continue
+		}
+		def := ""
+		for _, f := range c.Command.Flags {
+			if u, ok := f.(*cli.Uint64Flag); ok && u.Name == name {
+				def = fmt.Sprintf(" (default %d)", u.Value)
+			}
+		}
+		return exitf(exitUsage, "%s: --%s 0: want a positive number of steps%s", cmd, name, def)
+	}
+	return nil
 }

@@ -54,6 +54,11 @@ func TestUsageErrorsOneLine(t *testing.T) {
 		{[]string{"--bogus"}, "runehost: unknown flag --bogus (see runehost help)"},
 		{[]string{"run", "-x", prog}, "runehost: run: unknown flag -x (see runehost run --help)"},
 		{[]string{"store", "backup", "--bogus=1", "f"}, "runehost: store backup: unknown flag --bogus (see runehost store backup --help)"},
+		// A step count of 0 would run nothing: refused, not the default.
+		{[]string{"run", "--limit", "0", prog}, "runehost: run: --limit 0: want a positive number of steps (default 10000000)"},
+		{[]string{"run", "--slice", "0", "--no-store", prog}, "runehost: run: --slice 0: want a positive number of steps (default 1000)"},
+		{[]string{"mcp", "--limit", "0"}, "runehost: mcp: --limit 0: want a positive number of steps (default 10000000)"},
+		{[]string{"slack", "--limit", "0"}, "runehost: slack: --limit 0: want a positive number of steps (default 10000000)"},
 	} {
 		code, out, errs := invoke(t, c.args...)
 		if code != exitUsage || out != "" || errs != c.err+"\n" {
@@ -188,5 +193,16 @@ func TestBacktraceEveryMode(t *testing.T) {
 	}
 	if !strings.Contains(js, `"pos":"2:12"`) || !strings.Contains(js, `"trace":["inner at 2:12","outer at 5:15","main at 7:13"]`) {
 		t.Errorf("inspect --json: no position or trace in %s", js)
+	}
+}
+
+// An act or await under --no-store is denied by naming --no-store, not the
+// build.
+func TestNoStoreDenialNamesIt(t *testing.T) {
+	for _, src := range []string{`return act "fs.read" {path: "x"}`, `return await {key: "go"}`} {
+		code, _, errs := invoke(t, "run", "--no-store", writeProg(t, src+"\n"))
+		if code != exitFailed || !strings.Contains(errs, "is not available with --no-store, which runs pure computation only: run it without --no-store") || strings.Contains(errs, "build") {
+			t.Errorf("%s: exit %d, %s", src, code, errs)
+		}
 	}
 }

@@ -62,7 +62,7 @@ func mcpCommand() *cli.Command {
 			&cli.StringFlag{Name: "prog", Value: mcpSubject, Usage: "serve the WASI tools the prog `NAME` is granted (its own grants, its scope's and those for every prog)"},
 			&cli.StringSliceFlag{Name: "prog-file", Usage: "serve a prog: `[NAME=]FILE`, NAME the file's base name by default (repeat)"},
 			&cli.StringSliceFlag{Name: "stored-prog", Usage: "serve the prog `NAME` the store knows (repeat)"},
-			&cli.Uint64Flag{Name: "limit", Value: 10_000_000, Usage: "step limit of each prog's run"},
+			&cli.Uint64Flag{Name: "limit", Value: defaultLimit, Usage: "step limit of each prog's run"},
 			storeFlag(),
 			nativeFlag(),
 			cacheFlag(),
@@ -96,6 +96,9 @@ type mcpHost struct {
 func mcpServe(c *cli.Context) error {
 	if c.NArg() != 0 {
 		return exitf(exitUsage, "mcp: takes no arguments (usage: runehost mcp [--prog NAME] [--prog-file [NAME=]FILE]...)")
+	}
+	if err := positive(c, "mcp", "limit"); err != nil {
+		return err
 	}
 	h := &mcpHost{c: c, subject: c.String("prog"), cfg: acts.FromEnv(), log: c.App.ErrWriter}
 	if c.IsSet("cache-dir") {

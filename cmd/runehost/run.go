@@ -24,6 +24,9 @@ import (
 	"github.com/runehost/runehost/wasmvm"
 )
 
+// defaultLimit is a run's step limit unless --limit says otherwise.
+const defaultLimit = 10_000_000
+
 func runCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "run",
@@ -65,7 +68,7 @@ func runCommand() *cli.Command {
 			&cli.BoolFlag{Name: "no-store", Usage: "run without the store: nothing is kept"},
 			&cli.BoolFlag{Name: "strict-grants", Usage: "refuse to run a prog whose acts are not all granted"},
 			storeFlag(),
-			&cli.Uint64Flag{Name: "limit", Value: 10_000_000, Usage: "step limit of the run"},
+			&cli.Uint64Flag{Name: "limit", Value: defaultLimit, Usage: "step limit of the run"},
 			&cli.Uint64Flag{Name: "tokens", Value: host.DefaultTokens, Usage: "model-token limit of the run: what its model calls may spend (0: no model calls)"},
 			&cli.Uint64Flag{Name: "slice", Value: port.DefaultSlice, Usage: "steps per slice: the grain of metering and of events; a crossing into the sandbox runs as many as fit in a few milliseconds (a server's own when one owns the store)"},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed of random()", DefaultText: "from the clock"},
@@ -92,6 +95,9 @@ func runCommand() *cli.Command {
 			}
 			state, err := jsonFlag(c, "state")
 			if err != nil {
+				return err
+			}
+			if err := positive(c, "run", "limit", "slice"); err != nil {
 				return err
 			}
 			seed := c.Uint64("seed")
@@ -405,8 +411,8 @@ func (r *runner) run(ctx context.Context, in port.Input, slice uint64) error {
 			if res.Kind == port.Event {
 				what = "await"
 			}
-			fmt.Fprintf(r.events, "%s %s: denied (no adapters in this build)\n", what, dataJSON(res.Args))
-			reply, err = checkpoint.EncodeReply(checkpoint.Reply{Err: &checkpoint.Error{Kind: "denied", Msg: what + " is not available: this build has no act adapters"}})
+			fmt.Fprintf(r.events, "%s %s: denied (--no-store runs no acts and awaits)\n", what, dataJSON(res.Args))
+			reply, err = checkpoint.EncodeReply(checkpoint.Reply{Err: &checkpoint.Error{Kind: "denied", Msg: what + " is not available with --no-store, which runs pure computation only: run it without --no-store (and grant what it does)"}})
 			if err != nil {
 				return exitf(exitInternal, "run: %v", err)
 			}

@@ -96,6 +96,11 @@ func serveAction(c *cli.Context, withSlack bool) error {
 	if c.Bool("allow-tools-without-landlock") {
 		os.Setenv(acts.AllowWithoutLandlock, "1") // for every tool runner this process makes
 	}
+	if withSlack {
+		if err := positive(c, "slack", "limit"); err != nil {
+			return err
+		}
+	}
 	dir, err := storeDir(c)
 	if err != nil {
 		return err

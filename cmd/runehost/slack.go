@@ -53,7 +53,7 @@ func slackFlags() []cli.Flag {
 		&cli.StringFlag{Name: "progs", Value: "progs", Usage: "the directory of progs a mention may name", EnvVars: []string{"RUNEHOST_SLACK_PROGS"}},
 		&cli.StringFlag{Name: "slack-listen", Value: ":3000", Usage: "the Slack Events API address (without Socket Mode)"},
 		&cli.StringFlag{Name: "verbosity", Value: "verbose", Usage: "quiet (the checklist), verbose (and recent acts) or debug (and the current act)"},
-		&cli.Uint64Flag{Name: "limit", Value: 10_000_000, Usage: "step limit of each run"},
+		&cli.Uint64Flag{Name: "limit", Value: defaultLimit, Usage: "step limit of each run"},
 		&cli.StringFlag{Name: "bot-token", EnvVars: []string{"SLACK_BOT_TOKEN"}, Usage: "xoxb-… (required with Slack)"},
 		&cli.StringFlag{Name: "app-token", EnvVars: []string{"SLACK_APP_TOKEN"}, Usage: "xapp-… with connections:write: Socket Mode"},
 		&cli.StringFlag{Name: "signing-secret", EnvVars: []string{"SLACK_SIGNING_SECRET"}, Usage: "the Events API's signing secret"},
