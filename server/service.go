@@ -18,6 +18,7 @@ import (
 	"github.com/runehost/runehost/api"
 	"github.com/runehost/runehost/checkpoint"
 	"github.com/runehost/runehost/events"
+	"github.com/runehost/runehost/guest/machine"
 	"github.com/runehost/runehost/guest/syntax"
 	"github.com/runehost/runehost/host"
 )
@@ -168,6 +169,9 @@ func encodeJSON(j []byte) ([]byte, error) {
 	}
 	d, err := checkpoint.DataFromJSON(j)
 	if err != nil {
+		return nil, err
+	}
+	if err := machine.CheckData(d); err != nil { // what a prog could not take is bad input, refused now
 		return nil, err
 	}
 	return checkpoint.EncodeData(d)

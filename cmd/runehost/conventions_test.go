@@ -206,3 +206,37 @@ func TestNoStoreDenialNamesIt(t *testing.T) {
 		}
 	}
 }
+
+// An input or a payload a prog could not take (a string over the machine's
+// 8 MiB, a list over its 1,048,576 elements) is bad input: exit 2 before
+// anything is admitted or delivered, not a host failure after the work.
+func TestInputLimitsBeforeAdmission(t *testing.T) {
+	t.Setenv("RUNEHOST_STORE", filepath.Join(t.TempDir(), "store"))
+	dir := t.TempDir()
+	big := filepath.Join(dir, "str.json")
+	os.WriteFile(big, []byte(`"`+strings.Repeat("a", 8<<20+1)+`"`), 0o644)
+	long := filepath.Join(dir, "list.json")
+	os.WriteFile(long, []byte("["+strings.Repeat("0,", 1<<20)+"0]"), 0o644)
+	prog := writeProg(t, "let ev = await {key: \"go\"}\nreturn ev\n")
+	for _, c := range []struct{ file, err string }{
+		{big, "runehost: run: --input: string of 8388609 bytes exceeds the limit of 8388608"},
+		{long, "runehost: run: --input: list of 1048577 elements exceeds the limit of 1048576"},
+	} {
+		for _, extra := range [][]string{nil, {"--no-store"}} {
+			code, out, errs := invoke(t, append([]string{"run", prog, "--input", "@" + c.file}, extra...)...)
+			if code != exitUsage || out != "" || errs != c.err+"\n" {
+				t.Errorf("run %v: exit %d, %q", extra, code, errs)
+			}
+		}
+	}
+	if code, _, errs := invoke(t, "ps"); code != exitUsage || !strings.Contains(errs, "no store") {
+		t.Fatalf("something was admitted: ps exit %d, %s", code, errs)
+	}
+	if code, _, errs := invoke(t, "run", prog); code != exitWaiting {
+		t.Fatalf("run: exit %d, %s", code, errs)
+	}
+	code, _, errs := invoke(t, "send", "r1", "go", "["+strings.Repeat("0,", 1<<20)+"0]")
+	if code != exitUsage || !strings.Contains(errs, "list of 1048577 elements exceeds the limit of 1048576") {
+		t.Fatalf("send: exit %d, %s", code, errs)
+	}
+}

@@ -284,6 +284,9 @@ func jsonValue(name string, text []byte) ([]byte, error) {
 		return nil, exitf(exitUsage, "run: --%s: nested %d deep, more than the machine's %d", name, n, machine.MaxDepth)
 	}
 	d, err := checkpoint.DataFromJSON(text)
+	if err == nil {
+		err = machine.CheckData(d)
+	}
 	if err != nil {
 		return nil, exitf(exitUsage, "run: --%s: %v", name, err)
 	}

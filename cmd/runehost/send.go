@@ -9,6 +9,7 @@ import (
 
 	"github.com/runehost/runehost/api"
 	"github.com/runehost/runehost/checkpoint"
+	"github.com/runehost/runehost/guest/machine"
 )
 
 func sendCommand() *cli.Command {
@@ -24,7 +25,11 @@ func sendCommand() *cli.Command {
 				return exitf(exitUsage, "send: want INVOCATION TAG JSON")
 			}
 			inv, tag := c.Args().Get(0), c.Args().Get(1)
-			if _, err := checkpoint.DataFromJSON([]byte(c.Args().Get(2))); err != nil {
+			d, err := checkpoint.DataFromJSON([]byte(c.Args().Get(2)))
+			if err == nil {
+				err = machine.CheckData(d) // what the prog could not take is refused before delivery
+			}
+			if err != nil {
 				return exitf(exitUsage, "send: %v", err)
 			}
 			b, err := openBackend(c, true)

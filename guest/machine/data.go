@@ -84,6 +84,56 @@ func (w *dataWalk) walk(v Value, depth int) (any, *rtError) {
 	return nil, typeErrorf("%s is not data", article(typeName(v)))
 }
 
+// CheckData says whether d, a data value tree, is one a machine takes, as
+// fromData would: strings, lists and maps within their limits, nesting at
+// most MaxDepth, map keys of key types. A prog's input and an event's
+// payload are checked with it before anything is admitted or delivered.
+func CheckData(d any) error { return checkData(d, 0) }
+
+func checkData(d any, depth int) error {
+	if depth > MaxDepth {
+		return fmt.Errorf("data nested more than %d deep", MaxDepth)
+	}
+	switch d := d.(type) {
+	case nil, bool, int64, int, float64:
+		return nil
+	case string:
+		if len(d) > MaxString {
+			return fmt.Errorf("string of %d bytes exceeds the limit of %d", len(d), MaxString)
+		}
+		return nil
+	case []any:
+		if len(d) > MaxList {
+			return fmt.Errorf("list of %d elements exceeds the limit of %d", len(d), MaxList)
+		}
+		for _, e := range d {
+			if err := checkData(e, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	case *checkpoint.Map:
+		if len(d.Keys) > MaxMap || len(d.Keys) != len(d.Values) {
+			return fmt.Errorf("malformed or oversized map of %d keys (the limit is %d)", len(d.Keys), MaxMap)
+		}
+		for i, k := range d.Keys {
+			switch k.(type) {
+			case string, int64, int, bool:
+			default:
+				return fmt.Errorf("map key of type %T", k)
+			}
+			if err := checkData(k, depth+1); err != nil {
+				return err
+			}
+			if err := checkData(d.Values[i], depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("not a data value: %T", d)
+}
+
 // fromData converts a data value tree into a value.
 func (m *Machine) fromData(d any, depth int) (Value, error) {
 	if depth > MaxDepth {
