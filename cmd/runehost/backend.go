@@ -10,10 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -74,6 +76,12 @@ func findServer(c *cli.Context) (*client.Client, bool, error) {
 // openBackend goes through the store's server when one runs, and otherwise
 // opens the store (see openEngine for runs).
 func openBackend(c *cli.Context, runs bool) (backend, error) {
+	if runs {
+		// A closed pipe on stdout or stderr (runehost run ... 2>&1 | head)
+		// must not kill a run mid-act: writes fail instead, and the run
+		// goes on to its end.
+		signal.Ignore(syscall.SIGPIPE)
+	}
 	cl, ok, err := findServer(c)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -79,4 +80,26 @@ func TestFollowSaysNothingDrives(t *testing.T) {
 	ev := start(t, dir, nil, "events", "r1", "--follow")
 	ev.await(t, "events: r1 sleeps until ")
 	ev.await(t, ", and nothing drives it here (no runehost holds the store): runehost resume r1, or runehost serve, drives it on; following meanwhile")
+}
+
+// A closed pipe on stderr (runehost run ... 2>&1 | head) does not kill the
+// run: it goes on to its end, and exits with its status.
+func TestBrokenPipeKeepsTheRun(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	f := writeProg(t, "import \"std/retry.rune\" as retry\nvar i = 0\nwhile i < 3 { retry.sleep(200); emit(\"tick\", i); i += 1 }\nreturn i\n")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close() // nobody reads: the first line the run prints meets a closed pipe
+	cmd := exec.Command(os.Args[0], "run", f)
+	cmd.Env = append(os.Environ(), "RUNEHOST_TEST_AS_CLI=1", "RUNEHOST_STORE="+dir, "RUNEHOST_CACHE_DIR="+filepath.Join(os.TempDir(), "runehost-test-wazero-cache"))
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("the run: %v", err)
+	}
+	w.Close()
+	if _, _, status := inspectJSON(t, dir, "r1"); status != "completed" {
+		t.Fatalf("r1 is %s", status)
+	}
 }
