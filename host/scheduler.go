@@ -216,27 +216,35 @@ func IsTimer(tags []string) bool {
 	return len(tags) > 0
 }
 
-// Sleeps says when the tree of root goes on by itself: the earliest
-// deadline of its timers, when every invocation in it that has not ended
-// sleeps at a timer or joins its children (and one sleeps); else 0, and
-// something else must happen first (an event, an operator, a turn).
+// Sleeps says when the tree of root goes on by itself, when nothing in it
+// waits for anything but timers and turns: the earliest deadline of its
+// timers, or now when one of it is runnable (woken since its state was
+// read, say); else 0, and something else must happen first (an event, an
+// operator's answer, a pause lifted).
 func (e *Engine) Sleeps(root string) (int64, error) {
 	ids, err := e.Tree(root)
 	if err != nil {
 		return 0, err
 	}
 	var first int64
+	soonest := func(t int64) {
+		if first == 0 || t < first {
+			first = t
+		}
+	}
 	for _, id := range ids {
 		st, err := e.State(id)
 		if err != nil {
 			return 0, err
 		}
 		switch {
-		case st.Status.Terminal() || st.Status == Joining && st.Paused == "":
-		case st.Status == Waiting && st.Paused == "" && st.Deadline != 0 && IsTimer(st.Awaits):
-			if first == 0 || st.Deadline < first {
-				first = st.Deadline
-			}
+		case st.Paused != "":
+			return 0, nil
+		case st.Status.Terminal() || st.Status == Joining:
+		case st.Status == Running:
+			soonest(e.Clock())
+		case st.Status == Waiting && st.Deadline != 0 && IsTimer(st.Awaits):
+			soonest(st.Deadline)
 		default:
 			return 0, nil
 		}

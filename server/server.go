@@ -465,7 +465,10 @@ func (s *Server) postLink(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := apiLink(l)
-	out.Token, out.URL = token, strings.TrimSuffix(s.cfg.BaseURL, "/")+"/r/"+token
+	out.Token = token
+	if s.cfg.BaseURL != "" { // no pages served: no URL that would open
+		out.URL = strings.TrimSuffix(s.cfg.BaseURL, "/") + "/r/" + token
+	}
 	writeJSON(w, http.StatusCreated, out)
 }
 

@@ -399,7 +399,7 @@ func (r *remote) Drive(ctx context.Context, inv, cursor string) (*api.RunState, 
 		// Its tree only sleeps, and the server wakes it: follow on, from
 		// where the stream stopped, at the deadline (or sooner: a cancel,
 		// say, is seen within a poll).
-		if st.Sleeps != noted {
+		if st.Sleeps != noted && st.Sleeps > time.Now().UnixMilli() { // (not a run woken meanwhile)
 			sleepNote(r.w, inv, st.Sleeps, true)
 			noted = st.Sleeps
 		}

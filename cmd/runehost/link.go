@@ -77,14 +77,24 @@ func linkCreate(c *cli.Context, b backend, run string, ttl time.Duration, base s
 	if err != nil {
 		return failed("link", err, exitInternal)
 	}
+	_, served := b.(*remote)
 	switch {
 	case base == "" && link.URL != "":
 		fmt.Fprintln(c.App.Writer, link.URL)
+	case base == "" && served:
+		// The server serves no pages: a link would not open. Take it back.
+		if _, err := b.RevokeLinks(c.Context, run, link.ID); err != nil {
+			return failed("link", err, exitInternal)
+		}
+		return exitf(exitUsage, "link: runehost serve serves no run pages (it listens on no TCP address), so a link would not open: restart it with %s, or give --base-url where its pages are reached", hintArgs(c, "serve", "--listen", defaultListen))
 	default:
 		if base == "" {
 			base = defaultBaseURL
 		}
 		fmt.Fprintf(c.App.Writer, "%s/r/%s\n", strings.TrimRight(base, "/"), link.Token)
+		if !served && !c.IsSet("base-url") {
+			fmt.Fprintf(c.App.ErrWriter, "note: the page opens while runehost serve listens on %s (%s)\n", strings.TrimPrefix(base, "http://"), hintArgs(c, "serve"))
+		}
 	}
 	fmt.Fprintf(c.App.ErrWriter, "link %s to %s expires %s (runehost link --revoke %s %s)\n", link.ID, run, events.ISO(link.Expires), run, link.ID)
 	return nil

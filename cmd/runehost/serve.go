@@ -54,7 +54,7 @@ func serveCommand() *cli.Command {
 			"OTEL_EXPORTER_OTLP_ENDPOINT set, runs export as OpenTelemetry traces.",
 		Flags: append([]cli.Flag{
 			storeFlag(), nativeFlag(), cacheFlag(), allowWithoutLandlockFlag(),
-			&cli.StringFlag{Name: "listen", Usage: "also serve the API on this TCP address (such as 127.0.0.1:7233)"},
+			&cli.StringFlag{Name: "listen", Usage: "also serve run pages and the API (its bearer token in serve.token) on this TCP address; off for none", DefaultText: defaultListen + " when free", EnvVars: []string{"RUNEHOST_LISTEN"}},
 			&cli.StringFlag{Name: "token-file", Usage: "the TCP bearer token's file", DefaultText: "serve.token in the store, made at first start"},
 			&cli.StringFlag{Name: "base-url", Usage: "where run pages are reached: BASE/r/TOKEN", DefaultText: "http://LISTEN, or http://127.0.0.1:7233", EnvVars: []string{"RUNEHOST_BASE_URL"}},
 			&cli.IntFlag{Name: "workers", Usage: "trees driven at once", DefaultText: "the number of CPUs"},
@@ -74,10 +74,15 @@ func capFlags() []cli.Flag {
 	}
 }
 
+// defaultListen is where serve listens on TCP unless --listen says
+// otherwise: loopback, so that a link to a run's page opens on this machine.
+const defaultListen = "127.0.0.1:7233"
+
 // serveOptions is what a serve is started with.
 type serveOptions struct {
 	store    string
-	listen   string
+	listen   string // "" or "off": no TCP
+	fallback bool   // listen is the default: a busy address is a warning, not a failure
 	token    string // the token file
 	baseURL  string
 	workers  int
@@ -108,6 +113,9 @@ func serveAction(c *cli.Context, withSlack bool) error {
 	o := serveOptions{store: dir, listen: c.String("listen"), token: c.String("token-file"), baseURL: c.String("base-url"),
 		workers: c.Int("workers"), native: c.Bool("native"), cacheDir: c.String("cache-dir"), logw: c.App.ErrWriter,
 		maxStreams: c.Int("max-streams"), maxStreamsPerLink: c.Int("max-streams-per-link")}
+	if !c.IsSet("listen") {
+		o.listen, o.fallback = defaultListen, true
+	}
 	if o.maxStreams <= 0 || o.maxStreamsPerLink <= 0 {
 		return exitf(exitUsage, "serve: --max-streams and --max-streams-per-link want a positive number")
 	}
@@ -284,12 +292,29 @@ func launchServe(ctx context.Context, o serveOptions) (wait func() error, err er
 		closeActs()
 		return fail(exitf(exitUsage, "serve: the token: %v", err))
 	}
-	base := o.baseURL
-	if base == "" {
-		base = "http://127.0.0.1:7233"
-		if o.listen != "" {
-			base = "http://" + o.listen
+	ul, sock, err := server.ListenUnix(o.store)
+	if err != nil {
+		closeActs()
+		return fail(exitf(exitUsage, "serve: %v", err))
+	}
+	var tl net.Listener
+	if o.listen != "" && o.listen != "off" {
+		tl, err = net.Listen("tcp", o.listen)
+		switch {
+		case err != nil && o.fallback:
+			log.Warn("run pages are not served: the default address is taken; links to them will not open until serve listens (--listen ADDR)", "listen", o.listen, "err", err.Error())
+			tl = nil
+		case err != nil:
+			ul.Close()
+			closeActs()
+			return fail(exitf(exitUsage, "serve: %v", err))
 		}
+	}
+	// Links name where pages are served: the base URL given, else the TCP
+	// address listened on; with neither, a link has no URL to give.
+	base := o.baseURL
+	if base == "" && tl != nil {
+		base = "http://" + tl.Addr().String()
 	}
 	lk := links.New(s, nowMillis)
 	srv := server.New(server.Config{
@@ -304,19 +329,6 @@ func launchServe(ctx context.Context, o serveOptions) (wait func() error, err er
 		MaxStreams:        o.maxStreams,
 		MaxStreamsPerLink: o.maxStreamsPerLink,
 	})
-	ul, sock, err := server.ListenUnix(o.store)
-	if err != nil {
-		closeActs()
-		return fail(exitf(exitUsage, "serve: %v", err))
-	}
-	var tl net.Listener
-	if o.listen != "" {
-		if tl, err = net.Listen("tcp", o.listen); err != nil {
-			ul.Close()
-			closeActs()
-			return fail(exitf(exitUsage, "serve: %v", err))
-		}
-	}
 	servers := []*http.Server{{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}}
 	go servers[0].Serve(ul)
 	d := api.Discovery{PID: os.Getpid(), Socket: sock}
@@ -337,6 +349,9 @@ func launchServe(ctx context.Context, o serveOptions) (wait func() error, err er
 	if o.slack != nil {
 		// A card links to its run's live page, by a capability link.
 		slackWait, err = startSlack(ctx, o.slack, e, log, m, func(inv string) (string, error) {
+			if base == "" {
+				return "", nil // no page is served: the card has no link
+			}
 			token, _, err := lk.Create(inv, 0)
 			return strings.TrimSuffix(base, "/") + "/r/" + token, err
 		})
