@@ -329,7 +329,9 @@ func (s *Service) runState(inv string, rs *host.RunState) *api.RunState {
 	case host.Joining:
 		out.Command = fmt.Sprintf("runehost ps (its children), runehost resume %s", inv)
 	}
-	if rs.Status == host.Waiting || rs.Status == host.Joining {
+	// A tree sleeps only if its root sleeps at a timer or joins: any other
+	// wait of the root answers without reading the tree.
+	if rs.Status == host.Waiting && rs.Deadline != 0 && host.IsTimer(rs.Awaits) || rs.Status == host.Joining {
 		if until, err := s.E.Sleeps(inv); err == nil && until != 0 {
 			out.Sleeps, out.Command = until, fmt.Sprintf("runehost resume %s", inv) // nothing to send: it goes on at its deadline
 		}

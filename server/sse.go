@@ -280,11 +280,12 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, f Follow) er
 			}
 		}
 		if settled && !sent {
-			st := s.svc.runState(f.Inv, first)
-			st.Cursor = f.Cursor.String(f.Inv, f.Tree) // where a client following on starts
-			key := st.Status + "\x00" + st.Waiting
+			key := first.Status.String() + "\x00" + first.Waiting
 			if key != lastState {
 				lastState = key
+				// Read once a state: it reads the tree again (Sleeps).
+				st := s.svc.runState(f.Inv, first)
+				st.Cursor = f.Cursor.String(f.Inv, f.Tree) // where a client following on starts
 				b, _ := json.Marshal(st)
 				if _, err := fmt.Fprintf(w, "event: state\ndata: %s\n\n", b); err != nil {
 					return err
@@ -293,7 +294,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, f Follow) er
 					return err
 				}
 			}
-			if f.UntilSettled || api.Terminal(st.Status) {
+			if f.UntilSettled || first.Status.Terminal() {
 				return nil
 			}
 		} else if !settled {
