@@ -240,3 +240,17 @@ func TestInputLimitsBeforeAdmission(t *testing.T) {
 		t.Fatalf("send: exit %d, %s", code, errs)
 	}
 }
+
+// A store that is a file is named as such, for the user to fix: exit 2,
+// not a host failure quoting a file inside it.
+func TestStoreIsAFile(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "afile")
+	os.WriteFile(f, []byte("hi\n"), 0o644)
+	t.Setenv("RUNEHOST_STORE", f)
+	want := "runehost: the store " + f + " is a file, not a directory: name another (--store DIR or RUNEHOST_STORE), or move the file\n"
+	for _, args := range [][]string{{"ps"}, {"run", writeProg(t, "return 1\n")}, {"events", "r1"}, {"serve"}} {
+		if code, out, errs := invoke(t, args...); code != exitUsage || out != "" || errs != want {
+			t.Errorf("%v: exit %d, %q, %q", args, code, out, errs)
+		}
+	}
+}

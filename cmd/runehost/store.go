@@ -69,12 +69,17 @@ func parseBytes(s string) (uint64, error) {
 
 // storeDir is the --store directory, or the default one.
 func storeDir(c *cli.Context) (string, error) {
-	if d := c.String("store"); d != "" {
-		return d, nil
+	d := c.String("store")
+	if d == "" {
+		var err error
+		if d, err = store.DefaultDir(); err != nil {
+			return "", exitf(exitUsage, "%v", err)
+		}
 	}
-	d, err := store.DefaultDir()
-	if err != nil {
-		return "", exitf(exitUsage, "%v", err)
+	// A store is a directory: a file there is the user's to move or rename,
+	// said in their terms (not as a file inside it that cannot be opened).
+	if fi, err := os.Stat(d); err == nil && !fi.IsDir() {
+		return "", exitf(exitUsage, "the store %s is a file, not a directory: name another (--store DIR or RUNEHOST_STORE), or move the file", d)
 	}
 	return d, nil
 }
