@@ -23,7 +23,7 @@ FUZZ_TARGETS := \
 	./store:FuzzImport \
 	./store:FuzzKeySubject
 
-.PHONY: all build guest guest-check browser-check test test-jetstream chaos chaos-short chaos-red test-steps test-lane-unit test-lane-rest test-unit test-long vet unit fuzz fuzz-short crash crash-short crash-red park tools load-cards race bench bench-check bench-redact clean mount-race
+.PHONY: all build dev-model guest guest-check browser-check test test-jetstream chaos chaos-short chaos-red test-steps test-lane-unit test-lane-rest test-unit test-long vet unit fuzz fuzz-short crash crash-short crash-red park tools load-cards race bench bench-check bench-redact clean mount-race
 
 CRASH_KILLS ?= 300
 CRASH_SEED  ?= $(shell date +%s)
@@ -39,6 +39,10 @@ all: build test
 
 build:
 	$(GO) build -o bin/runehost ./cmd/runehost
+
+## dev-model: a scripted stand-in for a model server on 127.0.0.1:8080 (cmd/devmodel), offline, for docs/tutorial.md's agent; not a model.
+dev-model:
+	$(GO) run ./cmd/devmodel
 
 ## guest: rebuild wasmvm/guest.wasm, the Rune machine for the sandbox (committed, embedded).
 guest:

@@ -8,6 +8,7 @@ package modeltest
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -107,6 +108,21 @@ func Script(key string, replies ...Reply) *Server {
 	s := &Server{Key: key, script: replies}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.handle))
 	return s
+}
+
+// ScriptOn is Script on the address addr (host:port), as a command that
+// stands in for a model server listens where it is told.
+func ScriptOn(addr, key string, replies ...Reply) (*Server, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Key: key, script: replies}
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.handle))
+	s.Server.Listener.Close()
+	s.Server.Listener = l
+	s.Server.Start()
+	return s, nil
 }
 
 // Add appends replies to the script.
