@@ -29,7 +29,7 @@ func (p pageSource) Run(ctx context.Context, token string) (page.Run, bool) {
 	}
 	run := page.Run{ID: inv, Status: st.Status, Answer: st.Answer, Waiting: st.Waiting, WaitCommand: st.Command, Sleeps: st.Sleeps}
 	if st.Error != nil {
-		run.Error = st.Error.Text
+		run.Error, run.Trace = st.Error.Text, st.Error.Trace
 	}
 	if ids, err := p.s.svc.E.Tree(inv); err == nil {
 		run.Children = ids[1:]

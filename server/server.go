@@ -133,6 +133,7 @@ func (s *Server) routes() {
 	pages := page.Handler(pageSource{s})
 	s.handle("GET "+page.PagePath, pages)
 	s.handle("GET "+page.AssetPath, pages)
+	s.handle("GET "+page.FaviconPath, pages)
 	s.handle("GET "+page.EventsPath, http.HandlerFunc(s.getPageEvents))
 	s.handle("GET /runs", page.Index(indexSource{s}))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -150,7 +151,7 @@ func (s *Server) TCPHandler() http.Handler {
 	want := []byte("Bearer " + s.cfg.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
-		open := p == "/healthz" || strings.HasPrefix(p, "/r/") || strings.HasPrefix(p, page.AssetPath)
+		open := p == "/healthz" || p == page.FaviconPath || strings.HasPrefix(p, "/r/") || strings.HasPrefix(p, page.AssetPath)
 		if !open {
 			got := []byte(r.Header.Get("Authorization"))
 			if q := r.URL.Query().Get("token"); p == "/runs" && q != "" {

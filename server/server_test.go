@@ -274,7 +274,7 @@ func TestTCPWantsTheToken(t *testing.T) {
 	for _, route := range f.srv.Routes() {
 		method, path, _ := strings.Cut(route, " ")
 		path = fill.Replace(path)
-		open := path == "/healthz" || strings.HasPrefix(path, "/r/") || strings.HasPrefix(path, "/page/")
+		open := path == "/healthz" || path == "/favicon.ico" || strings.HasPrefix(path, "/r/") || strings.HasPrefix(path, "/page/")
 		for _, auth := range []string{"", "Bearer wrong", "Bearer " + testToken} {
 			req, _ := http.NewRequest(method, f.tcp.URL+path, strings.NewReader("{}"))
 			if auth != "" {

@@ -10,11 +10,13 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"encoding/json"
 	"html/template"
 	"io/fs"
 	"net/http"
 	"path"
 	"strconv"
+	"strings"
 
 	"github.com/runehost/runehost/events"
 )
@@ -42,6 +44,7 @@ type Run struct {
 	WaitCommand string   // the command that answers it: runehost send RUN TAG JSON
 	Sleeps      int64    // unix ms: it sleeps at timers and goes on by itself then (nothing to answer)
 	Children    []string // its descendants' ids
+	Trace       []string // the Rune backtrace of its error, innermost first
 }
 
 // Terminal reports whether a status is one no run leaves.
@@ -56,9 +59,10 @@ func Terminal(status string) bool {
 // Paths of the page: the server routes GET on these to Handler, and
 // implements EventsPath itself.
 const (
-	PagePath   = "/r/{token}"        // the page
-	EventsPath = "/r/{token}/events" // its SSE stream: the server's
-	AssetPath  = "/page/"            // the script and the style sheet
+	PagePath    = "/r/{token}"        // the page
+	EventsPath  = "/r/{token}/events" // its SSE stream: the server's
+	AssetPath   = "/page/"            // the script, the style sheet and the icon
+	FaviconPath = "/favicon.ico"      // the icon, where browsers look for it
 )
 
 //go:embed assets
@@ -66,10 +70,12 @@ var assets embed.FS
 
 var (
 	tmpl = template.Must(template.New("").Funcs(template.FuncMap{
-		"time":  clock,
-		"iso":   events.ISO,
-		"ok":    verdict,
-		"label": label,
+		"time":   clock,
+		"iso":    events.ISO,
+		"ok":     verdict,
+		"label":  label,
+		"pretty": pretty,
+		"rest":   rest,
 	}).ParseFS(assets, "assets/*.html"))
 	// version names the assets' contents, so that a new build's page never
 	// runs an old cached script.
@@ -123,13 +129,17 @@ func Handler(src Source) http.Handler {
 		servePage(w, r, src)
 	})
 	mux.HandleFunc("GET "+AssetPath+"{file}", serveAsset)
+	mux.HandleFunc("GET "+FaviconPath, func(w http.ResponseWriter, r *http.Request) {
+		r.SetPathValue("file", "favicon.svg") // what a browser asks for before it reads the page's icon link
+		serveAsset(w, r)
+	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { NotFound(w) })
 	return mux
 }
 
 func serveAsset(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("file")
-	types := map[string]string{".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
+	types := map[string]string{".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml"}
 	ct, ok := types[path.Ext(name)]
 	b, err := assets.ReadFile("assets/" + name)
 	if !ok || err != nil {
@@ -265,3 +275,19 @@ func verdict(r *events.ToolResult) string {
 
 // label is the one line of a runtime object, as events.Text has it.
 func label(e events.Event) string { return events.Text(&e) }
+
+// pretty is an answer as a person reads it: JSON indented, other text as
+// it is.
+func pretty(text string) string {
+	var buf bytes.Buffer
+	if !json.Valid([]byte(text)) || json.Indent(&buf, []byte(text), "", "  ") != nil {
+		return text
+	}
+	return buf.String()
+}
+
+// rest is a call's description without the tool's name it repeats
+// ("tool.run wc" under tool.run is "wc"; "model.chat" is "").
+func rest(description, tool string) string {
+	return strings.TrimSpace(strings.TrimPrefix(description, tool))
+}

@@ -152,6 +152,7 @@ func (f *fake) server(t *testing.T) *httptest.Server {
 	h := Handler(f)
 	mux.Handle("GET "+PagePath, h)
 	mux.Handle("GET "+AssetPath, h)
+	mux.Handle("GET "+FaviconPath, h)
 	mux.HandleFunc("GET "+EventsPath, f.serveEvents)
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
@@ -348,5 +349,32 @@ func TestPageSleeping(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("page lacks %s", want)
 		}
+	}
+}
+
+// A failed run shows its error and backtrace first; an answer in JSON is
+// indented; a call's line names its tool once; the icon is served.
+func TestPageReadsWell(t *testing.T) {
+	f := newFake(Run{ID: "r1", Status: "failed", Error: "5:16: zero_division: division by zero", Trace: []string{"div at 5:16", "main at 9:3"}, Answer: `{"a":1,"b":[2,3]}`}, "tok")
+	f.add(toolCall("r1#1", "model.chat", "model.chat"), toolCall("r1#2", "tool.run", "tool.run wc"))
+	srv := f.server(t)
+	_, body := get(t, srv.URL+"/r/tok")
+	for _, want := range []string{
+		"<ol id=\"trace\"><li>at div at 5:16</li><li>at main at 9:3</li></ol>",
+		"<pre id=\"answer\">{\n  &#34;a&#34;: 1,\n  &#34;b&#34;: [\n    2,\n    3\n  ]\n}</pre>",
+		`<span class="tool">model.chat</span> <span class="text"></span>`,
+		`<span class="tool">tool.run</span> <span class="text">wc</span>`,
+		`<link rel="icon" type="image/svg+xml" href="/page/favicon.svg?v=`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	if e, a := strings.Index(body, `id="error-box"`), strings.Index(body, `id="answer-box"`); e < 0 || e > a || e > strings.Index(body, `id="waiting-box"`) {
+		t.Errorf("the error is not first")
+	}
+	res, icon := get(t, srv.URL+"/favicon.ico")
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "image/svg+xml" || !strings.HasPrefix(icon, "<svg") {
+		t.Errorf("favicon: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
 	}
 }

@@ -81,7 +81,7 @@
   function call(ev) {
     const li = item(ev, "call");
     li.dataset.call = ev.callId;
-    const h = head(ev, "tool", ev.tool, ev.description);
+    const h = head(ev, "tool", ev.tool, rest(ev.description, ev.tool));
     const pending = el("div", "result pending");
     pending.append(el("span", "verdict", "running…"));
     li.append(h, pending);
@@ -164,8 +164,23 @@
 
   function show(boxID, id, text) {
     if (text === undefined || text === null || text === "") return;
-    $(id).textContent = String(text);
+    $(id).textContent = id === "answer" ? pretty(String(text)) : String(text);
     $(boxID).hidden = false;
+  }
+
+  // pretty is an answer as a person reads it: JSON indented.
+  function pretty(text) {
+    try {
+      const v = JSON.parse(text);
+      if (v !== null && typeof v === "object") return JSON.stringify(v, null, 2);
+    } catch (e) {}
+    return text;
+  }
+
+  // rest is a call's description without the tool's name it repeats.
+  function rest(description, tool) {
+    const d = description || "";
+    return (d.startsWith(tool) ? d.slice(tool.length) : d).trim();
   }
 
   function setStatus(s) {
@@ -239,6 +254,9 @@
     }
     show("answer-box", "answer", s.answer);
     show("error-box", "error", s.error && typeof s.error === "object" ? s.error.text : s.error);
+    if (s.error && Array.isArray(s.error.trace) && !$("trace").children.length) {
+      for (const f of s.error.trace) $("trace").append(el("li", "", "at " + f));
+    }
   }
 
   function live(on) {
