@@ -113,6 +113,7 @@ func (e *Engine) commit(ctx context.Context, r *run, res *port.Result, emits *[]
 				evs = append(evs, e.callEvents(act, prep.attempt.At, prep.attempt.Grant)...)
 			}
 		}
+		var note []events.Event
 		if aw != nil {
 			ev, deadline, err := takeTx(tx, inv, *aw, now)
 			if err != nil {
@@ -120,7 +121,7 @@ func (e *Engine) commit(ctx context.Context, r *run, res *port.Result, emits *[]
 			}
 			took = &taken{seq: aw.Seq, ev: ev, deadline: deadline}
 			if ev == nil { // it waits: its status line goes with it
-				evs = append(evs, e.statusNote(&RunState{Status: Waiting, Waiting: waitingFor(*aw), Awaits: aw.Tags, Deadline: deadline})...)
+				note = e.statusNote(&RunState{Status: Waiting, Waiting: waitingFor(*aw), Awaits: aw.Tags, Deadline: deadline})
 			}
 		}
 		var count [2]logCounter
@@ -133,6 +134,13 @@ func (e *Engine) commit(ctx context.Context, r *run, res *port.Result, emits *[]
 			return errEvents
 		}
 		logBytes = count
+		if len(note) > 0 { // the host's own line, after the cap's check, as when it was logged alone
+			more, err := appendLog(tx, inv, note)
+			if err != nil {
+				return err
+			}
+			stored = append(stored, more...)
+		}
 		use, err = e.putCheckpointTx(tx, inv, res.Checkpoint, r.consumed)
 		return err
 	})

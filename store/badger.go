@@ -199,9 +199,6 @@ func (t *badgerTx) commit(d Durability, inReserve bool, size int) error {
 	if b.space != nil {
 		err = b.space.admit(size, inReserve)
 	}
-	if t.large {
-		b.valueWrites.Add(1) // before the commit: the sync that covers it syncs the value log
-	}
 	begun := err == nil && d == Synced
 	if begun {
 		b.group.begin()
@@ -221,6 +218,13 @@ func (t *badgerTx) commit(d Durability, inReserve bool, size int) error {
 			b.group.end()
 		}
 		return t.abort(err)
+	}
+	if t.large {
+		// Counted once its value is in the file, before it is synced: a
+		// sync that reads the count after this flushes the value log with
+		// the value in it (counted before, a sync could flush the log
+		// before the value came, and call it synced).
+		b.valueWrites.Add(1)
 	}
 	if d == Synced {
 		return b.syncCommit(after)

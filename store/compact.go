@@ -144,6 +144,9 @@ func (s *Store) collectLocked() error {
 			break
 		}
 		if err != nil {
+			if rewrote > 0 { // what was rewritten is on disk before its files may go
+				err = errors.Join(err, s.sync())
+			}
 			return fmt.Errorf("store: collect the value log: %w", err)
 		}
 		rewrote++

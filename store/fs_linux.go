@@ -40,6 +40,11 @@ func stampOf(fi os.FileInfo) fileStamp {
 	return fileStamp{Size: fi.Size(), Ctime: st.Ctim.Nano(), Inode: st.Ino, Allocated: st.Blocks * 512}
 }
 
+// ownLogSync: a sync of a file through any descriptor flushes the pages
+// its mappings dirtied (Linux's page cache is the file's), so the store
+// syncs Badger's logs itself (sync.go).
+const ownLogSync = true
+
 // datasync flushes f's data (and what reading it back needs) to disk, as
 // Badger's msync of its mapped logs does: not its times.
 func datasync(f *os.File) error {

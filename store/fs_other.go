@@ -19,4 +19,8 @@ func stampOf(fi os.FileInfo) fileStamp {
 	return fileStamp{Size: fi.Size(), Ctime: fi.ModTime().UnixNano(), Allocated: fi.Size()}
 }
 
+// ownLogSync is false: elsewhere a file's sync may not reach what a
+// mapping of it wrote, and Badger's DB.Sync flushes its logs (sync.go).
+const ownLogSync = false
+
 func datasync(f *os.File) error { return f.Sync() }

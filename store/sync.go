@@ -145,6 +145,19 @@ func (s *badgerStore) syncLogs() ([]string, error) {
 		s.logs.listed = true
 		collecting = true // the newest value log may be new: synced below
 	}
+	if !ownLogSync {
+		// Where a file's sync does not reach what its mapping wrote (Windows
+		// wants FlushViewOfFile), Badger's own sync flushes the newest.
+		if err := s.db.Sync(); err != nil {
+			return nil, err
+		}
+		for _, ext := range logExts {
+			if fid, ok := s.logs.newest[ext]; ok {
+				synced = append(synced, fmt.Sprintf(logNames[ext], fid))
+			}
+		}
+		return synced, nil
+	}
 	for _, ext := range logExts {
 		fid, ok := s.logs.newest[ext]
 		if !ok {
