@@ -207,8 +207,8 @@ func TestRunTokens(t *testing.T) {
 		if code, out, errs := invoke(t, "inspect", "--json", inv); code != exitOK || !strings.Contains(out, c.want) {
 			t.Fatalf("inspect %s: exit %d, stdout %s, stderr %s", inv, code, out, errs)
 		}
-		if code, out, _ := invoke(t, "inspect", inv); code != exitOK || !strings.Contains(out, "model tokens: "+strings.TrimSuffix(c.want[strings.LastIndex(c.want, ":")+1:], "}")+" limit, 0 charged") {
-			t.Fatalf("inspect %s: exit %d, stdout %s", inv, code, out)
+		if code, out, errs := invoke(t, "inspect", inv); code != exitOK || !strings.Contains(out, "model tokens: "+strings.TrimSuffix(c.want[strings.LastIndex(c.want, ":")+1:], "}")+" limit, 0 charged") {
+			t.Fatalf("inspect %s: exit %d, stdout %s, stderr %s", inv, code, out, errs)
 		}
 	}
 }
