@@ -172,7 +172,8 @@ func TestGrantTypo(t *testing.T) {
 func TestBacktraceEveryMode(t *testing.T) {
 	t.Setenv("RUNEHOST_STORE", filepath.Join(t.TempDir(), "store"))
 	prog := writeProg(t, "fn inner(x) {\n  return 1 / x\n}\nfn outer(x) {\n  return inner(x)\n}\nreturn outer(0)\n")
-	trace := []string{"at inner at 2:12", "at outer at 5:15", "at main at 7:13"}
+	// The main file's frames name it, as an import's name theirs.
+	trace := []string{"at inner at " + prog + ":2:12", "at outer at " + prog + ":5:15", "at main at " + prog + ":7:13"}
 	for _, args := range [][]string{{"run", prog}, {"run", "--no-store", prog}, {"run", "--native", prog}} {
 		code, _, errs := invoke(t, args...)
 		if code != exitFailed {

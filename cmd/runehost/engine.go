@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -242,7 +243,7 @@ func report(c *cli.Context, inv, file string, rs *api.RunState) error {
 			text = rs.Error.Text
 			fmt.Fprintf(events, "failed: %s\n", inv)
 			for _, t := range rs.Error.Trace { // the Rune backtrace, innermost first
-				fmt.Fprintf(events, "\tat %s\n", redact.String(t))
+				fmt.Fprintf(events, "\tat %s\n", redact.String(frameIn(file, t)))
 			}
 		}
 		return exitf(exitFailed, "%s", compileMessage(file, redact.String(text)))
@@ -269,6 +270,17 @@ func report(c *cli.Context, inv, file string, rs *api.RunState) error {
 	}
 	fmt.Fprintf(events, "%s is %s\n", inv, rs.Status)
 	return nil
+}
+
+// frameIn names the file of a backtrace frame in the main file ("div at
+// 2:12" from prog.rune is "div at prog.rune:2:12"); an import's frames name
+// theirs already.
+func frameIn(file, frame string) string {
+	fn, pos, ok := strings.Cut(frame, " at ")
+	if !ok || !strings.HasSuffix(file, ".rune") || strings.Contains(pos, ".rune:") || strings.TrimLeft(pos, "0123456789:") != "" {
+		return frame
+	}
+	return fn + " at " + file + ":" + pos
 }
 
 // resultText is a run's result as JSON text.

@@ -426,7 +426,7 @@ func (r *runner) run(ctx context.Context, in port.Input, slice uint64) error {
 		case port.Error:
 			fmt.Fprintf(r.events, "failed after %d steps\n", res.Used)
 			for _, t := range res.Err.Trace {
-				fmt.Fprintf(r.events, "\tat %s\n", t)
+				fmt.Fprintf(r.events, "\tat %s\n", frameIn(r.file, t))
 			}
 			return exitf(exitFailed, "%s", compileMessage(r.file, res.Err.Error()))
 		}
