@@ -29,26 +29,14 @@ func TestSleepingRunGoesOn(t *testing.T) {
 	t.Run("run", func(t *testing.T) {
 		t.Parallel()
 		dir := filepath.Join(t.TempDir(), "store")
-		p := start(t, dir, nil, "run", f)
-		if code := p.wait(t, 3*time.Minute); code != exitOK || !strings.Contains(p.stderr(), "r1 sleeping until ") || !strings.Contains(p.stderr(), "(Ctrl-C detaches; runehost resume r1 goes on)") || !strings.Contains(p.stderr(), "done: r1 completed") {
-			t.Fatalf("exit %d:\n%s", code, p.stderr())
-		}
-		if n := strings.Count(p.stderr(), "◆"); n != 12 {
-			t.Fatalf("%d ticks:\n%s", n, p.stderr())
-		}
+		ticked(t, start(t, dir, nil, "run", f), "(Ctrl-C detaches; runehost resume r1 goes on)")
 	})
 	t.Run("served", func(t *testing.T) {
 		t.Parallel()
 		dir := filepath.Join(t.TempDir(), "store")
 		srv := start(t, dir, nil, "serve")
 		srv.await(t, `"msg":"serving"`)
-		p := start(t, dir, nil, "run", f)
-		if code := p.wait(t, 3*time.Minute); code != exitOK || !strings.Contains(p.stderr(), "r1 sleeping until ") || !strings.Contains(p.stderr(), "(the server goes on then; Ctrl-C detaches)") || !strings.Contains(p.stderr(), "done: r1 completed") {
-			t.Fatalf("exit %d:\n%s", code, p.stderr())
-		}
-		if n := strings.Count(p.stderr(), "◆"); n != 12 {
-			t.Fatalf("%d ticks:\n%s", n, p.stderr())
-		}
+		ticked(t, start(t, dir, nil, "run", f), "(the server goes on then; Ctrl-C detaches)")
 	})
 	t.Run("interrupted", func(t *testing.T) {
 		t.Parallel()
@@ -64,6 +52,18 @@ func TestSleepingRunGoesOn(t *testing.T) {
 			t.Fatalf("resume: exit %d:\n%s", code, r.stderr())
 		}
 	})
+}
+
+// ticked checks that p ran ticksProg to its end, saying it slept with
+// hint, and ticked twelve times.
+func ticked(t *testing.T, p *started, hint string) {
+	t.Helper()
+	if code := p.wait(t, 3*time.Minute); code != exitOK || !strings.Contains(p.stderr(), "r1 sleeping until ") || !strings.Contains(p.stderr(), hint) || !strings.Contains(p.stderr(), "done: r1 completed") {
+		t.Fatalf("exit %d:\n%s", code, p.stderr())
+	}
+	if n := strings.Count(p.stderr(), "◆"); n != 12 {
+		t.Fatalf("%d ticks:\n%s", n, p.stderr())
+	}
 }
 
 // events --follow on a run that nothing drives (no runehost holds the
