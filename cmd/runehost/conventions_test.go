@@ -20,7 +20,7 @@ func TestCLIConventions(t *testing.T) {
 		err  string // in stderr
 	}{
 		{[]string{"ps", "--stat", "failed"}, exitUsage, "", "ps: unknown flag --stat"},
-		{[]string{"check", "--json", prog}, exitUsage, "", "check: unknown flag --json"},
+		{[]string{"check", "--jsonl", prog}, exitUsage, "", "check: unknown flag --jsonl"},
 		{[]string{"check", prog, "--bogus"}, exitUsage, "", "check: unknown flag --bogus"},
 		{[]string{"bogus"}, exitUsage, "", `unknown command "bogus"`},
 		{[]string{"help", "bogus"}, exitUsage, "", `unknown command "bogus"`},

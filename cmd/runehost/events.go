@@ -3,10 +3,8 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -27,25 +25,36 @@ func eventsCommand() *cli.Command {
 			"has one user at a time: while another runehost holds it, --follow waits and\n" +
 			"catches up when it is released. While runehost serve owns the store, the\n" +
 			"events come from it, and --follow streams them as they happen.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			storeFlag(),
 			&cli.Uint64Flag{Name: "from", Value: 1, Usage: "the first seq to print"},
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing until the invocation ends"},
 			&cli.DurationFlag{Name: "poll", Value: 300 * time.Millisecond, Usage: "how often --follow looks"},
 			&cli.BoolFlag{Name: "all", Usage: "also print spans, observations and memory queries"},
-			jsonOutFlag(),
-		},
-		Action: func(c *cli.Context) error {
+		}, jsonFlags(true)...),
+		Action: func(c *cli.Context) (err error) {
 			if c.NArg() != 1 {
 				return exitf(exitUsage, "events: want one INVOCATION")
 			}
+			form, err := formatOf(c)
+			if err != nil {
+				return err
+			}
+			// With --follow, --json's array closes when the run ends (or
+			// Ctrl-C stops following): --jsonl is the form to pipe live.
+			list := &rows{w: c.App.Writer, form: form}
+			defer func() {
+				if err == nil {
+					list.end()
+				}
+			}()
 			inv, next := c.Args().First(), max(c.Uint64("from"), 1)
 			said := ""
 			for {
 				if cl, ok, err := findServer(c); err != nil {
 					return err
 				} else if ok {
-					return eventsServed(c, cl, inv, next)
+					return eventsServed(c, cl, list, inv, next)
 				}
 				evs, st, err := readEvents(c, inv, next)
 				var le *store.LockedError
@@ -55,7 +64,7 @@ func eventsCommand() *cli.Command {
 					return err
 				default:
 					for _, ev := range evs {
-						printEvent(c.App.Writer, ev, c.Bool("json"), c.Bool("all"), isTerminal(c.App.Writer))
+						printEvent(c, list, ev)
 						next = ev.Seq + 1
 					}
 					if !c.Bool("follow") || st.status.Terminal() {
@@ -80,10 +89,8 @@ func eventsCommand() *cli.Command {
 
 // eventsServed prints inv's events from seq from as the store's server
 // gives them, following them until inv ends with --follow.
-func eventsServed(c *cli.Context, cl *client.Client, inv string, from uint64) error {
-	show := func(ev events.Event) {
-		printEvent(c.App.Writer, ev, c.Bool("json"), c.Bool("all"), isTerminal(c.App.Writer))
-	}
+func eventsServed(c *cli.Context, cl *client.Client, list *rows, inv string, from uint64) error {
+	show := func(ev events.Event) { printEvent(c, list, ev) }
 	if !c.Bool("follow") {
 		evs, err := cl.Events(c.Context, inv, from, 0)
 		if err != nil {
@@ -152,13 +159,13 @@ func readEvents(c *cli.Context, inv string, from uint64) ([]events.Event, stood,
 	return evs, out, nil
 }
 
-func printEvent(w io.Writer, ev events.Event, asJSON, all, color bool) {
-	if asJSON {
-		b, _ := json.Marshal(ev)
-		fmt.Fprintln(w, string(b))
+// printEvent writes one event in the form the command line asks for.
+func printEvent(c *cli.Context, list *rows, ev events.Event) {
+	if list.form != asText {
+		list.add(ev)
 		return
 	}
-	if all || !events.Quiet(&ev) {
-		fmt.Fprintln(w, events.Line(&ev, color))
+	if c.Bool("all") || !events.Quiet(&ev) {
+		fmt.Fprintln(list.w, events.Line(&ev, isTerminal(list.w)))
 	}
 }

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"time"
@@ -103,12 +102,15 @@ func grantsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "grants",
 		Usage: "list grants",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			storeFlag(),
 			&cli.StringFlag{Name: "prog", Usage: "only this prog's grants (* for those of every prog)"},
-			jsonOutFlag(),
-		},
+		}, jsonFlags(true)...),
 		Action: func(c *cli.Context) error {
+			form, err := formatOf(c)
+			if err != nil {
+				return err
+			}
 			b, err := openBackend(c, false)
 			if err != nil {
 				return err
@@ -118,20 +120,20 @@ func grantsCommand() *cli.Command {
 			if err != nil {
 				return failed("grants", err, exitInternal)
 			}
+			list := &rows{w: c.App.Writer, form: form}
+			defer list.end()
 			for _, g := range gs {
 				if g.Damage != "" {
-					if c.Bool("json") {
-						j, _ := json.Marshal(map[string]any{"prog": g.Prog, "statement": g.Statement, "damage": g.Damage})
-						fmt.Fprintln(c.App.Writer, string(j))
+					if form != asText {
+						list.add(map[string]any{"prog": g.Prog, "statement": g.Statement, "damage": g.Damage})
 						continue
 					}
 					fmt.Fprintf(c.App.Writer, "%-20s %-40s damaged, allows nothing (grant it again, or revoke it): %s\n", g.Prog, g.Statement, g.Damage)
 					continue
 				}
 				at := time.UnixMilli(g.Granted).UTC().Format(time.RFC3339)
-				if c.Bool("json") {
-					j, _ := json.Marshal(map[string]any{"prog": g.Prog, "statement": g.Statement, "tag": g.Tag, "target": g.Target, "granted": at})
-					fmt.Fprintln(c.App.Writer, string(j))
+				if form != asText {
+					list.add(map[string]any{"prog": g.Prog, "statement": g.Statement, "tag": g.Tag, "target": g.Target, "granted": at})
 					continue
 				}
 				fmt.Fprintf(c.App.Writer, "%-20s %-40s %s\n", g.Prog, g.Statement, at)
@@ -141,6 +143,3 @@ func grantsCommand() *cli.Command {
 	}
 }
 
-func jsonOutFlag() cli.Flag {
-	return &cli.BoolFlag{Name: "json", Usage: "one JSON object per line"}
-}

@@ -36,6 +36,7 @@ func linkCommand() *cli.Command {
 			&cli.StringFlag{Name: "base-url", Value: defaultBaseURL, EnvVars: []string{"RUNEHOST_BASE_URL"}, Usage: "where runehost serve is reached"},
 			&cli.BoolFlag{Name: "list", Usage: "list the run's links"},
 			&cli.BoolFlag{Name: "revoke", Usage: "revoke the run's link ID, or all its links"},
+			&cli.BoolFlag{Name: "json", Usage: "with --list: as one JSON document"},
 		},
 		Action: func(c *cli.Context) error {
 			list, revoke := c.Bool("list"), c.Bool("revoke")
@@ -44,6 +45,8 @@ func linkCommand() *cli.Command {
 				return exitf(exitUsage, "link: --list or --revoke, not both")
 			case revoke && (c.NArg() < 1 || c.NArg() > 2), !revoke && c.NArg() != 1:
 				return exitf(exitUsage, "link: want RUN, --list RUN or --revoke RUN [ID]")
+			case c.Bool("json") && !list:
+				return exitf(exitUsage, "link: --json lists: runehost link --list RUN --json")
 			}
 			ttl := c.Duration("ttl")
 			if ttl <= 0 || ttl > maxTTL {
@@ -106,6 +109,11 @@ func linkList(c *cli.Context, b backend, run string, now int64) error {
 	if err != nil {
 		return failed("link", err, exitInternal)
 	}
+	out := &rows{w: c.App.Writer, form: asText}
+	if c.Bool("json") {
+		out.form = asJSON
+		defer out.end()
+	}
 	for _, link := range ls {
 		state := "live"
 		switch {
@@ -113,6 +121,10 @@ func linkList(c *cli.Context, b backend, run string, now int64) error {
 			state = "revoked"
 		case now >= link.Expires:
 			state = "expired"
+		}
+		if out.form == asJSON {
+			out.add(map[string]any{"id": link.ID, "state": state, "created": events.ISO(link.Created), "expires": events.ISO(link.Expires)})
+			continue
 		}
 		fmt.Fprintf(c.App.Writer, "%s  %-7s  created %s  expires %s\n", link.ID, state, events.ISO(link.Created), events.ISO(link.Expires))
 	}

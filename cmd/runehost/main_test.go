@@ -105,7 +105,7 @@ func TestBadUsage(t *testing.T) {
 func TestCheck(t *testing.T) {
 	good := writeProg(t, `let r = act "fs.read" {}`+"\nreturn r")
 	code, out, _ := invoke(t, "check", good)
-	if code != exitOK || !strings.Contains(out, "ok (1 functions; acts: fs.read)") {
+	if code != exitOK || !strings.Contains(out, "ok (1 function; acts: fs.read)") {
 		t.Fatalf("exit %d, stdout %q", code, out)
 	}
 	bad := writeProg(t, "let x = 1\nreturn y")
@@ -272,7 +272,7 @@ func TestGrantsAndPreflight(t *testing.T) {
 	if code, _, errs := invoke(t, "grant", "bad tag"); code != exitUsage || !strings.Contains(errs, "want TAG or TAG:TARGET") {
 		t.Fatalf("bad grant: %d %s", code, errs)
 	}
-	code, out, _ = invoke(t, "grants", "--json")
+	code, out, _ = invoke(t, "grants", "--jsonl")
 	if code != exitOK || strings.Count(out, "\n") != 1 || !strings.Contains(out, `"statement":"fs.read:`+data+`","tag":"fs.read","target":"`+data+`"`) {
 		t.Fatalf("grants: %d %s", code, out)
 	}
@@ -317,14 +317,14 @@ return v`)
 		}
 	}
 	// Every seq, spans included, once and in order; from N: exactly the rest.
-	code, out, _ = invoke(t, "events", "r1", "--json")
+	code, out, _ = invoke(t, "events", "r1", "--jsonl")
 	all := strings.Split(strings.TrimSpace(out), "\n")
 	for i, line := range all {
 		if !strings.HasPrefix(line, fmt.Sprintf(`{"seq":%d,`, i+1)) {
-			t.Fatalf("line %d of --json: %s", i+1, line)
+			t.Fatalf("line %d of --jsonl: %s", i+1, line)
 		}
 	}
-	code, out, _ = invoke(t, "events", "r1", "--from", "11", "--json")
+	code, out, _ = invoke(t, "events", "r1", "--from", "11", "--jsonl")
 	if code != exitOK || strings.Count(out, "\n") != len(all)-10 || !strings.HasPrefix(out, `{"seq":11,`) || !strings.Contains(out, `"type":"emit","name":"step","data":"{\"n\":2}"`) {
 		t.Fatalf("from 11: %d %s", code, out)
 	}

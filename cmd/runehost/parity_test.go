@@ -33,7 +33,7 @@ func TestRunParity(t *testing.T) {
 				if codes[i] != exitOK && codes[i] != exitFailed {
 					t.Fatalf("%s: exit %d: %s", mode, codes[i], lastLine(errs[i]))
 				}
-				code, out, e := invoke(t, "ps", "--json")
+				code, out, e := invoke(t, "ps", "--jsonl")
 				var row struct {
 					Invocation, Status string
 				}

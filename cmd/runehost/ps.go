@@ -5,7 +5,6 @@ package main
 import (
 	"bufio"
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -26,12 +25,15 @@ func psCommand() *cli.Command {
 			"of it cannot be read: the reason is shown; see runehost inspect and\n" +
 			"runehost store verify). A paused invocation (one the host cannot run; see\n" +
 			"runehost inspect) is marked so.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			storeFlag(),
 			&cli.StringSliceFlag{Name: "status", Usage: "only these statuses, persisted or projected"},
-			jsonOutFlag(),
-		},
+		}, jsonFlags(true)...),
 		Action: func(c *cli.Context) error {
+			form, err := formatOf(c)
+			if err != nil {
+				return err
+			}
 			want := c.StringSlice("status")
 			for _, name := range want {
 				if _, ok := parseStatus(name); !ok && name != host.Queued && name != host.Unknown && name != host.Damaged {
@@ -47,15 +49,14 @@ func psCommand() *cli.Command {
 			// Flushed after each page of rows, so the first shows at once.
 			out := bufio.NewWriterSize(c.App.Writer, 64<<10)
 			defer out.Flush()
-			n := 0
+			n, list := 0, &rows{w: out, form: form}
 			err = b.Each(c.Context, want, func(inv api.Invocation) error {
 				if n++; n%1024 == 0 {
 					out.Flush()
 				}
 				st := inv.Status
-				if c.Bool("json") && inv.Damage != "" {
-					j, _ := json.Marshal(map[string]any{"invocation": inv.ID, "status": st, "damage": inv.Damage})
-					fmt.Fprintln(out, string(j))
+				if form != asText && inv.Damage != "" {
+					list.add(map[string]any{"invocation": inv.ID, "status": st, "damage": inv.Damage})
 					return nil
 				}
 				if inv.Damage != "" {
@@ -66,7 +67,7 @@ func psCommand() *cli.Command {
 					fmt.Fprintf(out, "%-10s %-18s %-20s %s\n", inv.ID, st, prog, inv.Damage)
 					return nil
 				}
-				if c.Bool("json") {
+				if form != asText {
 					row := map[string]any{"invocation": inv.ID, "prog": inv.Prog, "revision": inv.Revision, "status": st}
 					if inv.Parent != "" {
 						row["parent"] = inv.Parent
@@ -74,8 +75,7 @@ func psCommand() *cli.Command {
 					if inv.Paused != "" {
 						row["paused"] = inv.Paused
 					}
-					j, _ := json.Marshal(row)
-					fmt.Fprintln(out, string(j))
+					list.add(row)
 					return nil
 				}
 				if inv.Paused != "" {
@@ -87,6 +87,7 @@ func psCommand() *cli.Command {
 			if err != nil {
 				return failed("ps", err, exitInternal)
 			}
+			list.end()
 			return nil
 		},
 	}

@@ -152,7 +152,7 @@ func TestCorruptRecordsCLI(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "r1 ") || !strings.Contains(out, "r3 ") || !strings.Contains(out, "damaged") || !strings.Contains(out, "inv/r2") {
 		t.Fatalf("ps: exit %d, %q, %q", code, out, errs)
 	}
-	if code, out, errs = process(t, dir, "ps", "--status", "damaged", "--json"); code != exitOK || strings.Count(out, "\n") != 1 || !strings.Contains(out, `"invocation":"r2"`) {
+	if code, out, errs = process(t, dir, "ps", "--status", "damaged", "--jsonl"); code != exitOK || strings.Count(out, "\n") != 1 || !strings.Contains(out, `"invocation":"r2"`) {
 		t.Fatalf("ps --status damaged: exit %d, %q, %q", code, out, errs)
 	}
 	if code, out, errs = process(t, dir, "inspect", "r2"); code != exitOK || !strings.Contains(out, "damaged: record inv/r2") || !strings.Contains(out, "allowance") {

@@ -26,7 +26,8 @@ func storeVerifyCommand() *cli.Command {
 			"its records are not read. --accept seals a damaged store as it now is, so\n" +
 			"that it opens again with what it still holds: what was lost stays lost (copy\n" +
 			"the directory first; docs/store.md says what else to do).",
-		Flags: []cli.Flag{storeFlag(), &cli.BoolFlag{Name: "accept", Usage: "accept the damage found: seal the store as it is now"}},
+		Flags: []cli.Flag{storeFlag(), &cli.BoolFlag{Name: "accept", Usage: "accept the damage found: seal the store as it is now"},
+			&cli.BoolFlag{Name: "json", Usage: "as one JSON document: store, sound, records, problems, accepted"}},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 0 {
 				return exitf(exitUsage, "store verify: takes no arguments")
@@ -80,33 +81,49 @@ func storeVerifyCommand() *cli.Command {
 					}
 				}
 			}
-			for _, p := range found {
-				fmt.Fprintf(w, "damaged: %v\n", p)
+			where := dir
+			if onNATS {
+				where = "NATS (" + strings.Join(opts.JetStream.URLs, ",") + ")"
 			}
-			if len(found) == 0 && onNATS {
-				fmt.Fprintf(w, "store on NATS (%s) is sound: %d records decoded\n", strings.Join(opts.JetStream.URLs, ","), records)
-				return nil
-			}
-			if len(found) == 0 {
-				fmt.Fprintf(w, "store %s is sound: every table read in full, %d records decoded\n", dir, records)
-				return nil
-			}
-			if onNATS && c.Bool("accept") {
+			if onNATS && c.Bool("accept") && len(found) > 0 {
 				return exitf(exitUsage, "store verify --accept: a store on NATS has no seal to accept damage into")
 			}
-			if !c.Bool("accept") {
-				fmt.Fprintf(w, "store %s: %d problems\n", dir, len(found))
+			accepted := false
+			if c.Bool("accept") && len(found) > 0 {
+				opts.AcceptDamage = true
+				s, err := store.Open(opts)
+				if err != nil {
+					return storeErr("store verify --accept", err)
+				}
+				if err := s.Close(); err != nil {
+					return storeErr("store verify --accept", err)
+				}
+				accepted = true
+			}
+			if c.Bool("json") {
+				said := make([]string, len(found))
+				for i, p := range found {
+					said[i] = p.Error()
+				}
+				writeJSON(w, map[string]any{"store": where, "sound": len(found) == 0, "records": records, "problems": said, "accepted": accepted})
+			} else {
+				for _, p := range found {
+					fmt.Fprintf(w, "damaged: %v\n", p)
+				}
+				switch {
+				case len(found) == 0 && onNATS:
+					fmt.Fprintf(w, "store on %s is sound: %d records decoded\n", where, records)
+				case len(found) == 0:
+					fmt.Fprintf(w, "store %s is sound: every table read in full, %d records decoded\n", dir, records)
+				case accepted:
+					fmt.Fprintf(w, "store %s: %s accepted; sealed as it is now\n", dir, plural(len(found), "problem"))
+				default:
+					fmt.Fprintf(w, "store %s: %s (runehost store verify --accept seals it as it is; docs/store.md says what else to do)\n", dir, plural(len(found), "problem"))
+				}
+			}
+			if len(found) > 0 && !accepted {
 				return &exitError{code: exitFailed}
 			}
-			opts.AcceptDamage = true
-			s, err := store.Open(opts)
-			if err != nil {
-				return storeErr("store verify --accept", err)
-			}
-			if err := s.Close(); err != nil {
-				return storeErr("store verify --accept", err)
-			}
-			fmt.Fprintf(w, "store %s: %d problems accepted; sealed as it is now\n", dir, len(found))
 			return nil
 		},
 	}
@@ -120,4 +137,12 @@ func storeErr(cmd string, err error) error {
 		return exitf(exitUsage, "%s: %v", cmd, err)
 	}
 	return exitf(exitInternal, "%s: %v", cmd, err)
+}
+
+// plural counts: "1 problem", "2 problems".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
