@@ -137,7 +137,7 @@ func TestDamagedStoreFiles(t *testing.T) {
 				t.Fatalf("files changed: %d, now %d", len(before), len(after))
 			}
 			code, out, _ := process(t, dir, "store", "verify")
-			if code != exitFailed || !strings.Contains(out, "damaged: ") || !strings.Contains(out, file) {
+			if code != exitFailed || !strings.Contains(out, "damaged: ") || !strings.Contains(out, file) || !strings.Contains(out, ": 1 problem (runehost store verify --accept") {
 				t.Fatalf("verify: exit %d, %q", code, out)
 			}
 		})
