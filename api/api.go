@@ -138,6 +138,10 @@ type RunState struct {
 	Unknown    *Act            `json:"unknown,omitempty"`  // the act of unknown outcome it waits on
 	Paused     string          `json:"paused,omitempty"`   // why the host cannot run it: an operator resumes it
 	Cursor     string          `json:"cursor,omitempty"`   // of the events stream, after the action
+	Steps      uint64          `json:"steps,omitempty"`    // charged so far
+	Tokens     uint64          `json:"tokens,omitempty"`   // model tokens charged so far
+	Started    int64           `json:"started,omitempty"`  // unix ms, when it was admitted
+	Ended      int64           `json:"ended,omitempty"`    // unix ms, once it ended
 }
 
 // RunError is a prog's uncaught error.

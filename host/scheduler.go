@@ -258,7 +258,13 @@ func (e *Engine) State(inv string) (*RunState, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &RunState{Status: i.Status, Result: i.Result, Err: i.Err, Paused: i.Paused}
+	st := &RunState{Status: i.Status, Result: i.Result, Err: i.Err, Paused: i.Paused, Admitted: i.Admitted, Ended: i.Ended}
+	if al, err := e.accounts.Get(inv); err == nil {
+		st.Steps = al.Charged
+	}
+	if tk, err := e.accounts.Tokens(inv); err == nil {
+		st.Tokens = tk.Charged
+	}
 	switch i.Status {
 	case Joining:
 		st.Waiting = fmt.Sprintf("%d children", i.Live)

@@ -4,35 +4,52 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/runehost/runehost/events"
+	"github.com/runehost/runehost/host"
 	"github.com/runehost/runehost/server/page"
 )
 
 // pageSource is the page's view of the server.
 type pageSource struct{ s *Server }
 
-// Run resolves a token to its run; every failure is the same not-found.
-func (p pageSource) Run(ctx context.Context, token string) (page.Run, bool) {
-	if p.s.cfg.Links == nil {
+// Run resolves a token to its run, or to a descendant of it named by id;
+// every failure is the same not-found.
+func (p pageSource) Run(ctx context.Context, token, id string) (page.Run, bool) {
+	root, ok := p.s.pageRun(token, id)
+	if !ok {
 		return page.Run{}, false
 	}
-	inv, err := p.s.cfg.Links.Resolve(token)
-	if err != nil {
-		return page.Run{}, false
-	}
+	inv := cmp.Or(id, root)
 	st, err := p.s.svc.State(inv)
 	if err != nil {
 		return page.Run{}, false
 	}
-	run := page.Run{ID: inv, Status: st.Status, Answer: st.Answer, Waiting: st.Waiting, WaitCommand: st.Command, Sleeps: st.Sleeps}
+	run := page.Run{ID: inv, Status: st.Status, Answer: st.Answer, Waiting: st.Waiting, WaitCommand: st.Command, Sleeps: st.Sleeps,
+		Steps: st.Steps, Tokens: st.Tokens, Started: st.Started, Ended: st.Ended}
 	if st.Error != nil {
 		run.Error, run.Trace = st.Error.Text, st.Error.Trace
 	}
-	if ids, err := p.s.svc.E.Tree(inv); err == nil {
-		run.Children = ids[1:]
+	if inv != root {
+		run.Root, run.Parent = root, inv[:strings.LastIndexByte(inv, '.')]
+	}
+	if ids, err := p.s.svc.E.Tree(inv); err == nil && len(ids) > 1 {
+		if invs, err := p.s.svc.E.Invocations(ids[1:]); err == nil {
+			for _, c := range invs {
+				status := c.Status.String()
+				if c.Damage != "" {
+					status = host.Damaged
+				}
+				run.Children = append(run.Children, page.Child{ID: c.ID, Status: status})
+			}
+		}
+	}
+	if invs, err := p.s.svc.E.Invocations([]string{inv}); err == nil && len(invs) == 1 {
+		run.Prog = invs[0].Prog // a child's log has no run_meta to name it
 	}
 	if evs, err := p.s.svc.E.Events(inv, 1, 2); err == nil {
 		for _, ev := range evs {
@@ -45,6 +62,29 @@ func (p pageSource) Run(ctx context.Context, token string) (page.Run, bool) {
 		}
 	}
 	return run, true
+}
+
+// pageRun resolves a page's token to the run it links, and checks that
+// id, when given, is that run or one of its descendants (their ids extend
+// the run's: r1.2 of r1) that exists.
+func (s *Server) pageRun(token, id string) (root string, ok bool) {
+	if s.cfg.Links == nil {
+		return "", false
+	}
+	root, err := s.cfg.Links.Resolve(token)
+	if err != nil {
+		return "", false
+	}
+	if id == "" || id == root {
+		return root, true
+	}
+	if !strings.HasPrefix(id, root+".") {
+		return "", false
+	}
+	if _, err := s.svc.E.State(id); err != nil {
+		return "", false
+	}
+	return root, true
 }
 
 // Events is the run's tree's events so far, each run's in seq order, runs

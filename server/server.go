@@ -4,6 +4,7 @@
 package server
 
 import (
+	"cmp"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -509,11 +510,12 @@ func (s *Server) postRevokeLinks(w http.ResponseWriter, r *http.Request) {
 // getPageEvents is the page's stream: its token is its authority, and a
 // wrong one is the same 404 as the page's.
 func (s *Server) getPageEvents(w http.ResponseWriter, r *http.Request) {
-	run, err := s.cfg.Links.Resolve(r.PathValue("token"))
-	if err != nil {
+	root, ok := s.pageRun(r.PathValue("token"), r.URL.Query().Get("run"))
+	if !ok {
 		page.NotFound(w)
 		return
 	}
+	run := cmp.Or(r.URL.Query().Get("run"), root)
 	c := r.URL.Query().Get("cursor")
 	if id := r.Header.Get("Last-Event-ID"); id != "" {
 		c = id

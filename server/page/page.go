@@ -11,21 +11,26 @@ import (
 	"embed"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/runehost/runehost/events"
 )
 
 // Source is what the page reads: a run resolved from its link, and its events.
 type Source interface {
-	// Run returns what the page shows of the run a token names; ok false
-	// for a wrong, expired or revoked token, or a run that does not exist.
-	Run(ctx context.Context, token string) (Run, bool)
+	// Run returns what the page shows of the run a token names, or with
+	// id of one of its descendants (the link shows them too); ok false for
+	// a wrong, expired or revoked token, a run that does not exist, or an
+	// id that is not the run's or a descendant's.
+	Run(ctx context.Context, token, id string) (Run, bool)
 	// Events returns the events of the run and its descendants so far, in
 	// order, and the cursor the stream resumes after them (opaque to the page).
 	Events(ctx context.Context, run string) (evs []events.Event, cursor string, err error)
@@ -43,8 +48,19 @@ type Run struct {
 	Waiting     string   // what it awaits, when waiting
 	WaitCommand string   // the command that answers it: runehost send RUN TAG JSON
 	Sleeps      int64    // unix ms: it sleeps at timers and goes on by itself then (nothing to answer)
-	Children    []string // its descendants' ids
+	Children    []Child  // its descendants
 	Trace       []string // the Rune backtrace of its error, innermost first
+	Root        string   // the link's run, when the page shows a descendant of it
+	Parent      string   // the run that spawned it, when the link shows that one too
+
+	Steps, Tokens  uint64 // charged so far, its own
+	Started, Ended int64  // unix ms; Ended once it ended
+}
+
+// Child is a descendant of the page's run, listed with a link to its page.
+type Child struct {
+	ID     string
+	Status string
 }
 
 // Terminal reports whether a status is one no run leaves.
@@ -70,12 +86,16 @@ var assets embed.FS
 
 var (
 	tmpl = template.Must(template.New("").Funcs(template.FuncMap{
-		"time":   clock,
-		"iso":    events.ISO,
-		"ok":     verdict,
-		"label":  label,
-		"pretty": pretty,
-		"rest":   rest,
+		"time":     clock,
+		"iso":      events.ISO,
+		"ok":       verdict,
+		"label":    label,
+		"pretty":   pretty,
+		"rest":     rest,
+		"lines":    lines,
+		"summary":  summary,
+		"stamp":    stamp,
+		"terminal": Terminal,
 	}).ParseFS(assets, "assets/*.html"))
 	// version names the assets' contents, so that a new build's page never
 	// runs an old cached script.
@@ -154,7 +174,7 @@ func serveAsset(w http.ResponseWriter, r *http.Request) {
 
 func servePage(w http.ResponseWriter, r *http.Request, src Source) {
 	token := r.PathValue("token")
-	run, ok := src.Run(r.Context(), token)
+	run, ok := src.Run(r.Context(), token, r.URL.Query().Get("run"))
 	if !ok {
 		NotFound(w)
 		return
@@ -166,6 +186,12 @@ func servePage(w http.ResponseWriter, r *http.Request, src Source) {
 	}
 	v := build(run, evs)
 	v.Token, v.Cursor, v.Version = token, cursor, version
+	v.Now = time.Now().UnixMilli()
+	v.Base = "/r/" + token
+	v.Events = v.Base + "/events"
+	if run.Root != "" {
+		v.Events += "?run=" + url.QueryEscape(run.ID)
+	}
 	var buf bytes.Buffer
 	if err := tmpl.ExecuteTemplate(&buf, "page.html", v); err != nil {
 		http.Error(w, "the page cannot be rendered", http.StatusInternalServerError)
@@ -180,6 +206,9 @@ func servePage(w http.ResponseWriter, r *http.Request, src Source) {
 // view is what the template renders.
 type view struct {
 	Run      Run
+	Base     string // the page of the link's run
+	Events   string // this page's stream
+	Now      int64  // unix ms, for how long a run that goes on has run
 	Token    string
 	Cursor   string
 	Version  string
@@ -247,7 +276,20 @@ func build(run Run, evs []events.Event) view {
 			continue // the result holds the whole reply
 		case events.KindSpanStart, events.KindSpanEnd:
 			continue
-		case events.KindMemoryQuery, events.KindObservation, events.KindVerification, events.KindOutcome:
+		case events.KindObservation:
+			// An act's observation restates its call's result, shown
+			// already; only one without a call on the page is listed.
+			if _, ok := calls[strings.TrimPrefix(e.Observation.ObservationID, "obs:")]; !ok {
+				v.Objects = append(v.Objects, e)
+			}
+			continue
+		case events.KindOutcome:
+			// An outcome that says only the status, the status says.
+			if e.Outcome.VerificationID != "" || len(e.Outcome.Degraded) > 0 {
+				v.Objects = append(v.Objects, e)
+			}
+			continue
+		case events.KindMemoryQuery, events.KindVerification:
 			v.Objects = append(v.Objects, e)
 			continue
 		}
@@ -285,6 +327,59 @@ func pretty(text string) string {
 	}
 	return buf.String()
 }
+
+// longAnswer is how many lines an answer shows before it folds.
+const longAnswer = 24
+
+// lines counts a text's lines.
+func lines(text string) int { return strings.Count(strings.TrimRight(text, "\n"), "\n") + 1 }
+
+// summary is the run's line of figures: steps, tokens and how long it ran
+// (or has so far, when it goes on: the script keeps that one current).
+func summary(r Run, now int64) string {
+	parts := []string{count(r.Steps, "step")}
+	if r.Tokens > 0 {
+		parts = append(parts, count(r.Tokens, "token"))
+	}
+	if r.Started > 0 {
+		if r.Ended > 0 {
+			parts = append(parts, "took "+span(r.Ended-r.Started))
+		} else {
+			parts = append(parts, span(now-r.Started)+" so far")
+		}
+	}
+	return strings.Join(parts, " · ")
+}
+
+// count is "1 step", "2,048 steps".
+func count(n uint64, noun string) string {
+	s := strconv.FormatUint(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if n != 1 {
+		noun += "s"
+	}
+	return s + " " + noun
+}
+
+// span is a duration as a person reads it: 350ms, 4.2s, 3m12s, 2h05m.
+func span(ms int64) string {
+	ms = max(ms, 0) // a clock set back
+	switch d := time.Duration(ms) * time.Millisecond; {
+	case d < time.Second:
+		return strconv.FormatInt(ms, 10) + "ms"
+	case d < time.Minute:
+		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	default:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+}
+
+// stamp is a moment with its zone, UTC: 2026-12-07 16:24:03 UTC.
+func stamp(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05 MST") }
 
 // rest is a call's description without the tool's name it repeats
 // ("tool.run wc" under tool.run is "wc"; "model.chat" is "").

@@ -41,10 +41,10 @@ func newFake(run Run, token string) *fake {
 	return &fake{run: run, tokens: map[string]bool{token: true}, changed: make(chan struct{})}
 }
 
-func (f *fake) Run(_ context.Context, token string) (Run, bool) {
+func (f *fake) Run(_ context.Context, token, id string) (Run, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.run, f.tokens[token]
+	return f.run, f.tokens[token] && (id == "" || id == f.run.ID)
 }
 
 // Events returns the events so far; the fake's cursor is how many there are.
@@ -101,7 +101,7 @@ func (f *fake) opened() int {
 // (Last-Event-ID, else ?cursor), each with its cursor as id, then a state
 // message; after a terminal one the stream ends.
 func (f *fake) serveEvents(w http.ResponseWriter, r *http.Request) {
-	if _, ok := f.Run(r.Context(), r.PathValue("token")); !ok {
+	if _, ok := f.Run(r.Context(), r.PathValue("token"), r.URL.Query().Get("run")); !ok {
 		NotFound(w)
 		return
 	}
@@ -195,7 +195,10 @@ func TestPageRenders(t *testing.T) {
 		events.Event{Kind: events.KindEmit, Emit: &events.Emit{Name: "progress", Data: `{"done":1}`}},
 		events.Event{Run: "r2", Kind: events.KindAnswer, Answer: &events.Answer{Text: "child done"}},
 		answer("four words"),
-		events.Event{Kind: events.KindOutcome, Outcome: &events.Outcome{OutcomeID: "out:r1", Status: "completed"}},
+		events.Event{Kind: events.KindOutcome, Outcome: &events.Outcome{OutcomeID: "out:r1", Status: "completed", VerificationID: "ver:r1"}},
+		// Said already, by the call's result and by the status: not listed.
+		events.Event{Kind: events.KindObservation, Observation: &events.Observation{ObservationID: "obs:r1#1", Kind: "tool_result", Summary: "tool.run: evil"}},
+		events.Event{Run: "r2", Kind: events.KindOutcome, Outcome: &events.Outcome{OutcomeID: "out:r2", Status: "completed"}},
 	)
 	res, body := get(t, f.server(t).URL+"/r/tok")
 	if res.StatusCode != 200 {
@@ -214,16 +217,19 @@ func TestPageRenders(t *testing.T) {
 		`<pre id="input">{&#34;task&#34;:&#34;&lt;b&gt;bold&lt;/b&gt;&#34;}</pre>`,
 		`<span id="prog">agent</span>`,
 		`<pre id="answer">four words</pre>`,
-		`data-cursor="10"`,
+		`data-cursor="12"`,
 		`<li class="ev call" data-run="r1" data-seq="3" data-call="r1#1">`,
 		`<div class="result ok" data-run="r1" data-seq="5"><span class="verdict">exit 0</span>`,
 		`<span class="kind">refused</span> <span class="text">fs.read denied</span>`,
 		`<span class="who">r2</span> <span class="kind">answer</span>`,
-		`<li class="obj outcome" data-run="r1" data-seq="10"><span class="kind">outcome</span> <span class="text">out:r1 completed</span>`,
+		`<li class="obj outcome" data-run="r1" data-seq="10"><span class="kind">outcome</span> <span class="text">out:r1 completed, verified by ver:r1</span>`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("page lacks %s", want)
 		}
+	}
+	if strings.Contains(body, "obs:r1#1") || strings.Contains(body, "out:r2") {
+		t.Errorf("an object said already is listed")
 	}
 	if strings.Count(body, "<script") != 1 || strings.Contains(body, "data-seq=\"4\"") {
 		t.Errorf("scripts or spans in the page:\n%s", body)
@@ -281,9 +287,9 @@ type linkSource struct {
 	runs map[string]bool
 }
 
-func (s *linkSource) Run(_ context.Context, token string) (Run, bool) {
+func (s *linkSource) Run(_ context.Context, token, id string) (Run, bool) {
 	run, err := s.l.Resolve(token)
-	if err != nil || !s.runs[run] {
+	if err != nil || !s.runs[run] || id != "" && id != run {
 		return Run{}, false
 	}
 	return Run{ID: run, Status: "completed"}, true
@@ -376,5 +382,58 @@ func TestPageReadsWell(t *testing.T) {
 	res, icon := get(t, srv.URL+"/favicon.ico")
 	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "image/svg+xml" || !strings.HasPrefix(icon, "<svg") {
 		t.Errorf("favicon: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+}
+
+// The page opens with what a person asks first: how it went, what it
+// cost, how long it took and when it began (with the zone); a long answer
+// folds under a count of its lines; children are links to their pages.
+func TestPageSummary(t *testing.T) {
+	started := int64(1796143921215) // 2026-12-01 16:52:01.215 UTC
+	long := "[" + strings.Repeat("1,", 40) + "1]"
+	f := newFake(Run{ID: "r1", Status: "completed", Answer: long, Steps: 2048, Tokens: 1, Started: started, Ended: started + 192_500,
+		Children: []Child{{"r1.1", "completed"}, {"r1.2", "failed"}}}, "tok")
+	srv := f.server(t)
+	_, body := get(t, srv.URL+"/r/tok")
+	for _, want := range []string{
+		`<span id="figures">2,048 steps · 1 token · took 3m12s</span> · started <time id="started" datetime="2026-12-01T16:52:01.215Z">2026-12-01 16:52:01 UTC</time>`,
+		`<details id="answer-fold" open><summary id="answer-lines">43 lines</summary>`,
+		`<li data-child="r1.1"><a href="/r/tok?run=r1.1">r1.1</a> <span class="status status-completed">completed</span></li>`,
+		`<li data-child="r1.2"><a href="/r/tok?run=r1.2">r1.2</a> <span class="status status-failed">failed</span></li>`,
+		`<h2>Timeline <span class="zone">UTC</span></h2>`,
+		`<section id="objects-box" hidden>`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %s\n%s", want, body)
+		}
+	}
+	// A short answer shows no fold.
+	f.run.Answer, f.run.Children = `{"a":1}`, nil
+	_, body = get(t, srv.URL+"/r/tok")
+	if !strings.Contains(body, `<details id="answer-fold" open class="short">`) || !strings.Contains(body, `<section id="children-box" hidden>`) {
+		t.Errorf("a short answer folds, or an empty children pane shows:\n%s", body)
+	}
+	// A run that goes on says for how long so far.
+	f.run.Ended, f.run.Status = 0, "running"
+	_, body = get(t, srv.URL+"/r/tok")
+	if !strings.Contains(body, `2,048 steps · 1 token · `) || !strings.Contains(body, ` so far</span>`) {
+		t.Errorf("a running run's figures: %s", body)
+	}
+	// Another run's id on the link's page is the same not-found.
+	if res, _ := get(t, srv.URL+"/r/tok?run=r2"); res.StatusCode != http.StatusNotFound {
+		t.Errorf("?run=r2 on r1's link: %d", res.StatusCode)
+	}
+}
+
+func TestSpan(t *testing.T) {
+	for ms, want := range map[int64]string{-5: "0ms", 350: "350ms", 4200: "4.2s", 192_500: "3m12s", 7_530_000: "2h05m"} {
+		if got := span(ms); got != want {
+			t.Errorf("span(%d) = %q, want %q", ms, got, want)
+		}
+	}
+	for n, want := range map[uint64]string{0: "0 steps", 1: "1 step", 999: "999 steps", 1000: "1,000 steps", 1234567: "1,234,567 steps"} {
+		if got := count(n, "step"); got != want {
+			t.Errorf("count(%d) = %q, want %q", n, got, want)
+		}
 	}
 }

@@ -138,7 +138,37 @@
     return ev.type;
   }
 
+  // child keeps a descendant's line in the children pane: its status as
+  // its events tell it, and a line for one spawned since the page loaded.
+  function child(ev) {
+    if (!ev.run.startsWith(runID + ".")) return;
+    let li = document.querySelector('#children li[data-child="' + CSS.escape(ev.run) + '"]');
+    if (!li) {
+      li = el("li");
+      li.dataset.child = ev.run;
+      const a = el("a", "", ev.run);
+      a.href = root.dataset.base + "?run=" + encodeURIComponent(ev.run);
+      li.append(a, " ", el("span", "status status-running", "running"));
+      $("children").append(li);
+      $("children-box").hidden = false;
+    }
+    let s = "";
+    if (ev.type === "answer") s = "completed";
+    else if (ev.type === "run_note" && ev.note === "stopped") s = (ev.summary || "").split(":")[0];
+    else if (ev.type === "run_note" && (ev.note === "waiting" || ev.note === "sleeping")) s = "waiting";
+    else if (content.has(ev.type)) s = "running";
+    const st = li.querySelector(".status");
+    if (s && st && !terminal(st.textContent)) {
+      st.textContent = s;
+      st.className = "status status-" + s;
+    }
+  }
+
   function object(ev) {
+    // Only once: an act's observation restates its call's result, and an
+    // outcome of only a status, the status (as the server lays them out).
+    if (ev.type === "observation" && calls.has((ev.observationId || "").replace(/^obs:/, ""))) return;
+    if (ev.type === "outcome" && !ev.verificationId && !(ev.degraded || []).length) return;
     const li = el("li", "obj " + ev.type);
     li.dataset.run = ev.run;
     li.dataset.seq = String(ev.seq);
@@ -160,12 +190,42 @@
       li.append(details(key, "blocks", ul));
     }
     objects.append(li);
+    $("objects-box").hidden = false;
   }
 
   function show(boxID, id, text) {
     if (text === undefined || text === null || text === "") return;
     $(id).textContent = id === "answer" ? pretty(String(text)) : String(text);
+    if (id === "answer") {
+      // A long answer folds under a line that counts it.
+      const n = $(id).textContent.replace(/\n+$/, "").split("\n").length;
+      $("answer-lines").textContent = n + " lines";
+      $("answer-fold").classList.toggle("short", n <= 24);
+    }
     $(boxID).hidden = false;
+  }
+
+  // count is "1 step", "2,048 steps", as the server words it.
+  function count(n, noun) {
+    return Number(n).toLocaleString("en-US") + " " + noun + (n === 1 ? "" : "s");
+  }
+
+  // span is a duration as the server words it: 350ms, 4.2s, 3m12s, 2h05m.
+  function span(ms) {
+    ms = Math.max(ms, 0);
+    const two = (x) => String(Math.floor(x)).padStart(2, "0");
+    if (ms < 1000) return ms + "ms";
+    if (ms < 60000) return (ms / 1000).toFixed(1) + "s";
+    if (ms < 3600000) return Math.floor(ms / 60000) + "m" + two((ms / 1000) % 60) + "s";
+    return Math.floor(ms / 3600000) + "h" + two((ms / 60000) % 60) + "m";
+  }
+
+  // figures is the summary's line: steps, tokens, how long it ran.
+  function figures(s) {
+    const parts = [count(s.steps || 0, "step")];
+    if (s.tokens) parts.push(count(s.tokens, "token"));
+    if (s.started) parts.push(s.ended ? "took " + span(s.ended - s.started) : span(Date.now() - s.started) + " so far");
+    $("figures").textContent = parts.join(" · ");
   }
 
   // pretty is an answer as a person reads it: JSON indented.
@@ -187,6 +247,7 @@
     if (!s) return;
     status = s;
     root.dataset.status = s;
+    root.classList.toggle("ended", terminal(s));
     const st = $("status");
     st.textContent = s;
     st.className = "status status-" + s;
@@ -201,11 +262,13 @@
     if (seen.has(key)) return;
     seen.add(key);
     const own = ev.run === runID;
-    if (status === "waiting" && content.has(ev.type)) setStatus("running");
+    if (own && status === "waiting" && content.has(ev.type)) setStatus("running");
+    if (!own) child(ev);
     switch (ev.type) {
       case "input":
         if (own) {
           if (!$("input").textContent) $("input").textContent = ev.text;
+          $("input-box").hidden = false;
           return;
         }
         return line(ev, "input", "input", ev.text);
@@ -236,8 +299,15 @@
     }
   }
 
+  let last = null; // the last state: how long a run that goes on has run, kept current
+  setInterval(() => {
+    if (last && last.started && !last.ended && !terminal(status)) figures(last);
+  }, 1000);
+
   function applyState(s) {
     setStatus(s.status);
+    last = s;
+    figures(s);
     if (s.status === "waiting") {
       if (s.sleeps) {
         // A timer: nothing to answer, it goes on at its deadline.
@@ -266,7 +336,8 @@
   // connect follows the stream from the cursor; the browser itself resumes
   // a dropped stream with Last-Event-ID, and a refused one is retried here.
   function connect() {
-    const url = root.dataset.events + (cursor ? "?cursor=" + encodeURIComponent(cursor) : "");
+    const stream = root.dataset.events;
+    const url = stream + (cursor ? (stream.includes("?") ? "&" : "?") + "cursor=" + encodeURIComponent(cursor) : "");
     es = new EventSource(url);
     es.onopen = () => live(true);
     es.onmessage = (m) => {
