@@ -14,6 +14,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"net/http/httptest"
 	"os"
 	"regexp"
@@ -294,11 +295,14 @@ func TestTCPWantsTheToken(t *testing.T) {
 }
 
 // A wrong, expired or revoked link is the same 404 as a link to nothing,
-// for the page and for its stream.
+// for the page and for its stream; so is a good link asked for a run that
+// is not its run's descendant.
 func TestLinksFailAlike(t *testing.T) {
 	f := newFixture(t)
 	inv := f.run(t, "p", `return 1`)
 	f.wait(t, inv, func(st *api.RunState) bool { return api.Terminal(st.Status) })
+	other := f.run(t, "p", `return 1`)
+	f.wait(t, other, func(st *api.RunState) bool { return api.Terminal(st.Status) })
 	good, _, err := f.links.Create(inv, time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -335,6 +339,17 @@ func TestLinksFailAlike(t *testing.T) {
 				t.Errorf("%s%s: %d %q %v, want %d %q %v", name, suffix, code, body, h, code0, body0, h0)
 			}
 		}
+	}
+	for _, run := range []string{other, inv + ".1", inv + "0", inv + ".", "../" + inv} {
+		for _, suffix := range []string{"", "/events"} {
+			code, body, h := get("/r/" + good + suffix + "?run=" + url.QueryEscape(run))
+			if code != code0 || body != body0 || fmt.Sprint(h) != fmt.Sprint(h0) {
+				t.Errorf("?run=%s%s on %s's link: %d %q", run, suffix, inv, code, body)
+			}
+		}
+	}
+	if code, body, _ := get("/r/" + good + "?run=" + inv); code != 200 || !strings.Contains(body, inv) {
+		t.Errorf("?run= the link's own run: %d", code)
 	}
 }
 
