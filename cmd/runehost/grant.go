@@ -142,4 +142,3 @@ func grantsCommand() *cli.Command {
 		},
 	}
 }
-
