@@ -254,7 +254,28 @@ func (e *Engine) Sleeps(root string) (int64, error) {
 
 // State says where an invocation stands, from its records.
 func (e *Engine) State(inv string) (*RunState, error) {
-	i, err := e.invs.get(inv)
+	// One read of the records: a drive between two reads would pair a
+	// waiting status with the checkpoint of the turn after it, and a timer
+	// already taken (0: nothing to wake it).
+	var i *Invocation
+	var cp []byte
+	var parked wait
+	err := e.Store.View(func(tx *store.Tx) error {
+		var err error
+		if i, err = getInv(tx, inv); err != nil || i.Status != Waiting {
+			return err
+		}
+		b, ok, err := getCheckpoint(tx, inv)
+		if err == nil && !ok {
+			err = fmt.Errorf("invocation %s: %w", inv, ErrNoSuchInvocation)
+		}
+		if err != nil {
+			return err
+		}
+		cp = b
+		_, err = tx.Get(waitKey(inv), &parked)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -269,10 +290,6 @@ func (e *Engine) State(inv string) (*RunState, error) {
 	case Joining:
 		st.Waiting = fmt.Sprintf("%d children", i.Live)
 	case Waiting:
-		cp, err := e.checkpoint(inv)
-		if err != nil {
-			return nil, err
-		}
 		h, err := checkpoint.DecodeHeader(cp)
 		if err != nil {
 			return nil, fmt.Errorf("invocation %s: stored checkpoint: %w", inv, err)
@@ -283,9 +300,8 @@ func (e *Engine) State(inv string) (*RunState, error) {
 		}
 		if h.Pending.Kind == checkpoint.PendingAwait {
 			aw, _ := parseAwait(h.Pending)
-			st.Waiting, st.Awaits = fmt.Sprintf("an event %v", aw.Tags), aw.Tags
-			st.Deadline, err = e.boxes.Deadline(inv)
-			return st, err
+			st.Waiting, st.Awaits, st.Deadline = fmt.Sprintf("an event %v", aw.Tags), aw.Tags, parked.Deadline
+			return st, nil
 		}
 		st.Waiting = "the outcome of act " + h.Pending.Tag
 		op, err := e.ledger.Get(OpID{inv, h.Pending.Seq})
