@@ -258,22 +258,26 @@ func (e *Engine) State(inv string) (*RunState, error) {
 	// waiting status with the checkpoint of the turn after it, and a timer
 	// already taken (0: nothing to wake it).
 	var i *Invocation
-	var cp []byte
+	var h *checkpoint.Header
 	var parked wait
 	err := e.Store.View(func(tx *store.Tx) error {
 		var err error
 		if i, err = getInv(tx, inv); err != nil || i.Status != Waiting {
 			return err
 		}
-		b, ok, err := getCheckpoint(tx, inv)
+		cp, ok, err := getCheckpoint(tx, inv)
 		if err == nil && !ok {
 			err = fmt.Errorf("invocation %s: %w", inv, ErrNoSuchInvocation)
 		}
 		if err != nil {
 			return err
 		}
-		cp = b
-		_, err = tx.Get(waitKey(inv), &parked)
+		if h, err = checkpoint.DecodeHeader(cp); err != nil {
+			return fmt.Errorf("invocation %s: stored checkpoint: %w", inv, err)
+		}
+		if h.Pending != nil && h.Pending.Kind == checkpoint.PendingAwait {
+			_, err = tx.Get(waitKey(inv), &parked)
+		}
 		return err
 	})
 	if err != nil {
@@ -290,10 +294,6 @@ func (e *Engine) State(inv string) (*RunState, error) {
 	case Joining:
 		st.Waiting = fmt.Sprintf("%d children", i.Live)
 	case Waiting:
-		h, err := checkpoint.DecodeHeader(cp)
-		if err != nil {
-			return nil, fmt.Errorf("invocation %s: stored checkpoint: %w", inv, err)
-		}
 		if h.Pending == nil {
 			st.Waiting = "its turn"
 			break

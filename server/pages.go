@@ -81,7 +81,8 @@ func (s *Server) pageRun(token, id string) (root string, ok bool) {
 	if !strings.HasPrefix(id, root+".") {
 		return "", false
 	}
-	if _, err := s.svc.E.State(id); err != nil {
+	ids, err := s.svc.E.Tree(root)
+	if err != nil || !slices.Contains(ids[1:], id) {
 		return "", false
 	}
 	return root, true

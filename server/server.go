@@ -104,7 +104,19 @@ func (s *Server) Publish(inv string) { s.hub.publish(inv) }
 
 func (s *Server) handle(pattern string, h http.Handler) {
 	s.patterns = append(s.patterns, pattern)
-	s.mux.Handle(pattern, s.cfg.Metrics.Middleware(pattern, h))
+	s.mux.Handle(pattern, s.cfg.Metrics.Middleware(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// No record's id holds a zero byte (no store key may): such an id
+		// names nothing.
+		if strings.IndexByte(r.PathValue("id"), 0) >= 0 || strings.IndexByte(r.URL.Query().Get("run"), 0) >= 0 {
+			if strings.HasPrefix(pattern, "GET "+page.PagePath) {
+				page.NotFound(w)
+				return
+			}
+			writeError(w, api.Errorf(api.CodeNotFound, "%q: no such invocation", r.PathValue("id")))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})))
 }
 
 // Routes are the patterns the server serves, in the order registered.

@@ -340,7 +340,7 @@ func TestLinksFailAlike(t *testing.T) {
 			}
 		}
 	}
-	for _, run := range []string{other, inv + ".1", inv + "0", inv + ".", "../" + inv} {
+	for _, run := range []string{other, inv + ".1", inv + "0", inv + ".", "../" + inv, inv + ".\x00", "\x00"} {
 		for _, suffix := range []string{"", "/events"} {
 			code, body, h := get("/r/" + good + suffix + "?run=" + url.QueryEscape(run))
 			if code != code0 || body != body0 || fmt.Sprint(h) != fmt.Sprint(h0) {
@@ -350,6 +350,13 @@ func TestLinksFailAlike(t *testing.T) {
 	}
 	if code, body, _ := get("/r/" + good + "?run=" + inv); code != 200 || !strings.Contains(body, inv) {
 		t.Errorf("?run= the link's own run: %d", code)
+	}
+	// An id with a zero byte (no store key holds one) names nothing, on
+	// every route that takes an id.
+	for _, path := range []string{"/v1/invocations/r1%00", "/v1/invocations/r1%00/state", "/v1/invocations/%00/events"} {
+		if code := f.do(t, "GET", path, nil, nil); code != http.StatusNotFound {
+			t.Errorf("GET %s: %d", path, code)
+		}
 	}
 }
 

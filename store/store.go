@@ -507,8 +507,10 @@ func (s *Store) View(fn func(tx *Tx) error) error {
 		if err != nil {
 			return err
 		}
-		err = fn(&Tx{b: b, s: s, readOnly: true})
-		b.discard()
+		err = func() error {
+			defer b.discard() // a panic in fn must not leave the transaction open (Badger's read mark)
+			return fn(&Tx{b: b, s: s, readOnly: true})
+		}()
 		v, ok := b.(checked)
 		if !ok {
 			return err

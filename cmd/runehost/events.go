@@ -5,6 +5,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -40,8 +43,13 @@ func eventsCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			// With --follow, --json's array closes when the run ends (or
-			// Ctrl-C stops following): --jsonl is the form to pipe live.
+			// With --follow, --json's array closes when the run ends or
+			// Ctrl-C stops following: --jsonl is the form to pipe live.
+			if c.Bool("follow") {
+				ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+				defer stop()
+				c.Context = ctx
+			}
 			list := &rows{w: c.App.Writer, form: form}
 			defer func() {
 				if err == nil {

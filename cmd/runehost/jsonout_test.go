@@ -5,9 +5,12 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestJSONIsOneDocument(t *testing.T) {
@@ -76,5 +79,34 @@ func TestJSONIsOneDocument(t *testing.T) {
 	_, out, _ := invoke(t, "check", bad, "--json")
 	if !strings.Contains(out, `"line":1`) || !strings.Contains(out, `"message":"undefined: nope"`) {
 		t.Errorf("check --json: no position: %s", out)
+	}
+}
+
+// events --follow --json stopped by Ctrl-C still writes one document: the
+// array closes.
+func TestFollowJSONClosesOnInterrupt(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	f := writeProg(t, "emit(\"step\", {n: 1})\nreturn await {key: \"go\"}\n")
+	if code, _, errs := process(t, dir, "run", f); code != exitWaiting {
+		t.Fatalf("run: %d %s", code, errs)
+	}
+	cmd := exec.Command(os.Args[0], "events", "r1", "--follow", "--json")
+	cmd.Env = append(os.Environ(), "RUNEHOST_TEST_AS_CLI=1", "RUNEHOST_STORE="+dir)
+	var out, errs syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(errs.String(), "nothing drives it here"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("events never said it follows: %s", errs.String())
+		}
+	}
+	cmd.Process.Signal(os.Interrupt)
+	cmd.Wait()
+	var evs []map[string]any
+	if err := json.Unmarshal([]byte(out.String()), &evs); err != nil || len(evs) < 3 {
+		t.Fatalf("exit %d, not one document of its events (%v):\n%s", cmd.ProcessState.ExitCode(), err, out.String())
 	}
 }
