@@ -59,11 +59,11 @@ RACE_PKGS := ./host ./events/... ./slack/... ./server/...
 race:
 	$(GO) test -timeout=$(RACE_TIMEOUT) -race $(RACE_PKGS)
 
-## tools: the test tools of testdata/tools, as WASI commands in testdata/tools/bin (tool.run finds them with RUNEHOST_TOOLS=testdata/tools/bin).
+## tools: the test tools of testdata/tools, as WASI commands in testdata/tools/bin (tool.run finds them with RUNEHOST_TOOLS=testdata/tools/bin), built reproducibly (-trimpath, no VCS stamp): the same bytes, so the same fuel, in every clone.
 TOOLS = cat wc grep spin grow flood escape envsnoop scribble racer mcpserver
 tools:
 	@mkdir -p testdata/tools/bin
-	@for t in $(TOOLS); do GOOS=wasip1 GOARCH=wasm $(GO) build -o testdata/tools/bin/$$t.wasm ./testdata/tools/$$t || exit 1; done
+	@for t in $(TOOLS); do GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildvcs=false -o testdata/tools/bin/$$t.wasm ./testdata/tools/$$t || exit 1; done
 	@echo "built $(TOOLS) in testdata/tools/bin"
 
 ## guest-check: the committed guest.wasm must be exactly what the sources build.
