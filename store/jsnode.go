@@ -42,6 +42,10 @@ type JetStream struct {
 	// other processes: their transactions stay serializable, and Shared
 	// tells the engine to claim each tree it drives (host/claim.go).
 	Shared bool
+	// Note writes, in Options.Dir, that the directory's records are kept
+	// on these servers (kept.go): a host serves the store from it. A store
+	// that embeds its node always notes it.
+	Note bool
 }
 
 // envBackend names the backend every store of the process is opened on when
@@ -232,6 +236,9 @@ func openJetStream(opts Options, js JetStream) (st *Store, err error) {
 			if lock, err = lockDir(opts.Dir); err != nil {
 				return nil, err
 			}
+			if err = keptInNode(opts.Dir); err != nil {
+				return nil, err
+			}
 			if err = writeHolder(opts.Dir); err != nil {
 				return nil, err
 			}
@@ -245,8 +252,29 @@ func openJetStream(opts Options, js JetStream) (st *Store, err error) {
 		if s.node, err = StartNode(no); err != nil {
 			return nil, err
 		}
+		if s.dir != "" {
+			k := Kept{Backend: "jetstream", Stream: s.stream, Embedded: true}
+			if no.Listen != "" {
+				k.Listen = strings.TrimPrefix(s.node.ClientURL(), "nats://") // the port it took
+			}
+			if err = writeKept(s.dir, k); err != nil {
+				s.node.Shutdown()
+				return nil, err
+			}
+		}
 		s.nc, err = s.node.connect()
 	} else {
+		if js.Note && opts.Dir != "" {
+			if err = os.MkdirAll(opts.Dir, 0o700); err != nil {
+				return nil, fmt.Errorf("store: %w", err)
+			}
+			if err = keptInNode(opts.Dir); err != nil {
+				return nil, err
+			}
+			if err = writeKept(opts.Dir, Kept{Backend: "jetstream", Stream: s.stream, URLs: js.URLs}); err != nil {
+				return nil, err
+			}
+		}
 		s.nc, err = nats.Connect(strings.Join(js.URLs, ","), nats.Name("runehost"), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond), nats.Timeout(s.timeout),
 			nats.RetryOnFailedConnect(true)) // servers starting, or one down: the first requests wait (s.wait)
 	}

@@ -198,6 +198,10 @@ func Open(opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("store %s: lock: %w", opts.Dir, err)
 	}
+	if err := keptInBadger(opts.Dir); err != nil {
+		lock.Close()
+		return nil, err
+	}
 	s, err := open(opts, lock)
 	if err != nil {
 		lock.Close()

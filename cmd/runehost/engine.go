@@ -52,11 +52,7 @@ func openEngine(c *cli.Context, runs bool) (*host.Engine, func(), error) {
 		if _, closeRT, rerr := runtime(); rerr == nil {
 			closeRT()
 		}
-		var le *store.LockedError
-		if errors.As(err, &le) {
-			return nil, nil, exitf(exitUsage, "%v", err)
-		}
-		return nil, nil, exitf(exitInternal, "%v", err)
+		return nil, nil, openErr(err)
 	}
 	rt, closeRT, err := runtime()
 	if err != nil {

@@ -146,7 +146,7 @@ func readEvents(c *cli.Context, inv string, from uint64) ([]events.Event, stood,
 		if errors.As(err, &le) {
 			return nil, stood{}, le
 		}
-		return nil, stood{}, exitf(exitInternal, "%v", err)
+		return nil, stood{}, openErr(err)
 	}
 	defer s.Close()
 	e := host.NewEngine(s, nil, 0, nowMillis) // reads only: no generation, no recovery

@@ -193,18 +193,15 @@ func launchServe(ctx context.Context, o serveOptions) (wait func() error, err er
 	if o.nats != nil {
 		opts.JetStream = o.nats
 	}
-	if opts.JetStream != nil { // the records are on NATS; the socket and token stay here
+	if opts.JetStream != nil { // the records are on NATS; the socket and token stay here, with a note of where the records are
+		opts.JetStream.Note = true
 		if err := os.MkdirAll(o.store, 0o700); err != nil {
 			return nil, exitf(exitUsage, "serve: %v", err)
 		}
 	}
 	s, err := store.Open(opts)
 	if err != nil {
-		var le *store.LockedError
-		if errors.As(err, &le) {
-			return nil, exitf(exitUsage, "%v", err)
-		}
-		return nil, exitf(exitInternal, "%v", err)
+		return nil, openErr(err)
 	}
 	workers := o.workers
 	if workers <= 0 {

@@ -66,3 +66,33 @@ func TestStoreOnNATS(t *testing.T) {
 		}
 	}
 }
+
+// A store directory a JetStream host served says so once the host is
+// gone: a command on it without the cluster refuses, names how to reach
+// the records, and makes no Badger store beside them; the host, served
+// again, has them all.
+func TestStoreDirKnowsItsBackend(t *testing.T) {
+	badgerFiles(t) // a command without the cluster is one on Badger
+	t.Setenv("RUNEHOST_TEST_AS_CLI", "1")
+	dir := filepath.Join(t.TempDir(), "store")
+	p := startServeProc(t, os.Args[0], dir, true, "--nats-embedded", "--nats-listen", "127.0.0.1:0", "--listen", "off")
+	hello := writeProg(t, `return "hello"`)
+	if code, out, errs := process(t, dir, "run", "--native", hello); code != exitOK || !strings.Contains(out, "hello") {
+		t.Fatalf("run: exit %d, %q, %s", code, out, errs)
+	}
+	p.cmd.Process.Signal(os.Interrupt)
+	<-p.done
+	for _, args := range [][]string{{"ps"}, {"run", "--native", hello}, {"store", "verify"}, {"events", "r1"}} {
+		code, out, errs := process(t, dir, args...)
+		if code != exitUsage || out != "" || !strings.Contains(errs, "keeps its records in NATS JetStream") || !strings.Contains(errs, "runehost serve --nats-embedded --store "+dir) {
+			t.Errorf("%v: exit %d, %q, %s", args, code, out, errs)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "MANIFEST")); err == nil {
+		t.Fatal("a Badger store was made beside the node's files")
+	}
+	startServeProc(t, os.Args[0], dir, true, "--nats-embedded", "--nats-listen", "127.0.0.1:0", "--listen", "off")
+	if code, out, errs := process(t, dir, "ps"); code != exitOK || !strings.Contains(out, "r1") || !strings.Contains(out, "completed") {
+		t.Fatalf("ps, served again: exit %d, %q, %s", code, out, errs)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -133,10 +134,43 @@ func storeVerifyCommand() *cli.Command {
 // rest the host's.
 func storeErr(cmd string, err error) error {
 	var le *store.LockedError
-	if errors.As(err, &le) {
+	var ee *store.ElsewhereError
+	switch {
+	case errors.As(err, &le):
 		return exitf(exitUsage, "%s: %v", cmd, err)
+	case errors.As(err, &ee):
+		return exitf(exitUsage, "%s: %v: %s", cmd, err, elsewhereHint(ee))
 	}
 	return exitf(exitInternal, "%s: %v", cmd, err)
+}
+
+// openErr is a failure to open the store: one in use, or whose records
+// are kept in another backend, is the user's to resolve (exit 2); the
+// rest the host's.
+func openErr(err error) error {
+	var le *store.LockedError
+	var ee *store.ElsewhereError
+	switch {
+	case errors.As(err, &le):
+		return exitf(exitUsage, "%v", err)
+	case errors.As(err, &ee):
+		return exitf(exitUsage, "%v: %s", err, elsewhereHint(ee))
+	}
+	return exitf(exitInternal, "%v", err)
+}
+
+// elsewhereHint says how to reach records kept in another backend.
+func elsewhereHint(e *store.ElsewhereError) string {
+	switch {
+	case e.Badger:
+		return "serve it without --nats or --nats-embedded, or give serve a --store directory of its own for its socket and token (runehost store export and store import move records between stores)"
+	case e.Err != nil:
+		return fmt.Sprintf("look at %s; remove it only if %s never held a JetStream store", filepath.Join(e.Dir, "BACKEND"), e.Dir)
+	case e.Kept.Embedded:
+		return fmt.Sprintf("serve it again with runehost serve --nats-embedded --store %s (with the --cluster flags it had, if any), and run commands beside it", e.Dir)
+	}
+	urls := strings.Join(e.Kept.URLs, ",")
+	return fmt.Sprintf("reach it with RUNEHOST_NATS=%s (and RUNEHOST_NATS_STREAM=%s), or serve it with runehost serve --nats %s --store %s", urls, e.Kept.Stream, urls, e.Dir)
 }
 
 // plural counts: "1 problem", "2 problems".

@@ -1,0 +1,118 @@
+// kept_test.go: a directory whose records are in JetStream is never opened
+// as a new, empty Badger store, nor a Badger store served by a node.
+
+package store
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// dirNames lists a directory's files.
+func dirNames(t *testing.T, dir string) string {
+	t.Helper()
+	es, _ := os.ReadDir(dir)
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Name())
+	}
+	return strings.Join(out, " ")
+}
+
+func TestKeptInJetStream(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(Options{Dir: dir, JetStream: &JetStream{Stream: "KEPT", Node: NodeOptions{Listen: "127.0.0.1:0"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Update(Synced, func(tx *Tx) error { return tx.Put(K("k"), "v") })
+	s.Close()
+	before := dirNames(t, dir)
+	_, err = Open(Options{Dir: dir})
+	var ee *ElsewhereError
+	if !errors.Is(err, ErrElsewhere) || !errors.As(err, &ee) || ee.Kept == nil || !ee.Kept.Embedded || ee.Kept.Stream != "KEPT" || !strings.HasPrefix(ee.Kept.Listen, "127.0.0.1:") || ee.Kept.Listen == "127.0.0.1:0" {
+		t.Fatalf("opened as Badger: %v", err)
+	}
+	if after := dirNames(t, dir); after != before {
+		t.Fatalf("files changed: %s, now %s", before, after)
+	}
+	// The node opens it again, with its record.
+	s, err = Open(Options{Dir: dir, JetStream: &JetStream{Stream: "KEPT"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v string
+	if ok, err := getOne(s, K("k"), &v); !ok || v != "v" {
+		t.Fatalf("after reopening: %v %q %v", ok, v, err)
+	}
+	s.Close()
+
+	// A directory a host left before notes were written: the node's files.
+	os.Remove(filepath.Join(dir, keptName))
+	if _, err := Open(Options{Dir: dir}); !errors.As(err, &ee) || ee.Kept == nil || !ee.Kept.Embedded {
+		t.Fatalf("a node's directory without its note opened as Badger: %v", err)
+	}
+	// A note that cannot be read refuses too.
+	os.WriteFile(filepath.Join(dir, keptName), []byte("{\"backend\":"), 0o600)
+	if _, err := Open(Options{Dir: dir}); !errors.As(err, &ee) || ee.Err == nil {
+		t.Fatalf("a damaged note: %v", err)
+	}
+	if strings.Contains(dirNames(t, dir), "MANIFEST") {
+		t.Fatal("a Badger store was made")
+	}
+}
+
+func TestKeptOnServers(t *testing.T) {
+	js := holdNode(t, HoldFor)
+	js.Note, js.Shared = true, true
+	dir := t.TempDir()
+	s, err := Open(Options{Dir: dir, JetStream: &js})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	var ee *ElsewhereError
+	if _, err := Open(Options{Dir: dir}); !errors.As(err, &ee) || ee.Kept == nil || ee.Kept.Embedded || ee.Kept.URLs[0] != js.URLs[0] {
+		t.Fatalf("opened as Badger: %v", err)
+	}
+	// Without Note (a command reaching the servers), nothing is noted.
+	js.Note = false
+	other := t.TempDir()
+	if s, err = Open(Options{Dir: other, JetStream: &js}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if dirNames(t, other) != "" {
+		t.Fatalf("a command's directory noted: %s", dirNames(t, other))
+	}
+}
+
+func TestBadgerNotServedByANode(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Update(Synced, func(tx *Tx) error { return tx.Put(K("k"), "v") })
+	s.Close()
+	before := dirNames(t, dir)
+	var ee *ElsewhereError
+	if _, err := Open(Options{Dir: dir, JetStream: &JetStream{}}); !errors.As(err, &ee) || !ee.Badger {
+		t.Fatalf("a node served a Badger store: %v", err)
+	}
+	js := holdNode(t, HoldFor)
+	js.Note = true
+	if _, err := Open(Options{Dir: dir, JetStream: &js}); !errors.As(err, &ee) || !ee.Badger {
+		t.Fatalf("a host on servers noted a Badger store: %v", err)
+	}
+	if after := dirNames(t, dir); after != before {
+		t.Fatalf("files changed: %s, now %s", before, after)
+	}
+	if s, err = Open(Options{Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+}
