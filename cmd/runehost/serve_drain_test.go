@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -93,6 +94,11 @@ func startServeProc(t *testing.T, bin, dir string, native bool, extra ...string)
 	args := []string{"serve", "--store", dir, "--workers", "2"}
 	if native {
 		args = append(args, "--native")
+	}
+	if !slices.Contains(extra, "--listen") {
+		// A port of its own: the default, 7233, is another suite's too
+		// when two run at once (make test's lanes).
+		args = append(args, "--listen", "127.0.0.1:0")
 	}
 	args = append(args, extra...)
 	cmd := exec.Command(bin, args...)
