@@ -98,6 +98,10 @@ func Find(storeDir string) (*Client, bool, error) {
 	return c, true, nil
 }
 
+// Gone says whether err is that the server is gone: nobody listens on its
+// socket any more.
+func Gone(err error) bool { return gone(err) }
+
 // gone says whether err is that nobody listens: the socket is missing or
 // refuses.
 func gone(err error) bool {

@@ -145,6 +145,22 @@ func drive(c *cli.Context, b backend, cmd, inv, file, cursor string, code int) e
 	ctx, stop := interrupts(c.Context, w, inv, hintArgs(c, "resume", inv), served)
 	defer stop()
 	rs, err := b.Drive(ctx, inv, cursor)
+	if served && err != nil && ctx.Err() == nil && client.Gone(err) {
+		// The server died under the run; the run is in the store. With
+		// no server, this command opens the store and drives it on, as it
+		// would have without one.
+		if nb, oerr := openBackend(c, true); oerr != nil {
+			err = fmt.Errorf("%w (and the store cannot be opened here: %v)", err, oerr)
+		} else if _, again := nb.(*remote); again {
+			nb.Close() // another server took the store: follow it there
+			err = fmt.Errorf("%w: another server serves the store now (%s)", err, hintArgs(c, "events", "--follow", inv))
+		} else {
+			defer nb.Close()
+			fmt.Fprintf(c.App.ErrWriter, "the server went away; %s goes on here, from its last checkpoint\n", inv)
+			b, served = nb, false
+			rs, err = b.Drive(ctx, inv, "")
+		}
+	}
 	if p != nil {
 		p.Stop()
 	}

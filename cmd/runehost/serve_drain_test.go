@@ -437,3 +437,19 @@ func TestServeDrain(t *testing.T) {
 		drain(t, false, 40_000)
 	})
 }
+
+// A run followed through a server that dies goes on in the command that
+// follows it: the run is in the store, and with no server the command
+// drives it as it would have without one.
+func TestServerGoneRunGoesOn(t *testing.T) {
+	t.Setenv("RUNEHOST_TEST_AS_CLI", "1")
+	dir := filepath.Join(t.TempDir(), "store")
+	p := startServeProc(t, os.Args[0], dir, true)
+	run := start(t, dir, nil, "run", "--native", "--limit", longLimit, writeProg(t, longProg))
+	run.await(t, "invocation r1")
+	p.cmd.Process.Kill()
+	<-p.done
+	if code := run.wait(t, 2*time.Minute); code != exitOK || !strings.Contains(run.stderr(), "the server went away; r1 goes on here, from its last checkpoint") || !strings.Contains(run.stderr(), "done: r1 completed") {
+		t.Fatalf("exit %d:\n%s", code, run.stderr())
+	}
+}
