@@ -24,6 +24,7 @@ import (
 	"github.com/runehost/runehost/api"
 	"github.com/runehost/runehost/client"
 	"github.com/runehost/runehost/events"
+	"github.com/runehost/runehost/host"
 	"github.com/runehost/runehost/server"
 )
 
@@ -158,7 +159,7 @@ func drive(c *cli.Context, b backend, cmd, inv, file, cursor string, code int) e
 			defer nb.Close()
 			fmt.Fprintf(c.App.ErrWriter, "the server went away; %s goes on here, from its last checkpoint\n", inv)
 			b, served = nb, false
-			rs, err = b.Drive(ctx, inv, "")
+			rs, err = driveClaimed(ctx, c, b, inv)
 		}
 	}
 	if p != nil {
@@ -186,6 +187,29 @@ func drive(c *cli.Context, b backend, cmd, inv, file, cursor string, code int) e
 		return exitf(code, "%s: %v", cmd, err)
 	}
 	return report(c, inv, file, rs)
+}
+
+// driveClaimed drives inv on a store shared with other hosts, where the
+// tree may be another's: the dead server's until its claim lapses, or a
+// live host's that took it over. Until it can drive the tree, or the tree
+// ends where it runs, it looks again every second.
+func driveClaimed(ctx context.Context, c *cli.Context, b backend, inv string) (*api.RunState, error) {
+	said := false
+	for {
+		rs, err := b.Drive(ctx, inv, "")
+		if !errors.Is(err, host.ErrClaimed) || ctx.Err() != nil {
+			return rs, err
+		}
+		if !said {
+			fmt.Fprintf(c.App.ErrWriter, "%s is another host's now (%v); waiting for it here\n", inv, err)
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // stoppedAt says how far an interrupted run got, if its checkpoint says.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/runehost/runehost/store"
 )
@@ -95,4 +96,30 @@ func TestStoreDirKnowsItsBackend(t *testing.T) {
 	if code, out, errs := process(t, dir, "ps"); code != exitOK || !strings.Contains(out, "r1") || !strings.Contains(out, "completed") {
 		t.Fatalf("ps, served again: exit %d, %q, %s", code, out, errs)
 	}
+}
+
+// On a store shared by hosts, a run followed through a host that dies is
+// followed on by the command: the tree is the dead host's until its claim
+// lapses, then the command's, or the other host's, and either way the
+// command reports it ended.
+func TestServerGoneOnSharedStore(t *testing.T) {
+	node, err := store.StartNode(store.NodeOptions{Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Shutdown()
+	t.Setenv("RUNEHOST_NATS", node.ClientURL())
+	t.Setenv("RUNEHOST_CLAIM_FOR", "1s")
+	t.Setenv("RUNEHOST_TEST_AS_CLI", "1")
+	a, b := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	pa := startServeProc(t, os.Args[0], a, true)
+	startServeProc(t, os.Args[0], b, true)
+	run := start(t, a, []string{"RUNEHOST_NATS=" + node.ClientURL(), "RUNEHOST_CLAIM_FOR=1s"}, "run", "--native", "--limit", longLimit, writeProg(t, longProg))
+	run.await(t, "invocation r1")
+	pa.cmd.Process.Kill()
+	<-pa.done
+	if code := run.wait(t, 2*time.Minute); code != exitOK || !strings.Contains(run.stderr(), "the server went away; r1 goes on here") || !strings.Contains(run.stderr(), "done: r1 completed") {
+		t.Fatalf("exit %d:\n%s", code, run.stderr())
+	}
+	t.Logf("the command:\n%s", run.stderr())
 }
