@@ -37,11 +37,14 @@ type ElsewhereError struct {
 	Dir    string
 	Kept   *Kept // where they are; nil when Badger holds them, or the note cannot be read
 	Badger bool  // the directory is a Badger store (opened for an embedded node)
+	Both   bool  // it holds a Badger store and a node's files, and no note says which is its
 	Err    error // why the note cannot be read, when it cannot
 }
 
 func (e *ElsewhereError) Error() string {
 	switch {
+	case e.Both:
+		return fmt.Sprintf("store %s holds both a Badger store and a NATS node's files (%s), and no note of which holds its records: an earlier runehost made the Badger store beside the node's files when a command ran there without the cluster; it is opened as neither", e.Dir, filepath.Join(e.Dir, "nats"))
 	case e.Badger:
 		return fmt.Sprintf("store %s is a Badger store: its records are in its files there, not in NATS JetStream, which would start without them", e.Dir)
 	case e.Err != nil:
@@ -60,7 +63,10 @@ func (e *ElsewhereError) Unwrap() error { return ErrElsewhere }
 func readKept(dir string) (*Kept, error) {
 	f, err := os.Open(filepath.Join(dir, keptName))
 	if errors.Is(err, os.ErrNotExist) {
-		if isDir(filepath.Join(dir, "nats")) && !exists(filepath.Join(dir, "MANIFEST")) {
+		if isDir(filepath.Join(dir, "nats")) {
+			if exists(filepath.Join(dir, "MANIFEST")) {
+				return nil, errBoth
+			}
 			return &Kept{Backend: "jetstream", Stream: DefaultStream + " (or the one it was given)", Embedded: true}, nil
 		}
 		return nil, nil
@@ -97,11 +103,17 @@ func writeKept(dir string, k Kept) error {
 	return syncDir(dir)
 }
 
+// errBoth is a directory with a Badger store and a node's files, and no
+// note: which holds its records cannot be known.
+var errBoth = errors.New("both a Badger store and a node's files")
+
 // keptInBadger refuses dir to a Badger store when its note, or an embedded
 // node's files, say its records are in JetStream.
 func keptInBadger(dir string) error {
 	k, err := readKept(dir)
 	switch {
+	case errors.Is(err, errBoth):
+		return &ElsewhereError{Dir: dir, Both: true}
 	case err != nil:
 		return &ElsewhereError{Dir: dir, Err: err}
 	case k != nil:
@@ -113,10 +125,13 @@ func keptInBadger(dir string) error {
 // keptInNode refuses dir to a JetStream store (an embedded node's files,
 // or the note of a host serving from it) when it is a Badger store.
 func keptInNode(dir string) error {
-	if exists(filepath.Join(dir, "MANIFEST")) {
-		return &ElsewhereError{Dir: dir, Badger: true}
+	switch {
+	case !exists(filepath.Join(dir, "MANIFEST")):
+		return nil
+	case isDir(filepath.Join(dir, "nats")) && !exists(filepath.Join(dir, keptName)):
+		return &ElsewhereError{Dir: dir, Both: true}
 	}
-	return nil
+	return &ElsewhereError{Dir: dir, Badger: true}
 }
 
 func isDir(p string) bool {

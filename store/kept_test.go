@@ -116,3 +116,27 @@ func TestBadgerNotServedByANode(t *testing.T) {
 	}
 	s.Close()
 }
+
+// A directory where an earlier runehost made a Badger store beside a
+// node's files, with no note, is opened as neither: which holds the
+// records cannot be known.
+func TestKeptBoth(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	os.Mkdir(filepath.Join(dir, "nats"), 0o700)
+	before := dirNames(t, dir)
+	var ee *ElsewhereError
+	if _, err := Open(Options{Dir: dir}); !errors.As(err, &ee) || !ee.Both {
+		t.Fatalf("opened as Badger: %v", err)
+	}
+	if _, err := Open(Options{Dir: dir, JetStream: &JetStream{}}); !errors.As(err, &ee) || !ee.Both {
+		t.Fatalf("opened on a node: %v", err)
+	}
+	if after := dirNames(t, dir); after != before {
+		t.Fatalf("files changed: %s, now %s", before, after)
+	}
+}

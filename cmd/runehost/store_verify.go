@@ -162,6 +162,8 @@ func openErr(err error) error {
 // elsewhereHint says how to reach records kept in another backend.
 func elsewhereHint(e *store.ElsewhereError) string {
 	switch {
+	case e.Both:
+		return fmt.Sprintf("if its records are on the node (it was served with --nats-embedded), move the Badger store's files (MANIFEST, KEYREGISTRY, DISCARD, SEAL, *.sst, *.vlog) out of %s; if they are in Badger, move %s out", e.Dir, filepath.Join(e.Dir, "nats"))
 	case e.Badger:
 		return "serve it without --nats or --nats-embedded, or give serve a --store directory of its own for its socket and token (runehost store export and store import move records between stores)"
 	case e.Err != nil:
