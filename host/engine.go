@@ -161,10 +161,7 @@ type RunState struct {
 	Paused   string            // why the engine cannot run it, when paused (State)
 	Emits    []Emit
 
-	// What it has spent, and when, for a person (State): an allowance
-	// that cannot be read shows as none spent.
-	Steps, Tokens   uint64 // charged so far
-	Admitted, Ended int64  // unix ms; Ended once terminal
+	Admitted, Ended int64 // unix ms; Ended once terminal (State)
 
 	noted bool // its status line is logged already (with the await it waits at)
 }

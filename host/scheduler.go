@@ -252,6 +252,19 @@ func (e *Engine) Sleeps(root string) (int64, error) {
 	return first, nil
 }
 
+// Spent is what an invocation has been charged, for a person: steps and
+// model tokens. An allowance that cannot be read shows as none spent. Not
+// in State: the scheduler and the streams read State at every look.
+func (e *Engine) Spent(inv string) (steps, tokens uint64) {
+	if al, err := e.accounts.Get(inv); err == nil {
+		steps = al.Charged
+	}
+	if tk, err := e.accounts.Tokens(inv); err == nil {
+		tokens = tk.Charged
+	}
+	return steps, tokens
+}
+
 // State says where an invocation stands, from its records.
 func (e *Engine) State(inv string) (*RunState, error) {
 	// One read of the records: a drive between two reads would pair a
@@ -284,12 +297,6 @@ func (e *Engine) State(inv string) (*RunState, error) {
 		return nil, err
 	}
 	st := &RunState{Status: i.Status, Result: i.Result, Err: i.Err, Paused: i.Paused, Admitted: i.Admitted, Ended: i.Ended}
-	if al, err := e.accounts.Get(inv); err == nil {
-		st.Steps = al.Charged
-	}
-	if tk, err := e.accounts.Tokens(inv); err == nil {
-		st.Tokens = tk.Charged
-	}
 	switch i.Status {
 	case Joining:
 		st.Waiting = fmt.Sprintf("%d children", i.Live)

@@ -307,7 +307,8 @@ func (s *Service) State(inv string) (*api.RunState, error) {
 // runState is a host's RunState in the API's terms.
 func (s *Service) runState(inv string, rs *host.RunState) *api.RunState {
 	out := &api.RunState{Invocation: inv, Status: rs.Status.String(), Waiting: rs.Waiting, Awaits: rs.Awaits, Deadline: rs.Deadline, Paused: s.E.Clean(rs.Paused, 0),
-		Steps: rs.Steps, Tokens: rs.Tokens, Started: rs.Admitted, Ended: rs.Ended}
+		Started: rs.Admitted, Ended: rs.Ended}
+	out.Steps, out.Tokens = s.E.Spent(inv)
 	if len(rs.Result) > 0 {
 		if j, err := dataJSON(rs.Result); err == nil {
 			out.Result = j
