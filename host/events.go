@@ -201,6 +201,19 @@ func takeTx(tx *store.Tx, inv string, a Await, now int64) (got *Event, deadline 
 		}
 		return first, 0, tx.Put(eventKey(inv, first.Seq), first)
 	}
+	var w wait
+	found, err := tx.Get(waitKey(inv), &w)
+	if err != nil {
+		return nil, 0, err
+	}
+	if found && w.Seq == a.Seq && w.Deadline != 0 && now >= w.Deadline {
+		// Its timeout answers it: it goes on, never seen waiting without
+		// a wait (a reader would take it for stuck).
+		if got, err = appendEvent(tx, Event{Invocation: inv, TakenBy: a.Seq, Timeout: true}); err != nil {
+			return nil, 0, err
+		}
+		return got, 0, dropWait(tx, inv)
+	}
 	// No event: the invocation waits, in this same transaction, so that
 	// a delivery committed after it finds it waiting and wakes it.
 	if i, err := getInv(tx, inv); err != nil {
@@ -211,11 +224,6 @@ func takeTx(tx *store.Tx, inv string, a Await, now int64) (got *Event, deadline 
 			return nil, 0, err
 		}
 	}
-	var w wait
-	found, err := tx.Get(waitKey(inv), &w)
-	if err != nil {
-		return nil, 0, err
-	}
 	if !found || w.Seq != a.Seq {
 		w = wait{Seq: a.Seq}
 		if a.Timeout > 0 {
@@ -223,13 +231,7 @@ func takeTx(tx *store.Tx, inv string, a Await, now int64) (got *Event, deadline 
 		}
 		return nil, w.Deadline, putWait(tx, inv, w)
 	}
-	if w.Deadline == 0 || now < w.Deadline {
-		return nil, w.Deadline, nil
-	}
-	if got, err = appendEvent(tx, Event{Invocation: inv, TakenBy: a.Seq, Timeout: true}); err != nil {
-		return nil, 0, err
-	}
-	return got, 0, dropWait(tx, inv)
+	return nil, w.Deadline, nil
 }
 
 // takeScanned, when a test sets it, runs in Take's transaction after its

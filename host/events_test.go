@@ -64,9 +64,18 @@ func TestAwaitTimeout(t *testing.T) {
 	if d, _ := mb.Deadline("i"); d != 1100 {
 		t.Fatalf("deadline %d, want 1100", d)
 	}
+	// Woken at its deadline (the scheduler's Wake), it takes the timeout
+	// and stays running: waiting without a wait reads as stuck (a CLI
+	// following a sleeping run left at this moment).
+	if _, err := iv.Move("i", Running); err != nil {
+		t.Fatal(err)
+	}
 	ev, err := mb.Take("i", a, 1100)
 	if err != nil || !ev.Timeout {
 		t.Fatalf("at the deadline: %+v %v", ev, err)
+	}
+	if i, err := iv.get("i"); err != nil || i.Status != Running {
+		t.Fatalf("after its timeout: %+v %v, want running", i, err)
 	}
 	// The timeout is recorded: a later event does not undo it.
 	mb.Deliver("i", "go", nil)

@@ -334,7 +334,11 @@ func (s *Service) runState(inv string, rs *host.RunState) *api.RunState {
 	// A tree sleeps only if its root sleeps at a timer or joins: any other
 	// wait of the root answers without reading the tree.
 	if rs.Status == host.Waiting && rs.Deadline != 0 && host.IsTimer(rs.Awaits) || rs.Status == host.Joining {
-		if until, err := s.E.Sleeps(inv); err == nil && until != 0 {
+		until, err := s.E.Sleeps(inv)
+		if err != nil && rs.Status == host.Waiting {
+			until = rs.Deadline // the tree unread: looked at again at its root's deadline, not left for stuck
+		}
+		if until != 0 {
 			out.Sleeps, out.Command = until, fmt.Sprintf("runehost resume %s", inv) // nothing to send: it goes on at its deadline
 		}
 	}

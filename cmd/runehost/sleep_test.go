@@ -36,6 +36,11 @@ func TestSleepingRunGoesOn(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "store")
 		srv := start(t, dir, nil, "serve")
 		srv.await(t, `"msg":"serving"`)
+		defer func() {
+			if t.Failed() {
+				t.Log(srv.stderr())
+			}
+		}()
 		ticked(t, start(t, dir, nil, "run", f), "(the server goes on then; Ctrl-C detaches)")
 	})
 	t.Run("interrupted", func(t *testing.T) {
