@@ -73,7 +73,7 @@ func engineActs(b *testing.B, s *store.Store, workers int) {
 		mu.Unlock()
 	})
 	per := max(b.N/workers, 1)
-	syncs, written := s.Syncs(), s.Written()
+	syncs, written, trips := s.Syncs(), s.Written(), s.Trips()
 	src := []byte(fmt.Sprintf("var i = 0\nwhile i < %d { act \"noop\" {}; i += 1 }", per))
 	b.ResetTimer()
 	var wg sync.WaitGroup
@@ -92,6 +92,13 @@ func engineActs(b *testing.B, s *store.Store, workers int) {
 	b.ReportMetric(float64(s.Written()-written)/float64(per*workers), "B/act")
 	if n := s.Syncs() - syncs; n > 0 {
 		b.ReportMetric(float64(per*workers)/float64(n), "acts/sync")
+	}
+	if t := s.Trips(); t.Commits > trips.Commits { // requests to the servers, per act (admission included)
+		acts := float64(per * workers)
+		b.ReportMetric(float64(t.Reads-trips.Reads)/acts, "reads/act")
+		b.ReportMetric(float64(t.Scans-trips.Scans)/acts, "scans/act")
+		b.ReportMetric(float64(t.Commits-trips.Commits)/acts, "commits/act")
+		b.ReportMetric(float64(t.Messages-trips.Messages)/acts, "msgs/act")
 	}
 	slices.Sort(gaps)
 	if len(gaps) > 0 {

@@ -169,6 +169,16 @@ func limitErr(format string, args ...any) error {
 }
 
 func (sp spawner) Do(ctx context.Context, op *Operation) (any, error) {
+	for tries := 0; ; tries++ {
+		out, err := sp.do(ctx, op)
+		if !errors.Is(err, errGrantsChanged) || tries == maxRegrants {
+			return out, err
+		}
+		sp.e.ward.changed() // a grant or revoke came between the check and the spawn: decided again
+	}
+}
+
+func (sp spawner) do(ctx context.Context, op *Operation) (any, error) {
 	e := sp.e
 	id := childID(op)
 	args, err := checkpoint.DecodeData(op.Args)
@@ -218,13 +228,16 @@ func (sp spawner) Do(ctx context.Context, op *Operation) (any, error) {
 		}
 		source = fmt.Sprintf("%x", h.Program)
 	}
+	stamped, stamp := false, uint64(0)
 	if progName != parent.Prog {
 		// Another prog runs with its own grants: the parent needs a grant
-		// to start it (spawn:NAME, or spawn:* for any).
-		gs, err := e.ward.For(parent.Prog, SpawnTag)
+		// to start it (spawn:NAME, or spawn:* for any), checked again by
+		// the spawn's transaction (checkGrantsTx).
+		gs, st, err := e.ward.forStamped(parent.Prog, SpawnTag)
 		if err != nil {
 			return nil, err
 		}
+		stamped, stamp = true, st
 		allowed := false
 		for _, g := range gs {
 			if t := g.Target(); t == progName || t == "*" {
@@ -259,6 +272,11 @@ func (sp spawner) Do(ctx context.Context, op *Operation) (any, error) {
 	err = e.Store.Retry(store.Synced, func(tx *store.Tx) error {
 		if _, err := getInv(tx, id); err == nil {
 			return nil // spawned already
+		}
+		if stamped {
+			if err := checkGrantsTx(tx, stamp); err != nil {
+				return err
+			}
 		}
 		parent, err := getInv(tx, op.Invocation)
 		if err != nil {

@@ -314,6 +314,15 @@ func TestSpawnAnotherProgNeedsAGrant(t *testing.T) {
 	if porttestJSON(t, i.Result) != `5` {
 		t.Fatalf("granted: %s", porttestJSON(t, i.Result))
 	}
+	// Revoked through another ward (another host's): the engine's ward
+	// kept the grant, and the spawn's transaction finds its stamp moved.
+	if ok, err := NewWard(e.Store, e.Clock).Revoke("p", "spawn:helper"); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	i = runTree(t, e, "r4", src, nil, 100_000)
+	if porttestJSON(t, i.Result) != `"denied"` {
+		t.Fatalf("revoked elsewhere: %s", porttestJSON(t, i.Result))
+	}
 }
 
 // A child's act of unknown outcome is resolved by an operator whose resolve

@@ -85,7 +85,7 @@ func (e *Engine) commit(ctx context.Context, r *run, res *port.Result, emits *[]
 	var logBytes [2]logCounter
 	var charge *tokenCharge
 	var took *taken
-	err := e.Store.Retry(d, func(tx *store.Tx) error {
+	err := e.retryGranted(d, &prep, func() (*prepared, error) { return e.prepareFor(ctx, r.prog, act) }, func(tx *store.Tx) error {
 		attempted, charge, took = false, nil, nil
 		var evs []events.Event
 		if carried != nil {

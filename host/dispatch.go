@@ -184,6 +184,8 @@ type prepared struct {
 	tokens  uint64  // what it reserves, when metered
 	limits  Limits
 	grants  []Grant
+	stamped bool   // decided on grants read at stamp: its attempt checks it (checkGrantsTx)
+	stamp   uint64
 }
 
 // prepare decides an act's attempt: the caps, then the ward, now.
@@ -213,8 +215,8 @@ func (e *Engine) prepareFor(ctx context.Context, prog string, op *Operation) (*p
 		if nearly(0, uint64(len(op.Args)), uint64(pr.limits.Args)) {
 			e.warn(id.Invocation, "act-args", fmt.Sprintf("act %s: arguments of %d bytes, near the cap of %d", op.Tag, len(op.Args), pr.limits.Args))
 		}
-		pr.attempt.Grant, pr.denied = e.ward.authorize(ctx, prog, op, pr.adapter)
-		pr.grants = op.Grants
+		pr.attempt.Grant, pr.stamp, pr.denied = e.ward.authorize(ctx, prog, op, pr.adapter)
+		pr.grants, pr.stamped = op.Grants, op.Tag != SpawnTag
 		if pr.denied != nil && !errors.Is(pr.denied, ErrDenied) {
 			return nil, pr.denied
 		}
@@ -238,6 +240,22 @@ func (e *Engine) prepareFor(ctx context.Context, prog string, op *Operation) (*p
 	return pr, nil
 }
 
+// retryGranted runs fn as Store.Retry does, where fn attempts the act
+// *pr decided: when the grants changed since (errGrantsChanged), the ward
+// drops what it kept and the act is decided again (again) and fn run again.
+func (e *Engine) retryGranted(d store.Durability, pr **prepared, again func() (*prepared, error), fn func(tx *store.Tx) error) error {
+	for tries := 0; ; tries++ {
+		err := e.Store.Retry(d, fn)
+		if !errors.Is(err, errGrantsChanged) || tries == maxRegrants {
+			return err
+		}
+		e.ward.changed()
+		if *pr, err = again(); err != nil {
+			return err
+		}
+	}
+}
+
 // dispatch attempts an act (synced) and performs it; it returns the
 // outcome, for the caller to record, or nil when the outcome is unknown.
 func (e *Engine) dispatch(ctx context.Context, id OpID, op *Operation) (*Outcome, error) {
@@ -245,7 +263,7 @@ func (e *Engine) dispatch(ctx context.Context, id OpID, op *Operation) (*Outcome
 	if err != nil {
 		return nil, err
 	}
-	err = e.Store.Retry(store.Synced, func(tx *store.Tx) error {
+	err = e.retryGranted(store.Synced, &pr, func() (*prepared, error) { return e.prepare(ctx, op) }, func(tx *store.Tx) error {
 		_, err := attemptPreparedTx(tx, pr)
 		return err
 	})

@@ -110,7 +110,8 @@ func (e *Engine) Revoke(subject, statement string) (bool, error) {
 	return false, nil
 }
 
-// GrantsFor returns the grants of an invocation's prog for a tag, read now.
+// GrantsFor returns the grants of an invocation's prog for a tag, as the
+// ward holds them (an act's attempt checked them: Ward).
 func (e *Engine) GrantsFor(inv, tag string) ([]Grant, error) {
 	i, err := e.invs.get(inv)
 	if err != nil {

@@ -237,6 +237,11 @@ func (e *Engine) recordChargedTx(tx *store.Tx, id OpID, o Outcome, reply []byte)
 // allowance has too little left, is refused with a reply of kind "limit"
 // (pr.refused) before anything is sent.
 func attemptPreparedTx(tx *store.Tx, pr *prepared) (*Operation, error) {
+	if pr.stamped {
+		if err := checkGrantsTx(tx, pr.stamp); err != nil {
+			return nil, err
+		}
+	}
 	a := pr.plain
 	if pr.metered {
 		pr.refused = nil // this transaction decides, retried or not

@@ -102,9 +102,10 @@ var recordKinds = map[string]struct {
 		}
 		return nil
 	}},
-	"gen":   {0, decodes[generation]},
-	"seq":   {0, decodes[generation]},
-	"sched": {1, decodes[cursor]},
+	"grantv": {0, decodes[grantStamp]},
+	"gen":    {0, decodes[generation]},
+	"seq":    {0, decodes[generation]},
+	"sched":  {1, decodes[cursor]},
 }
 
 // checkCheckpoint checks a checkpoint's bytes as the host reads them.

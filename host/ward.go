@@ -1,6 +1,7 @@
 // ward.go holds the ward: grants, the host's authority for acts, kept apart
-// from prog data (never in a checkpoint, a prog's state or an event), read
-// at the moment of each attempt, so a revoked grant denies the next act.
+// from prog data (never in a checkpoint, a prog's state or an event), and
+// checked in the transaction of each attempt, so a revoked grant denies the
+// next act on every host.
 
 package host
 
@@ -8,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -96,29 +98,81 @@ type GrantChecker interface {
 	CheckGrant(tag, target string) (string, error)
 }
 
-// Ward keeps grants in a store. Where this process alone holds the store
-// (not Shared), it also keeps what it read of them, dropped at every grant
-// and revoke through it: an act's attempt then reads no record. So grants
-// in such a process go through one ward, the engine's (Engine.Ward).
+// Ward keeps grants in a store, and what it read of them: every grant and
+// revoke, through any ward on any host, writes a new stamp, and an act's
+// attempt reads the stamp in its own transaction (checkGrantsTx). A stamp
+// other than the one its grants were read at sends the act back to read
+// them again; a grant revoked before the attempt commits never allows it.
+// So in steady state an act reads one record for its grants, not a scan.
 type Ward struct {
 	s     *store.Store
 	clock func() int64
 
 	mu      sync.Mutex
-	version uint64             // grants and revokes made through this ward
-	cached  map[string][]Grant // by subject, as of version
+	version uint64             // what this ward dropped: a read begun before a drop is not kept
+	cached  map[string][]Grant // by subject, as of stamp
+	stamp   uint64
 }
 
 // NewWard returns the ward of a store.
 func NewWard(s *store.Store, clock func() int64) *Ward { return &Ward{s: s, clock: clock} }
 
 // changed drops what the ward keeps: a grant was made or revoked (or the
-// attempt failed, which leaves it unknown).
+// attempt failed, which leaves it unknown), or an act found the stamp moved.
 func (w *Ward) changed() {
 	w.mu.Lock()
 	w.version++
 	w.cached = nil
 	w.mu.Unlock()
+}
+
+// stampKey holds the grants' stamp: a random number each grant and revoke
+// replaces (random, not counted: one rewritten over damage cannot come back
+// to a value a ward still keeps).
+var stampKey = store.K("grantv")
+
+type grantStamp struct {
+	N uint64 `cbor:"1,keyasint"`
+}
+
+// damagedStamp stands for a stamp that cannot be read: the next grant or
+// revoke writes a good one over it, which every ward then sees as a change.
+const damagedStamp = ^uint64(0)
+
+func readStampTx(tx *store.Tx) (uint64, error) {
+	var st grantStamp
+	_, err := tx.Get(stampKey, &st)
+	if errors.Is(err, store.ErrCorrupt) {
+		return damagedStamp, nil
+	}
+	return st.N, err
+}
+
+func newStampTx(tx *store.Tx) error {
+	n := rand.Uint64()
+	for n == 0 || n == damagedStamp {
+		n = rand.Uint64()
+	}
+	return tx.Put(stampKey, grantStamp{N: n})
+}
+
+// errGrantsChanged is an attempt whose grants were read before a grant or
+// revoke: they are read again and the act decided again.
+var errGrantsChanged = errors.New("the grants changed since the act's were read")
+
+// maxRegrants bounds how many times in a row one act reads its grants
+// again: more is grants changed without pause, reported as it is.
+const maxRegrants = 8
+
+// checkGrantsTx fails with errGrantsChanged unless the grants' stamp is
+// still stamp. Its read is part of tx: a grant or revoke that commits
+// before tx does makes tx conflict, and so run again and fail here.
+func checkGrantsTx(tx *store.Tx, stamp uint64) error {
+	now, err := readStampTx(tx)
+	if err == nil && now != stamp {
+		err = errGrantsChanged
+	}
+	return err
 }
 
 func grantKey(subject, statement string) store.Key { return store.K("grant", subject, statement) }
@@ -163,7 +217,10 @@ func (w *Ward) Grant(subject, statement string) (*Grant, error) {
 		if err != nil && !errors.Is(err, store.ErrCorrupt) {
 			return err
 		}
-		return tx.Put(grantKey(subject, statement), g) // new, or over an unreadable record of it
+		if err := tx.Put(grantKey(subject, statement), g); err != nil { // new, or over an unreadable record of it
+			return err
+		}
+		return newStampTx(tx)
 	})
 	return g, err
 }
@@ -184,7 +241,10 @@ func (w *Ward) Revoke(subject, statement string) (bool, error) {
 		if err != nil || !found {
 			return err
 		}
-		return tx.Delete(grantKey(subject, statement))
+		if err := tx.Delete(grantKey(subject, statement)); err != nil {
+			return err
+		}
+		return newStampTx(tx)
 	})
 	return found, err
 }
@@ -229,13 +289,19 @@ func listTx(tx *store.Tx, subject string) ([]Grant, error) {
 // its scope (SCOPE/* for a prog named SCOPE/NAME, as Slack runs are: the
 // channel's) and those for every prog.
 func (w *Ward) For(prog, tag string) ([]Grant, error) {
+	gs, _, err := w.forStamped(prog, tag)
+	return gs, err
+}
+
+// forStamped is For with the stamp the grants were read at.
+func (w *Ward) forStamped(prog, tag string) ([]Grant, uint64, error) {
 	subjects := []string{prog, AnyProg}
 	if scope, _, ok := strings.Cut(prog, "/"); ok {
 		subjects = append(subjects, scope+"/*") // a Slack channel's grants: C123/* for every prog run there
 	}
-	lists, err := w.subjects(subjects)
+	lists, stamp, err := w.subjects(subjects)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var out []Grant
 	for _, gs := range lists {
@@ -245,25 +311,29 @@ func (w *Ward) For(prog, tag string) ([]Grant, error) {
 			}
 		}
 	}
-	return out, nil
+	return out, stamp, nil
 }
 
-// subjects returns the grants of each subject, read in one transaction, or
-// kept from an earlier read where no grant or revoke came since.
-func (w *Ward) subjects(subjects []string) ([][]Grant, error) {
+// subjects returns the grants of each subject and the stamp they are as
+// of, read in one transaction, or kept from an earlier read (an act checks
+// the stamp when it is attempted).
+func (w *Ward) subjects(subjects []string) ([][]Grant, uint64, error) {
 	out := make([][]Grant, len(subjects))
-	keep := !w.s.Shared() // other hosts grant and revoke without this ward
 	w.mu.Lock()
-	version, missing := w.version, false
+	version, stamp, missing := w.version, w.stamp, false
 	for i, subject := range subjects {
 		gs, ok := w.cached[subject]
-		out[i], missing = gs, missing || !ok || !keep
+		out[i], missing = gs, missing || !ok
 	}
 	w.mu.Unlock()
 	if !missing {
-		return out, nil
+		return out, stamp, nil
 	}
 	err := w.s.View(func(tx *store.Tx) error {
+		var err error
+		if stamp, err = readStampTx(tx); err != nil {
+			return err
+		}
 		for i, subject := range subjects {
 			gs, err := listTx(tx, subject)
 			if err != nil {
@@ -273,20 +343,20 @@ func (w *Ward) subjects(subjects []string) ([][]Grant, error) {
 		}
 		return nil
 	})
-	if err != nil || !keep {
-		return out, err
+	if err != nil {
+		return out, 0, err
 	}
 	w.mu.Lock()
-	if w.version == version { // nothing changed while it read
-		if w.cached == nil {
-			w.cached = map[string][]Grant{}
+	if w.version == version { // nothing dropped while it read
+		if w.cached == nil || w.stamp != stamp {
+			w.cached, w.stamp = map[string][]Grant{}, stamp
 		}
 		for i, subject := range subjects {
 			w.cached[subject] = slices.Clip(out[i])
 		}
 	}
 	w.mu.Unlock()
-	return out, nil
+	return out, stamp, nil
 }
 
 // Missing returns the tags (of a prog's static act tags) that no grant
@@ -309,15 +379,22 @@ func (w *Ward) Missing(prog string, tags []string) ([]string, error) {
 }
 
 // authorize decides, at the moment of an attempt, which grant statement
-// allows an act, or why none does.
-func (w *Ward) authorize(ctx context.Context, prog string, op *Operation, adapter Adapter) (string, error) {
+// allows an act, or why none does, and says the stamp of the grants it
+// decided on, for the attempt to check (checkGrantsTx).
+func (w *Ward) authorize(ctx context.Context, prog string, op *Operation, adapter Adapter) (string, uint64, error) {
 	if op.Tag == SpawnTag {
-		return SpawnTag, nil
+		return SpawnTag, 0, nil // its grant is the spawned prog's, checked at the spawn
 	}
-	gs, err := w.For(prog, op.Tag)
+	gs, stamp, err := w.forStamped(prog, op.Tag)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
+	st, err := w.decide(ctx, prog, op, adapter, gs)
+	return st, stamp, err
+}
+
+// decide is authorize's choice among gs, the grants for op's tag.
+func (w *Ward) decide(ctx context.Context, prog string, op *Operation, adapter Adapter, gs []Grant) (string, error) {
 	op.Grants = gs
 	if len(gs) == 0 {
 		return "", fmt.Errorf("%w: no grant for act %s%s", ErrDenied, op.Tag, suggest(prog, op, adapter))

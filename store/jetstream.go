@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -61,6 +62,12 @@ type jsStore struct {
 	space   *reserve      // nil unless the node is embedded on a disk
 	hold    *hold         // this process's hold on the store (jshold.go); nil while it is taken
 	shared  bool          // opened Shared: no hold
+
+	nReads, nScans, nCommits, nMsgs atomic.Uint64 // requests made (Trips)
+}
+
+func (s *jsStore) trips() Trips {
+	return Trips{Reads: s.nReads.Load(), Scans: s.nScans.Load(), Commits: s.nCommits.Load(), Messages: s.nMsgs.Load()}
 }
 
 // jsRead is a record as a transaction read it: its sequence (0 when the
@@ -280,6 +287,7 @@ func (s *jsStore) list(filters []string, prefix Key) (map[string]listed, error) 
 	out := map[string]listed{}
 	err := s.patient("scan "+prefix.String(), func() error {
 		clear(out)
+		s.nScans.Add(1)
 		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 		defer cancel()
 		c, err := s.st.CreateConsumer(ctx, jetstream.ConsumerConfig{
@@ -519,6 +527,8 @@ func (t *jsTx) commit(d Durability, inReserve bool, size int) error {
 			}
 		}
 		sent++
+		t.s.nCommits.Add(1)
+		t.s.nMsgs.Add(uint64(len(msgs)))
 		return t.send(msgs)
 	})
 	var ae *jetstream.APIError
@@ -561,6 +571,7 @@ func (s *jsStore) lastMsg(subj string) (*jetstream.RawStreamMsg, error) {
 		ctx, cancel := s.ctx()
 		defer cancel()
 		var err error
+		s.nReads.Add(1)
 		m, err = s.st.GetLastMsgForSubject(ctx, subj)
 		return err
 	})

@@ -469,6 +469,22 @@ func firstLine(err error) string {
 	return strings.TrimSuffix(m, ". Value:")
 }
 
+// Trips counts the requests a store's backend made to its servers since it
+// was opened: JetStream's reads (a direct get each), scans (a consumer
+// each: three requests) and commits (an atomic batch each, of Messages in
+// all). An embedded Badger store makes none: all zero.
+type Trips struct {
+	Reads, Scans, Commits, Messages uint64
+}
+
+// Trips returns the requests the store's backend made so far.
+func (s *Store) Trips() Trips {
+	if c, ok := s.be.(interface{ trips() Trips }); ok {
+		return c.trips()
+	}
+	return Trips{}
+}
+
 // SetCheck sets a function every update transaction that wrote something
 // runs just before it commits, unless it called NoCheck, with the keys it
 // wrote: what the function reads is part of the transaction (a change to
