@@ -64,6 +64,7 @@ type jsStore struct {
 	shared  bool          // opened Shared: no hold
 
 	nReads, nScans, nCommits, nMsgs atomic.Uint64 // requests made (Trips)
+	known                           known         // records update transactions read and wrote (jsknown.go)
 }
 
 func (s *jsStore) trips() Trips {
@@ -105,6 +106,8 @@ type jsTx struct {
 	writes map[string]*jsWrite
 	scans  []*jsScan
 	stale  bool // a read found what another commit changed meanwhile
+
+	usedKnown bool // a read came from the store's known records, unchecked until the commit
 }
 
 func (s *jsStore) close() error {
@@ -228,6 +231,12 @@ func (t *jsTx) read(k Key) (*jsRead, error) {
 	if ok && seen.parts >= 0 {
 		return seen, nil
 	}
+	if t.update && !ok {
+		if r, hit := t.s.known.get(subj); hit {
+			t.reads[subj], t.usedKnown = r, true
+			return r, nil
+		}
+	}
 	r, err := t.s.load(subj, k)
 	if err == nil && ok && r.seq != seen.seq {
 		err = errStale // a scan listed it at another sequence
@@ -239,6 +248,9 @@ func (t *jsTx) read(k Key) (*jsRead, error) {
 		return nil, err
 	}
 	t.reads[subj] = r
+	if t.update {
+		t.s.known.put(subj, r)
+	}
 	return r, nil
 }
 
@@ -424,7 +436,7 @@ func (t *jsTx) unchanged() (bool, error) {
 	if t.stale {
 		return false, nil
 	}
-	if len(t.reads) <= 1 && len(t.scans) == 0 {
+	if len(t.reads) <= 1 && len(t.scans) == 0 && !t.usedKnown {
 		return true, nil // one read is one moment
 	}
 	for subj, r := range t.reads {
@@ -472,9 +484,11 @@ func (t *jsTx) unchanged() (bool, error) {
 // a conflict, whatever its function made of what it saw.
 func (t *jsTx) abort(err error) error {
 	if errors.Is(err, ErrConflict) {
+		t.forget()
 		return ErrConflict
 	}
 	if ok, verr := t.unchanged(); verr == nil && !ok {
+		t.forget()
 		return ErrConflict
 	}
 	return err
@@ -519,7 +533,7 @@ func (t *jsTx) commit(d Durability, inReserve bool, size int) error {
 	}
 	last := msgs[len(msgs)-1] // a record: its message keeps the id where a reader finds it
 	last.Header.Set(nats.MsgIdHdr, t.id)
-	sent := 0
+	sent, lastSeq := 0, uint64(0)
 	err := t.s.patient("commit", func() error {
 		if h := t.s.hold; h != nil && sent > 0 && !renewal {
 			if err := h.valid(); err != nil { // a zombie's commit sent again must not land after another host took over
@@ -529,11 +543,19 @@ func (t *jsTx) commit(d Durability, inReserve bool, size int) error {
 		sent++
 		t.s.nCommits.Add(1)
 		t.s.nMsgs.Add(uint64(len(msgs)))
-		return t.send(msgs)
+		var serr error
+		lastSeq, serr = t.send(msgs)
+		return serr
 	})
 	var ae *jetstream.APIError
+	if err != nil || lastSeq == 0 {
+		t.forget() // (a sending stored before this one: where is not known)
+	}
 	switch {
 	case err == nil:
+		if lastSeq != 0 {
+			t.committed(msgs, lastSeq)
+		}
 		return nil
 	case errors.As(err, &ae) && (ae.ErrorCode == jsWrongLastSeq || ae.ErrorCode == jsBatchSubjectBusy):
 		if sent > 1 && t.storedBefore(msgs) {
@@ -649,10 +671,13 @@ func (t *jsTx) messages() []*nats.Msg {
 // batch. An answer that did not come (a timeout while a leader changes) is
 // not a failure: the same messages are sent again, and the message id the
 // first carries says whether the first sending was stored.
-func (t *jsTx) send(msgs []*nats.Msg) error {
+func (t *jsTx) send(msgs []*nats.Msg) (last uint64, err error) {
 	if len(msgs) == 1 {
-		_, err := t.request(msgs[0]) // a duplicate is a sending stored before
-		return err
+		ack, err := t.request(msgs[0]) // a duplicate is a sending stored before
+		if err != nil || ack.Duplicate {
+			return 0, err
+		}
+		return ack.Seq, nil
 	}
 	batch := nuid.Next()
 	for i, m := range msgs {
@@ -660,19 +685,22 @@ func (t *jsTx) send(msgs []*nats.Msg) error {
 		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
 		if i < len(msgs)-1 {
 			if err := t.s.nc.PublishMsg(m); err != nil {
-				return err
+				return 0, err
 			}
 			continue
 		}
 		m.Header.Set("Nats-Batch-Commit", "1")
-		_, err := t.request(m)
+		ack, err := t.request(m)
 		var ae *jetstream.APIError
 		if errors.As(err, &ae) && ae.ErrorCode == jsBatchDuplicateID {
-			return nil // stored by an earlier sending
+			return 0, nil // stored by an earlier sending
 		}
-		return err
+		if err != nil || ack.Duplicate {
+			return 0, err
+		}
+		return ack.Seq, nil
 	}
-	return nil
+	return 0, nil
 }
 
 // request sends m and reads JetStream's answer.

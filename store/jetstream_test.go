@@ -187,10 +187,14 @@ func TestJetStreamViewSnapshot(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for {
+			// A pause as short as the engine's quickest commits leave:
+			// Views are optimistic, and a writer that rewrote the records
+			// back to back without one could make every run of a View
+			// find them changed (ErrConflict after maxViewRuns).
 			select {
 			case <-stop:
 				return
-			default:
+			case <-time.After(200 * time.Microsecond):
 			}
 			s.Retry(Synced, func(tx *Tx) error {
 				var a, b int

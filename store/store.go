@@ -454,6 +454,9 @@ func (s *Store) update(d Durability, inReserve bool, fn func(tx *Tx) error) erro
 		return b.abort(err)
 	}
 	if tx.size == 0 {
+		if st, ok := b.(interface{ settle() error }); ok {
+			return st.settle() // reads a backend kept from before are checked
+		}
 		return nil
 	}
 	if s.check != nil && !tx.noCheck {
