@@ -10,10 +10,17 @@
 // lost; every outcome recorded and consumed; every run's event seqs 1..N
 // with none skipped or repeated; every allowance settled within its limit.
 //
-// -break fence builds a runehost whose hosts do not fence their commits by
-// their claims: the stopped hosts, going on, must make it fail.
+// Three more invocations (progs rv/N, one admitted through each host) act
+// on a grant of their scope until it is revoked through the first host,
+// before the kills: each must end denied, and none may have an act allowed
+// after the revoke returned.
 //
-// Usage: go run ./cmd/chaos [-invocations N] [-kills K] [-seed S] [-break fence] [-v]
+// -break fence builds a runehost whose hosts do not fence their commits by
+// their claims: the stopped hosts, going on, must make it fail. -break
+// grants builds one whose acts do not check the grants' stamp: what a host
+// kept of the grants outlives the revoke, and it must fail.
+//
+// Usage: go run ./cmd/chaos [-invocations N] [-kills K] [-seed S] [-break fence|grants] [-v]
 package main
 
 import (
@@ -67,7 +74,7 @@ func main() {
 	n := flag.Int("invocations", 200, "invocations to run")
 	kills := flag.Int("kills", 20, "kills and stops to make")
 	seed := flag.Int64("seed", time.Now().UnixNano(), "the random seed")
-	brk := flag.String("break", "", "build a runehost wrong on purpose: fence")
+	brk := flag.String("break", "", "build a runehost wrong on purpose: fence or grants")
 	claim := flag.Duration("claim", 2*time.Second, "how long a host's claims last (RUNEHOST_CLAIM_FOR)")
 	verbose := flag.Bool("v", false, "say what happens")
 	stops := flag.Bool("stops", false, "only stop hosts past their claims (as -break fence does)")
@@ -86,7 +93,10 @@ func main() {
 	h.start()
 	defer h.stopAll()
 	ids, want := h.admit(*n)
+	revoked := h.admitRevoked(3)
 	deadline := time.Now().Add(*timeout)
+	time.Sleep(500 * time.Millisecond) // every host has acted on the grant: what it kept must not outlive the revoke
+	revokedAt := h.revoke()
 	for k := 0; k < *kills && time.Now().Before(deadline); k++ {
 		time.Sleep(time.Duration(200+h.rng.Intn(800)) * time.Millisecond)
 		h.chaos()
@@ -114,7 +124,12 @@ func main() {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	viol += h.verify(ended, want, len(ids))
+	for _, id := range revoked {
+		for done, _ := h.done(id); !done && time.Now().Before(deadline); done, _ = h.done(id) {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	viol += h.verify(ended, want, len(ids), revoked, revokedAt)
 	took := time.Since(start)
 	fmt.Printf("chaos: %d invocations, %d acts, kills %v, in %s\n", len(ids), len(ids)*acts, h.kills, took.Round(time.Second))
 	for kind, ds := range h.recovery {
@@ -159,24 +174,43 @@ func build(bin, tmp, brk string) error {
 		if !strings.Contains(string(src), head) {
 			return fmt.Errorf("-break fence: host/claim.go has no fence to break")
 		}
-		broken := strings.Replace(string(src), head, head+"\n\treturn nil", 1)
-		f := filepath.Join(tmp, "claim.go")
-		if err := os.WriteFile(f, []byte(broken), 0o644); err != nil {
+		if err := overlay(&args, tmp, "host/claim.go", strings.Replace(string(src), head, head+"\n\treturn nil", 1)); err != nil {
 			return err
 		}
-		abs, _ := filepath.Abs("host/claim.go")
-		ov := filepath.Join(tmp, "overlay.json")
-		if err := os.WriteFile(ov, []byte(fmt.Sprintf(`{"Replace":{%q:%q}}`, abs, f)), 0o644); err != nil {
+	case "grants":
+		src, err := os.ReadFile("host/ward.go")
+		if err != nil {
+			return fmt.Errorf("-break grants: run from the repository's root: %w", err)
+		}
+		head := "func checkGrantsTx(tx *store.Tx, stamp uint64) error {"
+		if !strings.Contains(string(src), head) {
+			return fmt.Errorf("-break grants: host/ward.go has no stamp check to break")
+		}
+		if err := overlay(&args, tmp, "host/ward.go", strings.Replace(string(src), head, head+"\n\treturn nil", 1)); err != nil {
 			return err
 		}
-		args = append(args, "-overlay", ov)
 	default:
-		return fmt.Errorf("-break %q: want fence", brk)
+		return fmt.Errorf("-break %q: want fence or grants", brk)
 	}
 	out, err := exec.Command("go", append(args, "./cmd/runehost")...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("build: %v\n%s", err, out)
 	}
+	return nil
+}
+
+// overlay builds file (a path from the repository's root) as broken says.
+func overlay(args *[]string, tmp, file, broken string) error {
+	f := filepath.Join(tmp, filepath.Base(file))
+	if err := os.WriteFile(f, []byte(broken), 0o644); err != nil {
+		return err
+	}
+	abs, _ := filepath.Abs(file)
+	ov := filepath.Join(tmp, "overlay.json")
+	if err := os.WriteFile(ov, []byte(fmt.Sprintf(`{"Replace":{%q:%q}}`, abs, f)), 0o644); err != nil {
+		return err
+	}
+	*args = append(*args, "-overlay", ov)
 	return nil
 }
 
@@ -270,7 +304,7 @@ func (h *harness) live() *client.Client {
 // own, through the hosts in turn; want is each one's uninterrupted result.
 func (h *harness) admit(n int) (ids []string, want map[string]int64) {
 	ctx := context.Background()
-	if _, err := h.live().Grant(ctx, api.GrantRequest{Prog: "*", Statements: []string{crashtest.LookupTag}}); err != nil {
+	if _, err := h.live().Grant(ctx, api.GrantRequest{Prog: "chaos/*", Statements: []string{crashtest.LookupTag}}); err != nil { // their scope's: not the revoked ones'
 		check(err)
 	}
 	want = map[string]int64{}
@@ -282,7 +316,7 @@ func (h *harness) admit(n int) (ids []string, want map[string]int64) {
 		}
 		c, _, err := client.Find(h.hosts[j%3].dir)
 		check(err)
-		r, err := c.Run(ctx, api.RunRequest{Prog: fmt.Sprintf("chaos%d", j), Source: src, Limit: 1 << 30})
+		r, err := c.Run(ctx, api.RunRequest{Prog: fmt.Sprintf("chaos/%d", j), Source: src, Limit: 1 << 30})
 		check(err)
 		ids = append(ids, r.Invocation)
 		want[r.Invocation] = sum

@@ -6,6 +6,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/runehost/runehost/checkpoint"
@@ -15,7 +16,7 @@ import (
 )
 
 // verify reports every violation and returns how many there were.
-func (h *harness) verify(ids []string, want map[string]int64, all int) int {
+func (h *harness) verify(ids []string, want map[string]int64, all int, revoked []string, revokedAt int64) int {
 	viol := 0
 	bad := func(format string, args ...any) {
 		viol++
@@ -29,9 +30,12 @@ func (h *harness) verify(ids []string, want map[string]int64, all int) int {
 	defer e.StopClaims()
 	entries, err := h.journal.Entries()
 	check(err)
-	done := map[string]int{}
+	done, effects := map[string]int{}, 0
 	for _, en := range entries {
 		done[en.Op]++
+		if !isRevoked(en.Op, revoked) {
+			effects++
+		}
 	}
 	for _, id := range ids {
 		st, err := e.State(id)
@@ -90,8 +94,20 @@ func (h *harness) verify(ids []string, want map[string]int64, all int) int {
 			}
 		}
 	}
-	if len(ids) == all && len(entries) != all*acts {
-		bad("the journal holds %d effects, want %d", len(entries), all*acts)
+	if len(ids) == all && effects != all*acts {
+		bad("the journal holds %d effects of the invocations, want %d", effects, all*acts)
 	}
+	h.verifyRevoked(e, revoked, revokedAt, bad)
 	return viol
+}
+
+// isRevoked reports whether op (INV#ORD) is an act of a revoked invocation.
+func isRevoked(op string, revoked []string) bool {
+	inv, _, _ := strings.Cut(op, "#")
+	for _, id := range revoked {
+		if inv == id {
+			return true
+		}
+	}
+	return false
 }
