@@ -184,7 +184,7 @@ type prepared struct {
 	tokens  uint64  // what it reserves, when metered
 	limits  Limits
 	grants  []Grant
-	stamped bool   // decided on grants read at stamp: its attempt checks it (checkGrantsTx)
+	stamped bool // decided on grants read at stamp: its attempt checks it (checkGrantsTx)
 	stamp   uint64
 }
 
