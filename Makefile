@@ -119,7 +119,7 @@ JS_PKGS = $$($(GO) list -f '{{.ImportPath}} {{join .Deps " "}}' ./... | awk '$$1
 test-jetstream:
 	RUNEHOST_STORE_BACKEND=jetstream $(GO) test -timeout=$(TEST_TIMEOUT) -skip='^($(subst $(space),|,$(FUZZ_NAMES)))$$' $(JS_PKGS)
 
-## chaos: the cluster chaos harness (cmd/chaos): three NATS nodes and three hosts as processes, CHAOS_INVOCATIONS (200) invocations doing acts while hosts and nodes are SIGKILLed or stopped CHAOS_KILLS (20) times; chaos-short is make test's seeded run; chaos-red breaks the claims' fence and must fail.
+## chaos: the cluster chaos harness (cmd/chaos): three NATS nodes and three hosts as processes, CHAOS_INVOCATIONS (200) invocations doing acts while hosts and nodes are SIGKILLed or stopped CHAOS_KILLS (20) times; chaos-short is make test's seeded run; chaos-red breaks the claims' fence, then the grants' stamp check, and each must fail.
 CHAOS_INVOCATIONS ?= 200
 CHAOS_KILLS ?= 20
 chaos:
@@ -128,6 +128,7 @@ chaos-short:
 	$(GO) run ./cmd/chaos -invocations 12 -kills 4 -seed $${RUNEHOST_SEED:-1}
 chaos-red:
 	$(GO) run ./cmd/chaos -invocations 20 -kills 12 -seed 3 -break fence -timeout 3m
+	$(GO) run ./cmd/chaos -invocations 12 -kills 4 -seed 1 -break grants -timeout 3m
 
 ## test-long: unit and race with the long versions of what make test shortens (RUNEHOST_LONG=1): every golden prog at every slice size natively, in the sandbox and with the fast path off and on, the storage test's whole idle run, ...; RUNEHOST_SEED=N picks another part for make test's short versions.
 test-long:
