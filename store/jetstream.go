@@ -262,6 +262,20 @@ func (t *jsTx) get(k Key) ([]byte, bool, error) {
 	return slices.Clone(r.val), true, nil
 }
 
+// peek reads k from the servers, outside t's reads: not checked at the
+// commit, not kept (Tx.Peek). t's own write of k is what it reads.
+func (t *jsTx) peek(k Key) ([]byte, bool, error) {
+	subj := t.s.keySubject(k)
+	if w, ok := t.writes[subj]; ok {
+		return slices.Clone(w.val), !w.del, nil
+	}
+	r, err := t.s.load(subj, k)
+	if err != nil || !r.found {
+		return nil, false, err
+	}
+	return slices.Clone(r.val), true, nil
+}
+
 func (t *jsTx) set(k Key, val []byte) error {
 	t.writes[t.s.keySubject(k)] = &jsWrite{key: slices.Clone(k), val: val}
 	return nil

@@ -6,6 +6,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -120,5 +121,39 @@ func TestKnownRecords(t *testing.T) {
 		if !ok || err != nil || kept.seq != now.seq || kept.found != now.found {
 			t.Fatalf("%s: kept %+v (%v), stored %+v (%v)", kk, kept, ok, now, err)
 		}
+	}
+}
+
+// Peek reads a record as it stands without making it part of the commit's
+// checks: another host's write between the peek and the commit is no
+// conflict, and no record kept from before answers it.
+func TestPeekIsNotChecked(t *testing.T) {
+	a, b := twoHosts(t)
+	stamp, other := K("stamp"), K("other")
+	if err := incr(a, stamp); err != nil { // a keeps stamp at 1
+		t.Fatal(err)
+	}
+	if err := incr(b, stamp); err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	err := a.Retry(Synced, func(tx *Tx) error {
+		runs++
+		var n int
+		if _, err := tx.Peek(stamp, &n); err != nil {
+			return err
+		}
+		if n != 2 {
+			return fmt.Errorf("peeked %d, want 2 (the servers', not the one kept)", n)
+		}
+		if runs == 1 {
+			if err := incr(b, stamp); err != nil {
+				return err
+			}
+		}
+		return tx.Put(other, n)
+	})
+	if err != nil || runs != 1 {
+		t.Fatalf("%v after %d runs: a peeked record was checked", err, runs)
 	}
 }

@@ -72,6 +72,30 @@ func (tx *Tx) Get(key Key, v any) (bool, error) {
 	return true, nil
 }
 
+// Peek is Get of the record as it stands now, outside what the transaction
+// checks: a change to it before the commit is no conflict. It is for a
+// record that every transaction reads and few write, where a check would
+// make concurrent commits conflict (a JetStream R3 stream refuses a batch
+// that checks a subject another batch in flight checks); the caller
+// accepts that a write committed just after the peek is not seen. A
+// backend whose reads conflict only with writes (Badger) reads as Get.
+func (tx *Tx) Peek(key Key, v any) (bool, error) {
+	p, ok := tx.b.(interface {
+		peek(Key) ([]byte, bool, error)
+	})
+	if !ok {
+		return tx.Get(key, v)
+	}
+	b, found, err := p.peek(key)
+	if !found {
+		return false, err
+	}
+	if err := recDec.Unmarshal(b, v); err != nil {
+		return false, &RecordError{Key: key, Err: ErrCorrupt, Msg: err.Error()}
+	}
+	return true, nil
+}
+
 // Put writes v at key, encoded as deterministic CBOR.
 func (tx *Tx) Put(key Key, v any) error {
 	b, err := recEnc.Marshal(v)
