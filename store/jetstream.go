@@ -237,6 +237,14 @@ func (t *jsTx) read(k Key) (*jsRead, error) {
 			return r, nil
 		}
 	}
+	if ok {
+		// Listed by a scan at a sequence: a message kept at that very
+		// sequence is its value (a sequence is never reused), in a View too.
+		if r, hit := t.s.known.get(subj); hit && r.seq == seen.seq {
+			t.reads[subj] = r
+			return r, nil
+		}
+	}
 	r, err := t.s.load(subj, k)
 	if err == nil && ok && r.seq != seen.seq {
 		err = errStale // a scan listed it at another sequence
@@ -453,22 +461,9 @@ func (t *jsTx) unchanged() (bool, error) {
 	if len(t.reads) <= 1 && len(t.scans) == 0 && !t.usedKnown {
 		return true, nil // one read is one moment
 	}
-	for subj, r := range t.reads {
-		k, err := subjectKey(strings.TrimPrefix(subj, t.s.prefix+".k."))
-		if err != nil {
-			return false, err
-		}
-		now, err := t.s.load(subj, k)
-		if errors.Is(err, errStale) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		if now.seq != r.seq {
-			return false, nil
-		}
-	}
+	// The scans first: a key a scan lists again at the sequence read needs
+	// no read of its own (a View over a run's log reads each event once).
+	listed := map[string]uint64{}
 	for _, sc := range t.scans {
 		found, err := t.s.list(sc.filters, sc.prefix)
 		if errors.Is(err, ErrConflict) {
@@ -485,9 +480,29 @@ func (t *jsTx) unchanged() (bool, error) {
 			if seq, ok := sc.seen[subj]; !ok || seq != l.seq {
 				return false, nil
 			}
+			listed[subj] = l.seq
 			n++
 		}
 		if n != len(sc.seen) {
+			return false, nil
+		}
+	}
+	for subj, r := range t.reads {
+		if seq, ok := listed[subj]; ok && seq == r.seq {
+			continue
+		}
+		k, err := subjectKey(strings.TrimPrefix(subj, t.s.prefix+".k."))
+		if err != nil {
+			return false, err
+		}
+		now, err := t.s.load(subj, k)
+		if errors.Is(err, errStale) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if now.seq != r.seq {
 			return false, nil
 		}
 	}
