@@ -57,6 +57,8 @@ type harness struct {
 	kills     map[string]int
 	stopsOnly bool
 	recovery  map[string][]time.Duration // kind of kill: time to the next act done
+	total     int                        // acts the invocations do, all told
+	revoked   []string                   // the invocations whose grant is revoked (revoke.go)
 }
 
 // proc is a node or a host: how to start it, and the process while it runs.
@@ -94,6 +96,7 @@ func main() {
 	defer h.stopAll()
 	ids, want := h.admit(*n)
 	revoked := h.admitRevoked(3)
+	h.total, h.revoked = len(ids)*acts, revoked
 	deadline := time.Now().Add(*timeout)
 	time.Sleep(500 * time.Millisecond) // every host has acted on the grant: what it kept must not outlive the revoke
 	revokedAt := h.revoke()
@@ -365,9 +368,12 @@ func (h *harness) kill(p *proc, kind string, before int) {
 // it took.
 func (h *harness) waitAct(kind string, before int, killed time.Time) {
 	for time.Since(killed) < time.Minute {
-		if h.entries() > before || h.allDone() {
+		if h.entries() > before {
 			h.recovery[kind] = append(h.recovery[kind], time.Since(killed))
 			return
+		}
+		if h.allDone() {
+			return // nothing left to do: no recovery to time
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -378,7 +384,18 @@ func (h *harness) entries() int {
 	return len(es)
 }
 
-func (h *harness) allDone() bool { return false }
+// allDone says whether every act of the invocations is in the journal: a
+// kill after that has no next act to wait for.
+func (h *harness) allDone() bool {
+	es, _ := h.journal.Entries()
+	n := 0
+	for _, en := range es {
+		if !isRevoked(en.Op, h.revoked) {
+			n++
+		}
+	}
+	return h.total > 0 && n >= h.total
+}
 
 // done says whether an invocation ended, or why it is paused.
 func (h *harness) done(id string) (bool, string) {
