@@ -127,7 +127,7 @@ chaos:
 chaos-short:
 	$(GO) run ./cmd/chaos -invocations 12 -kills 4 -seed $${RUNEHOST_SEED:-1}
 chaos-red:
-	$(GO) run ./cmd/chaos -invocations 20 -kills 12 -seed 3 -break fence -timeout 3m
+	$(GO) run ./cmd/chaos -invocations 20 -acts 100 -kills 12 -seed 3 -break fence -timeout 5m
 	$(GO) run ./cmd/chaos -invocations 12 -kills 4 -seed 1 -break grants -timeout 3m
 
 ## test-long: unit and race with the long versions of what make test shortens (RUNEHOST_LONG=1): every golden prog at every slice size natively, in the sandbox and with the fast path off and on, the storage test's whole idle run, ...; RUNEHOST_SEED=N picks another part for make test's short versions.

@@ -20,7 +20,7 @@
 // grants builds one whose acts do not check the grants' stamp: what a host
 // kept of the grants outlives the revoke, and it must fail.
 //
-// Usage: go run ./cmd/chaos [-invocations N] [-kills K] [-seed S] [-break fence|grants] [-v]
+// Usage: go run ./cmd/chaos [-invocations N] [-kills K] [-seed S] [-acts A] [-delay MS] [-break fence|grants] [-v]
 package main
 
 import (
@@ -41,8 +41,8 @@ import (
 	"github.com/runehost/runehost/internal/crashtest"
 )
 
-// acts is how many acts each invocation does.
-const acts = 6
+// acts is how many acts each invocation does (-acts).
+var acts = 6
 
 type harness struct {
 	bin, tmp  string
@@ -81,10 +81,12 @@ func main() {
 	verbose := flag.Bool("v", false, "say what happens")
 	stops := flag.Bool("stops", false, "only stop hosts past their claims (as -break fence does)")
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up after")
+	flag.IntVar(&acts, "acts", acts, "acts each invocation does: more keeps acts in flight through more of the kills")
+	delay := flag.Int("delay", 2, "milliseconds each act's effect takes: longer keeps acts in flight through more of the kills")
 	flag.Parse()
 	tmp, err := os.MkdirTemp("", "runehost-chaos-")
 	check(err)
-	h := &harness{tmp: tmp, rng: rand.New(rand.NewSource(*seed)), verbose: *verbose, claim: *claim, delayMS: 2,
+	h := &harness{tmp: tmp, rng: rand.New(rand.NewSource(*seed)), verbose: *verbose, claim: *claim, delayMS: *delay,
 		journal: crashtest.Journal{Path: filepath.Join(tmp, "journal")}, kills: map[string]int{}, recovery: map[string][]time.Duration{}}
 	fmt.Printf("chaos: seed %d, %d invocations, %d kills, claims last %s, in %s\n", *seed, *n, *kills, *claim, tmp)
 	h.stopsOnly = *brk == "fence" || *stops

@@ -14,6 +14,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/runehost/runehost/checkpoint"
@@ -71,13 +72,32 @@ type Entry struct {
 	N   int64
 }
 
-// Append records an effect, synced.
-func (j Journal) Append(e Entry) error {
-	f, err := os.OpenFile(j.Path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+// Append records an effect, synced. An effect whose attempt a lookup
+// declared never to have happened (Void) is refused, as the idempotency key
+// of a real service refuses it: a host stopped in the middle of the effect,
+// going on after another took its tree over, must not land it.
+func (j Journal) Append(e Entry) error { return j.appendAttempt(e, -1) }
+
+func (j Journal) appendAttempt(e Entry, attempt int64) error {
+	f, err := os.OpenFile(j.Path, os.O_APPEND|os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return &Error{Op: e.Op, Err: ErrJournal, Msg: err.Error()}
 	}
 	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil { // the hosts' processes share it
+		return &Error{Op: e.Op, Err: ErrJournal, Msg: err.Error()}
+	}
+	if attempt >= 0 {
+		lines, err := j.lines()
+		if err != nil {
+			return err
+		}
+		for _, l := range lines {
+			if l.Op == e.Op && l.Tag == voidTag && l.N == attempt {
+				return &Error{Op: e.Op, Err: ErrJournal, Msg: fmt.Sprintf("attempt %d was declared never to have happened: refused", attempt)}
+			}
+		}
+	}
 	// One write: a kill never leaves half a line.
 	if _, err := fmt.Fprintf(f, "%s %s %d\n", e.Op, e.Tag, e.N); err != nil {
 		return &Error{Op: e.Op, Err: ErrJournal, Msg: err.Error()}
@@ -88,8 +108,24 @@ func (j Journal) Append(e Entry) error {
 	return nil
 }
 
-// Entries reads the journal; a missing journal has none.
+// voidTag marks a line "INV#ORD void A": attempt A of the operation was
+// looked up, not found, and so may never happen.
+const voidTag = "void"
+
+// Entries reads the journal's effects; a missing journal has none.
 func (j Journal) Entries() ([]Entry, error) {
+	lines, err := j.lines()
+	out := lines[:0]
+	for _, l := range lines {
+		if l.Tag != voidTag {
+			out = append(out, l)
+		}
+	}
+	return out, err
+}
+
+// lines reads every line of the journal, void ones included.
+func (j Journal) lines() ([]Entry, error) {
 	b, err := os.ReadFile(j.Path)
 	if os.IsNotExist(err) {
 		return nil, nil
@@ -122,6 +158,32 @@ func (j Journal) Find(op string) (Entry, bool, error) {
 		}
 	}
 	return Entry{}, false, err
+}
+
+// lookup finds op's effect; not found, it voids the attempt (its reopened
+// count), under the journal's lock, so that it never lands later.
+func (j Journal) lookup(op string, attempt int64) (bool, error) {
+	f, err := os.OpenFile(j.Path, os.O_APPEND|os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return false, &Error{Op: op, Err: ErrJournal, Msg: err.Error()}
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		return false, &Error{Op: op, Err: ErrJournal, Msg: err.Error()}
+	}
+	es, err := j.Entries()
+	if err != nil {
+		return false, err
+	}
+	for _, e := range es {
+		if e.Op == op {
+			return true, nil
+		}
+	}
+	if _, err := fmt.Fprintf(f, "%s %s %d\n", op, voidTag, attempt); err != nil {
+		return false, &Error{Op: op, Err: ErrJournal, Msg: err.Error()}
+	}
+	return false, f.Sync()
 }
 
 // OpID names an operation as the journal does.
@@ -166,7 +228,7 @@ func (a recorder) Do(_ context.Context, op *host.Operation) (any, error) {
 	}
 	time.Sleep(a.delay)
 	defer time.Sleep(a.delay)
-	if err := a.j.Append(Entry{Op: OpID(op), Tag: op.Tag, N: n}); err != nil {
+	if err := a.j.appendAttempt(Entry{Op: OpID(op), Tag: op.Tag, N: n}, int64(op.Reopened)); err != nil {
 		return nil, err
 	}
 	return Reply(op.Tag, n, pad), nil
@@ -183,7 +245,7 @@ func (a looker) Lookup(_ context.Context, op *host.Operation) (any, bool, error)
 	if err != nil {
 		return nil, false, err
 	}
-	_, found, err := a.j.Find(OpID(op))
+	found, err := a.j.lookup(OpID(op), int64(op.Reopened))
 	if err != nil || !found {
 		return nil, false, err
 	}

@@ -30,6 +30,12 @@ func TestLookupFindsOnlyWhatHappened(t *testing.T) {
 	if _, found, err := a.Lookup(context.Background(), done); found || err != nil {
 		t.Fatalf("before the effect: found %v, %v", found, err)
 	}
+	// Not found is never to happen: that attempt's effect, late (a host
+	// stopped in it), is refused; the attempt made again lands.
+	if _, err := a.Do(context.Background(), done); !errors.Is(err, ErrJournal) {
+		t.Fatalf("a voided attempt's effect: %v", err)
+	}
+	done.Reopened = 1
 	got, err := a.Do(context.Background(), done)
 	if err != nil {
 		t.Fatal(err)
