@@ -179,7 +179,7 @@ var overlays = map[string]func(tmp string) (string, error){
 	"dispatch-first": func(tmp string) (string, error) {
 		return overlay(tmp, "dispatch-first",
 			edit{"host/dispatch.go", "type prepared struct {\n", "type prepared struct {\n\tearly *Outcome // crashtest -break dispatch-first\n"},
-			edit{"host/drive.go", "\tattempted := false\n", "\tif act != nil && prep != nil {\n\t\tprep.early = e.perform(context.WithoutCancel(ctx), act, prep)\n\t}\n\tattempted := false\n"},
+			edit{"host/commit.go", "\tattempted := false\n", "\tif act != nil && prep != nil {\n\t\tprep.early = e.perform(context.WithoutCancel(ctx), act, prep)\n\t}\n\tattempted := false\n"},
 			edit{"host/dispatch.go", "\t\t\to := e.perform(context.WithoutCancel(ctx), op, fresh)\n", "\t\t\to := fresh.early\n"})
 	},
 	// An attempt reopened after a crash charges nothing for the model
