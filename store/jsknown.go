@@ -27,7 +27,7 @@ type known struct {
 // knownMax bounds what a process keeps: past it, everything is dropped
 // (the records in use come back at their next read).
 const (
-	knownMaxRecords = 1 << 14
+	knownMaxRecords = 1 << 16
 	knownMaxBytes   = 32 << 20
 )
 
