@@ -123,9 +123,9 @@ test-jetstream:
 CHAOS_INVOCATIONS ?= 200
 CHAOS_KILLS ?= 20
 chaos:
-	$(GO) run ./cmd/chaos -invocations $(CHAOS_INVOCATIONS) -kills $(CHAOS_KILLS) -v
+	$(GO) run ./cmd/chaos -invocations $(CHAOS_INVOCATIONS) -acts 60 -delay 20 -kills $(CHAOS_KILLS) -v
 chaos-short:
-	$(GO) run ./cmd/chaos -invocations 12 -kills 4 -seed $${RUNEHOST_SEED:-1}
+	$(GO) run ./cmd/chaos -invocations 12 -acts 30 -delay 50 -kills 4 -seed $${RUNEHOST_SEED:-1}
 chaos-red:
 	$(GO) run ./cmd/chaos -invocations 20 -acts 100 -kills 12 -seed 3 -break fence -timeout 5m
 	$(GO) run ./cmd/chaos -invocations 12 -kills 4 -seed 1 -break grants -timeout 3m

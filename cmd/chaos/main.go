@@ -362,6 +362,7 @@ func (h *harness) kill(p *proc, kind string, before int) {
 	killed := time.Now()
 	time.Sleep(time.Duration(100+h.rng.Intn(900)) * time.Millisecond)
 	h.run(p)
+	h.say("waiting for an act after %d", before)
 	h.waitAct(kind+" kill", before, killed)
 	h.ready(p, time.Minute)
 }
@@ -375,6 +376,7 @@ func (h *harness) waitAct(kind string, before int, killed time.Time) {
 			return
 		}
 		if h.allDone() {
+			h.say("all done: %d entries", h.entries())
 			return // nothing left to do: no recovery to time
 		}
 		time.Sleep(10 * time.Millisecond)
