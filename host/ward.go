@@ -139,21 +139,17 @@ type grantStamp struct {
 // revoke writes a good one over it, which every ward then sees as a change.
 const damagedStamp = ^uint64(0)
 
-func readStampTx(tx *store.Tx) (uint64, error) {
-	var st grantStamp
-	_, err := tx.Get(stampKey, &st)
-	if errors.Is(err, store.ErrCorrupt) {
-		return damagedStamp, nil
-	}
-	return st.N, err
-}
+func readStampTx(tx *store.Tx) (uint64, error) { return stampFrom(tx.Get) }
 
 // peekStampTx is the stamp as it stands, read by tx but not checked by its
 // commit (store.Tx.Peek): every act reads it, and on JetStream R3 a check
 // of one subject by many batches in flight makes all but one conflict.
-func peekStampTx(tx *store.Tx) (uint64, error) {
+func peekStampTx(tx *store.Tx) (uint64, error) { return stampFrom(tx.Peek) }
+
+// stampFrom reads the stamp with get (Get or Peek).
+func stampFrom(get func(store.Key, any) (bool, error)) (uint64, error) {
 	var st grantStamp
-	_, err := tx.Peek(stampKey, &st)
+	_, err := get(stampKey, &st)
 	if errors.Is(err, store.ErrCorrupt) {
 		return damagedStamp, nil
 	}
