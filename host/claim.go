@@ -75,8 +75,13 @@ func (e *Engine) startClaims() error {
 	}
 	e.claims = c
 	e.Store.SetCheck(c.fence)
+	stopOps, err := e.serveOps(c.host)
+	if err != nil {
+		return err
+	}
 	go func() {
 		defer close(c.done)
+		defer stopOps() // a host that stops, or stops renewing, answers no more
 		t := time.NewTicker(c.dur / 5)
 		defer t.Stop()
 		for {

@@ -240,10 +240,23 @@ func (e *Engine) kept(inv string) bool {
 // between turns and gives back the steps held for them: a host that stops
 // loses no work. It drives each for one slice, checkpointed.
 func (e *Engine) Park(ctx context.Context) error {
+	return e.park(ctx, "")
+}
+
+// parkTree is Park for root's tree alone, its lock held by the caller.
+func (e *Engine) parkTree(root string) error {
+	return e.park(context.Background(), root)
+}
+
+// park stores the live machines of root's tree (all when ""), each at a
+// slice of its own; locked unless of root.
+func (e *Engine) park(ctx context.Context, root string) error {
 	e.runsMu.Lock()
 	var invs []string
 	for inv := range e.runs {
-		invs = append(invs, inv)
+		if root == "" || rootOf(inv) == root {
+			invs = append(invs, inv)
+		}
 	}
 	e.runsMu.Unlock()
 	slices.Sort(invs)
@@ -251,7 +264,10 @@ func (e *Engine) Park(ctx context.Context) error {
 	cancel() // a stopping drive runs one checkpointed slice of a live machine
 	var errs []error
 	for _, inv := range invs {
-		unlock := e.holds.lock(inv)
+		unlock := func() {}
+		if root == "" {
+			unlock = e.holds.lock(inv)
+		}
 		_, err := e.turn(stopped, inv, 1)
 		unlock()
 		if err != nil && !errors.Is(err, context.Canceled) {

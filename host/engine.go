@@ -82,6 +82,7 @@ type Engine struct {
 
 	holds  holds   // one turn of a tree at a time (hold.go)
 	claims *claims // on a shared store, the trees this host drives (claim.go); nil on one of its own
+	wakers wakers  // the Loops to tell of work a command asked of this host made (forward.go)
 
 	idMu   sync.Mutex // NewInvocationID's counter, one writer at a time here
 	runsMu sync.Mutex

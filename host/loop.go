@@ -59,6 +59,7 @@ func (l *Loop) Notify() {
 // parks the machines kept between turns (Engine.Park).
 func (l *Loop) Run(ctx context.Context) error {
 	l.init()
+	defer l.E.addWaker(l)()
 	workers := l.Workers
 	if workers <= 0 {
 		workers = runtime.NumCPU()

@@ -26,7 +26,30 @@ var ErrBadReplacement = errors.New("replacement checkpoint refused")
 // invocation's ledger, allowance and events stay as they are: a replacement
 // suspended at an act must be at the same act as the ledger's, or the next
 // drive refuses it as a divergence.
-func (e *Engine) Migrate(inv string, cp, source []byte, dryRun bool) (*checkpoint.Header, error) {
+//
+// On a store shared by hosts, the host that drives inv's tree gives it up
+// (its live machines stored), and Migrate takes it, and frees it after.
+func (e *Engine) Migrate(inv string, cp, source []byte, dryRun bool) (h *checkpoint.Header, err error) {
+	if e.claims == nil || dryRun {
+		return e.migrate(inv, cp, source, dryRun)
+	}
+	err = e.elsewhere(hostOp{Op: opRelease, Inv: inv}, func() error {
+		unlock, err := e.lockTree(inv)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		if h, err = e.migrate(inv, cp, source, false); err != nil {
+			return err
+		}
+		err = e.claims.release(rootOf(inv)) // for whichever host's scheduler finds it runnable
+		e.claims.forget(rootOf(inv))
+		return err
+	})
+	return h, err
+}
+
+func (e *Engine) migrate(inv string, cp, source []byte, dryRun bool) (*checkpoint.Header, error) {
 	i, err := e.invs.get(inv)
 	if err != nil {
 		return nil, err

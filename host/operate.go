@@ -41,7 +41,13 @@ func (e *Engine) Deliver(inv, tag string, payload []byte) error {
 // Ready is Resume without the drive: a lost settlement is charged, a pause
 // lifted, and a waiting invocation made runnable to look at what it waits
 // for again, for a scheduler (a Loop).
+// On a store shared by hosts, the host that drives inv's tree does it.
 func (e *Engine) Ready(inv string) error {
+	return e.elsewhere(hostOp{Op: opReady, Inv: inv}, func() error { return e.readyHere(inv) })
+}
+
+// readyHere is Ready where this host drives the tree, or takes it.
+func (e *Engine) readyHere(inv string) error {
 	unlock, err := e.lockTree(inv)
 	if err != nil {
 		return err
@@ -77,17 +83,18 @@ func (e *Engine) Resolve(ctx context.Context, id OpID, reply []byte) (*RunState,
 	return e.Resume(ctx, id.Invocation)
 }
 
-// Settle is Resolve without the drive.
+// Settle is Resolve without the drive. On a store shared by hosts, the
+// host that drives the act's tree settles it.
 func (e *Engine) Settle(id OpID, reply []byte) error {
-	op, err := e.ledger.Get(id)
-	if err != nil {
+	return e.elsewhere(hostOp{Op: opSettle, Inv: id.Invocation, Ordinal: id.Ordinal, Reply: reply}, func() error { return e.settleHere(id, reply) })
+}
+
+// settleHere is Settle where this host drives the tree, or takes it.
+func (e *Engine) settleHere(id OpID, reply []byte) error {
+	if op, err := e.ledger.Get(id); err != nil {
 		return err
-	}
-	if op.Phase != Unresolved && op.Phase != Attempted {
+	} else if op.Phase != Unresolved && op.Phase != Attempted {
 		return &LedgerError{Op: id, Phase: op.Phase, Err: errors.New("only an act of unknown outcome can be resolved")}
-	}
-	if op.Phase == Attempted && op.Attempt.Generation == e.Generation {
-		return &LedgerError{Op: id, Phase: op.Phase, Err: errors.New("the act is in flight in this process")}
 	}
 	if err := e.room(id.Invocation, "resolve an act of", false); err != nil {
 		return err // the invocation goes on once resolved: it needs the room to
@@ -98,6 +105,16 @@ func (e *Engine) Settle(id OpID, reply []byte) error {
 			return err
 		}
 		defer unlock()
+	}
+	op, err := e.ledger.Get(id) // as the tree's holder sees it
+	if err != nil {
+		return err
+	}
+	if op.Phase != Unresolved && op.Phase != Attempted {
+		return &LedgerError{Op: id, Phase: op.Phase, Err: errors.New("only an act of unknown outcome can be resolved")}
+	}
+	if op.Phase == Attempted && op.Attempt.Generation == e.Generation {
+		return &LedgerError{Op: id, Phase: op.Phase, Err: errors.New("the act is in flight in this process")}
 	}
 	r, err := checkpoint.DecodeReply(reply)
 	if err != nil {
@@ -132,7 +149,8 @@ func (e *Engine) Tree(root string) ([]string, error) {
 // Cancel stops an invocation that has not ended. Its records stay: an act of
 // unknown outcome stays unresolved and inspectable, and its allowance held by
 // a lost slice is charged. A turn of its tree running in this process ends
-// at its next slice (an act in flight finishes first).
+// at its next slice (an act in flight finishes first); on a store shared by
+// hosts, the host that drives the tree cancels it.
 func (e *Engine) Cancel(inv string) error {
 	// The disk is asked first (a statfs, nothing read from the store), so
 	// that a cancel refused leaves a running turn going, and one taken stops
@@ -140,6 +158,11 @@ func (e *Engine) Cancel(inv string) error {
 	if err := e.room(inv, "cancel", true); err != nil {
 		return err
 	}
+	return e.elsewhere(hostOp{Op: opCancel, Inv: inv}, func() error { return e.cancelHere(inv) })
+}
+
+// cancelHere is Cancel where this host drives the tree, or takes it.
+func (e *Engine) cancelHere(inv string) error {
 	defer e.holds.askStop(inv)()
 	unlock, err := e.lockTree(inv)
 	if err != nil {

@@ -146,6 +146,11 @@ func drive(c *cli.Context, b backend, cmd, inv, file, cursor string, code int) e
 	ctx, stop := interrupts(c.Context, w, inv, hintArgs(c, "resume", inv), served)
 	defer stop()
 	rs, err := b.Drive(ctx, inv, cursor)
+	if !served && errors.Is(err, host.ErrClaimed) && ctx.Err() == nil {
+		// A store shared by hosts, where another host drives the tree (a
+		// command asked of it, say): this command follows it there.
+		rs, err = driveClaimed(ctx, c, b, inv)
+	}
 	if served && err != nil && ctx.Err() == nil && client.Gone(err) {
 		// The server died under the run; the run is in the store. With
 		// no server, this command opens the store and drives it on, as it
@@ -190,9 +195,9 @@ func drive(c *cli.Context, b backend, cmd, inv, file, cursor string, code int) e
 }
 
 // driveClaimed drives inv on a store shared with other hosts, where the
-// tree may be another's: the dead server's until its claim lapses, or a
-// live host's that took it over. Until it can drive the tree, or the tree
-// ends where it runs, it looks again every second.
+// tree may be another's: a live host's, or a dead server's until its claim
+// lapses. Until it can drive the tree, or the tree ends or waits where it
+// runs, it looks again every quarter second.
 func driveClaimed(ctx context.Context, c *cli.Context, b backend, inv string) (*api.RunState, error) {
 	said := false
 	for {
@@ -201,13 +206,13 @@ func driveClaimed(ctx context.Context, c *cli.Context, b backend, inv string) (*
 			return rs, err
 		}
 		if !said {
-			fmt.Fprintf(c.App.ErrWriter, "%s is another host's now (%v); waiting for it here\n", inv, err)
+			fmt.Fprintf(c.App.ErrWriter, "%s is another host's (%v); following it here\n", inv, err)
 			said = true
 		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(time.Second):
+		case <-time.After(host.SharedPoll):
 		}
 	}
 }

@@ -1,0 +1,80 @@
+// serve_hosts_test.go tests the operator's commands on a store shared by
+// hosts, as real processes: against a tree another host drives, through a
+// second host and through a command with no server, and with the driving
+// host killed.
+
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/runehost/runehost/store"
+)
+
+func TestOperatorCommandsAcrossHosts(t *testing.T) {
+	node, err := store.StartNode(store.NodeOptions{Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Shutdown()
+	t.Setenv("RUNEHOST_NATS", node.ClientURL())
+	t.Setenv("RUNEHOST_CLAIM_FOR", "1s")
+	t.Setenv("RUNEHOST_TEST_AS_CLI", "1")
+	a, b := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	none := filepath.Join(t.TempDir(), "none") // no server: the command is a host for as long as it runs
+	pa := startServeProc(t, os.Args[0], a, true)
+	startServeProc(t, os.Args[0], b, true)
+	waits := writeProg(t, "let e = await {key: \"go\"}\nreturn e + 1")
+	admit := func(want string) {
+		t.Helper()
+		if code, _, errs := process(t, a, "run", "--native", "--name", "p"+want, waits); code != exitWaiting || !strings.Contains(errs, "invocation "+want) {
+			t.Fatalf("run through host a: exit %d: %s", code, errs)
+		}
+	}
+	status := func(inv string) string {
+		t.Helper()
+		code, out, errs := process(t, b, "ps", "--json")
+		if code != exitOK {
+			t.Fatalf("ps: exit %d: %s", code, errs)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if strings.Contains(line, `"invocation": "`+inv+`"`) || strings.Contains(line, `"invocation":"`+inv+`"`) {
+				return line
+			}
+		}
+		return out
+	}
+	for i, dir := range []string{b, none} {
+		r1, r2, r3 := "r"+strconv.Itoa(3*i+1), "r"+strconv.Itoa(3*i+2), "r"+strconv.Itoa(3*i+3)
+		for _, r := range []string{r1, r2, r3} {
+			admit(r)
+		}
+		if code, _, errs := process(t, dir, "cancel", r1); code != exitOK || !strings.Contains(errs, "cancelled: "+r1) {
+			t.Fatalf("cancel %s through %s: exit %d: %s", r1, dir, code, errs)
+		}
+		if code, _, errs := process(t, dir, "resume", r2); code != exitWaiting {
+			t.Fatalf("resume %s through %s: exit %d: %s", r2, dir, code, errs)
+		}
+		if code, out, errs := process(t, dir, "send", r3, "go", "41"); code != exitOK || out != "42\n" {
+			t.Fatalf("send to %s through %s: exit %d, %q: %s", r3, dir, code, out, errs)
+		}
+		if st := status(r1); !strings.Contains(st, "cancelled") {
+			t.Fatalf("%s after cancel: %s", r1, st)
+		}
+	}
+	// Host a dies: its trees are taken over, by the command or by b.
+	admit("r7")
+	admit("r8")
+	pa.cmd.Process.Kill()
+	<-pa.done
+	if code, _, errs := process(t, none, "cancel", "r7"); code != exitOK {
+		t.Fatalf("cancel of a dead host's tree: exit %d: %s", code, errs)
+	}
+	if code, out, errs := process(t, b, "send", "r8", "go", "1"); code != exitOK || out != "2\n" {
+		t.Fatalf("send to a dead host's tree through b: exit %d, %q: %s", code, out, errs)
+	}
+}
