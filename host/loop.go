@@ -186,6 +186,9 @@ func (s *Scheduler) turn(ctx context.Context, id string) Turn {
 	if err != nil && !errors.Is(err, ErrClaimed) { // another host's tree stays indexed for it
 		s.unindex(id)
 	}
+	if !errors.Is(err, ErrClaimed) {
+		s.E.TellChanged(id) // its status, which no event may say
+	}
 	return Turn{Invocation: id, State: st, Err: err}
 }
 

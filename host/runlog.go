@@ -107,7 +107,8 @@ func (e *Engine) logWith(retry func(store.Durability, func(*store.Tx) error) err
 	return err
 }
 
-// published hands stored events to the run's backlog and to OnEvent.
+// published hands stored events to the run's backlog and to OnEvent, and
+// on a store shared by hosts tells the others that the tree changed.
 func (e *Engine) published(evs []events.Event) {
 	for _, ev := range evs {
 		e.Backlog(ev.Run).Add(ev)
@@ -115,6 +116,24 @@ func (e *Engine) published(evs []events.Event) {
 			e.OnEvent(ev)
 		}
 	}
+	if len(evs) > 0 {
+		e.TellChanged(evs[0].Run)
+	}
+}
+
+// TellChanged tells every process on a store shared by hosts that the tree
+// of inv changed (HearChanged), for their readers to look at once rather
+// than at their next poll.
+func (e *Engine) TellChanged(inv string) {
+	if e.claims != nil {
+		e.Store.Tell("tree."+rootOf(inv), nil)
+	}
+}
+
+// HearChanged calls fn each time a process on a store shared by hosts
+// tells that root's tree changed, until stop.
+func (e *Engine) HearChanged(root string, fn func()) (stop func(), err error) {
+	return e.Store.Hear("tree."+root, func([]byte) { fn() })
 }
 
 // dropBacklog forgets a run's in-memory window once it has ended: a long

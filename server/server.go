@@ -57,7 +57,21 @@ type Server struct {
 	stopping chan struct{}
 	stopOnce func()
 	patterns []string // the routes, for docs/api.md's test
+	// poll is how often a live stream reads the store for what no one
+	// told it: StreamPoll, or SharedStreamPoll where hosts tell each other.
+	poll time.Duration
+	ping time.Duration // how often an idle stream says it lives: 15 s
 }
+
+// StreamPoll is how often a live stream reads the store for a change no
+// one told it of (a command that wrote the store without the server).
+// On a store shared by hosts the host that drives a tree tells the
+// others of each change (host.Engine.TellChanged), and streams read it at
+// once; SharedStreamPoll is then only a floor, for a lost word.
+const (
+	StreamPoll       = 250 * time.Millisecond
+	SharedStreamPoll = 2 * time.Second
+)
 
 // New returns a server. Its engine's OnEvent and its loop's OnTurn are
 // chained to wake the streams.
@@ -75,6 +89,18 @@ func New(cfg Config) *Server {
 		}
 	}
 	e := cfg.Service.E
+	s.poll, s.ping = StreamPoll, 15*time.Second
+	if e.Store.Shared() {
+		s.poll = SharedStreamPoll
+		s.hub.hear = func(root string) func() {
+			stop, err := e.HearChanged(root, func() { s.hub.publish(root) })
+			if err != nil {
+				cfg.Log.Warn("streams of a tree will poll: cannot hear its changes", "root", root, "err", err)
+				return func() {}
+			}
+			return stop
+		}
+	}
 	prev := e.OnEvent
 	e.OnEvent = func(ev events.Event) {
 		if prev != nil {

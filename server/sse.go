@@ -73,6 +73,10 @@ func (c Cursor) String(inv string, tree bool) string {
 type hub struct {
 	mu   sync.Mutex
 	subs map[string]map[chan struct{}]bool // by root
+	// hear, if set, has other processes on the store wake a root's streams
+	// (host.Engine.HearChanged) while it has any; ears are their stops.
+	hear func(root string) (stop func())
+	ears map[string]func()
 }
 
 // subscribe wakes the returned channel when root's tree changes; the
@@ -86,6 +90,12 @@ func (h *hub) subscribe(inv string) (chan struct{}, func() bool) {
 	}
 	if h.subs[root] == nil {
 		h.subs[root] = map[chan struct{}]bool{}
+		if h.hear != nil {
+			if h.ears == nil {
+				h.ears = map[string]func(){}
+			}
+			h.ears[root] = h.hear(root)
+		}
 	}
 	h.subs[root][ch] = true
 	h.mu.Unlock()
@@ -95,6 +105,10 @@ func (h *hub) subscribe(inv string) (chan struct{}, func() bool) {
 		delete(h.subs[root], ch)
 		if len(h.subs[root]) == 0 {
 			delete(h.subs, root)
+			if stop := h.ears[root]; stop != nil {
+				delete(h.ears, root)
+				stop()
+			}
 			return true
 		}
 		return false
@@ -236,9 +250,9 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, f Follow) er
 			s.windows.drop(rootOf(f.Inv))
 		}
 	}()
-	ping := time.NewTicker(15 * time.Second)
+	ping := time.NewTicker(s.ping)
 	defer ping.Stop()
-	poll := time.NewTicker(250 * time.Millisecond) // a change no one published
+	poll := time.NewTicker(s.poll) // a change no one published
 	defer poll.Stop()
 	lastState := ""
 	for {

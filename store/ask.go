@@ -67,3 +67,30 @@ func (s *Store) Ask(ctx context.Context, name string, req []byte) ([]byte, error
 	}
 	return m.Data, nil
 }
+
+// tellSubject is the subject of what is told under name.
+func (s *jsStore) tellSubject(name string) string {
+	return s.prefix + ".tell." + string(appendToken(nil, []byte(name)))
+}
+
+// Tell publishes msg to the processes that hear name, if any, and does
+// not wait: a wake-up, where a lost one costs a reader's poll. On a store
+// of this process alone it does nothing.
+func (s *Store) Tell(name string, msg []byte) {
+	if s.js != nil {
+		s.js.nc.Publish(s.js.tellSubject(name), msg)
+	}
+}
+
+// Hear calls fn with each message told under name, from any process on
+// the store (this one too), until stop is called.
+func (s *Store) Hear(name string, fn func(msg []byte)) (stop func(), err error) {
+	if s.js == nil {
+		return func() {}, nil
+	}
+	sub, err := s.js.nc.Subscribe(s.js.tellSubject(name), func(m *nats.Msg) { fn(m.Data) })
+	if err != nil {
+		return nil, fmt.Errorf("store: hear %s: %w", name, err)
+	}
+	return func() { sub.Unsubscribe() }, nil
+}
