@@ -255,6 +255,7 @@ type Health struct {
 	Status  string `json:"status"` // ok, or stopping
 	PID     int    `json:"pid"`
 	Version string `json:"version"`
+	Host    string `json:"host,omitempty"` // its name among the hosts of a shared store (claims name it)
 }
 
 // Discovery is the file a server writes in its store directory

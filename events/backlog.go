@@ -51,6 +51,16 @@ func (b *Backlog) Since(after uint64) (evs []Event, truncated bool) {
 	return evs, truncated
 }
 
+// Last is the seq of the newest event kept (0: none).
+func (b *Backlog) Last() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.events) == 0 {
+		return 0
+	}
+	return b.events[len(b.events)-1].Seq
+}
+
 // Truncated reports whether the backlog has dropped events.
 func (b *Backlog) Truncated() bool {
 	b.mu.Lock()

@@ -185,8 +185,8 @@ func (c *claims) claim(root string) error {
 }
 
 // forget drops what this host keeps of root's tree: its live machines
-// (their step counts are stale; the tree's next holder recovers them) and
-// its claim.
+// (their step counts are stale; the tree's next holder recovers them), its
+// events kept in memory, and its claim.
 func (c *claims) forget(root string) {
 	c.mu.Lock()
 	delete(c.mine, root)
@@ -199,6 +199,13 @@ func (c *claims) forget(root string) {
 		}
 	}
 	e.runsMu.Unlock()
+	e.mu.Lock()
+	for inv := range e.backlogs { // another host may write its events now: Kept must not answer for them
+		if rootOf(inv) == root {
+			delete(e.backlogs, inv)
+		}
+	}
+	e.mu.Unlock()
 }
 
 // admitted notes a root this host admits: its claim is written with it.
@@ -347,6 +354,38 @@ func (e *Engine) lockTree(inv string) (unlock func(), err error) {
 		return nil, err
 	}
 	return unlock, nil
+}
+
+// Drivers lists, of a store shared by hosts, the host each tree's claim
+// names, by root ("" for a tree freed), whether or not that host lives:
+// for operators and the chaos harness.
+func Drivers(s *store.Store) (map[string]string, error) {
+	out := map[string]string{}
+	err := s.View(func(tx *store.Tx) error {
+		clear(out) // a View may run again
+		return tx.Scan(store.K("claim"), func(k store.Key, get func(any) error) (bool, error) {
+			var r claimRecord
+			if err := get(&r); err != nil {
+				return false, err
+			}
+			p := k.Parts()
+			out[p[len(p)-1]] = r.Host
+			return true, nil
+		})
+	})
+	return out, err
+}
+
+// holdsClaim says whether this host holds root's claim on a shared store.
+func (e *Engine) holdsClaim(root string) bool {
+	c := e.claims
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.mine[root]
+	return ok
 }
 
 // claimedElsewhere says whether another live host drives root's tree: the

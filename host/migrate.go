@@ -88,6 +88,7 @@ func (e *Engine) migrate(inv string, cp, source []byte, dryRun bool) (*checkpoin
 	if dryRun {
 		return &c.Header, nil
 	}
+	var noted []events.Event
 	err = e.Store.Retry(store.Synced, func(tx *store.Tx) error {
 		if err := tx.PutRaw(srcKey(hash), source); err != nil {
 			return err
@@ -106,8 +107,11 @@ func (e *Engine) migrate(inv string, cp, source []byte, dryRun bool) (*checkpoin
 		if err := dropWait(tx, inv); err != nil { // the await it waited at is gone
 			return err
 		}
-		_, err = appendLog(tx, inv, []events.Event{e.note(events.NoteMigrated, "checkpoint replaced, program "+hash[:16])})
+		noted, err = appendLog(tx, inv, []events.Event{e.note(events.NoteMigrated, "checkpoint replaced, program "+hash[:16])})
 		return err
 	})
+	if err == nil {
+		e.published(noted) // live readers are told, as of every event
+	}
 	return &c.Header, err
 }

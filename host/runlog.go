@@ -160,6 +160,39 @@ func (e *Engine) Backlog(inv string) *events.Backlog {
 	return b
 }
 
+// Kept returns up to max of the events of inv after seq after that this
+// process keeps in memory (those it stored itself, in order), when they go
+// on from after without a gap, and true; or false, and the store has them.
+// A live reader of a run driven here reads the store only for what is not
+// kept: on JetStream every read of a log is a scan (a consumer of the
+// stream). On a store shared by hosts, a tree this host holds has no
+// events but its own (the fence), so none kept after the newest is none.
+func (e *Engine) Kept(inv string, after uint64, max int) ([]events.Event, bool) {
+	e.mu.Lock()
+	b := e.backlogs[inv]
+	e.mu.Unlock()
+	if b == nil {
+		return nil, false
+	}
+	evs, truncated := b.Since(after)
+	if truncated {
+		return nil, false
+	}
+	if len(evs) == 0 {
+		return nil, after != 0 && b.Last() == after && e.holdsClaim(rootOf(inv))
+	}
+	if evs[0].Seq != after+1 {
+		return nil, false
+	}
+	for i := 1; i < len(evs); i++ {
+		if evs[i].Seq != evs[i-1].Seq+1 {
+			evs = evs[:i] // past a gap: the store's, next time
+			break
+		}
+	}
+	return evs[:min(len(evs), max)], true
+}
+
 // LastSeq is the seq of an invocation's newest event (0: none), read from
 // its counter: where a live reader of its log stands now.
 func (e *Engine) LastSeq(inv string) (uint64, error) {

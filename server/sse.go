@@ -130,6 +130,12 @@ func (h *hub) publish(inv string) {
 	}
 }
 
+// treeRelist is how often a live stream of a tree lists its invocations
+// again while it runs (a scan of the store: on JetStream a consumer),
+// and at once before it calls the tree settled: a new child's first
+// events may come that much later, never lost.
+const treeRelist = time.Second
+
 // streamBatch is how many events of one run a stream reads at a time.
 const streamBatch = 256
 
@@ -173,9 +179,12 @@ func (ws *windows) read(e *host.Engine, run string, after uint64) ([]encoded, er
 		i := int(after + 1 - w.evs[0].seq)
 		return w.evs[i:min(n, i+streamBatch)], nil
 	}
-	evs, err := e.Events(run, after+1, streamBatch)
-	if err != nil {
-		return nil, err
+	evs, ok := e.Kept(run, after, streamBatch) // a run driven here: no store read
+	if !ok {
+		var err error
+		if evs, err = e.Events(run, after+1, streamBatch); err != nil {
+			return nil, err
+		}
 	}
 	out := make([]encoded, 0, len(evs))
 	for _, ev := range evs {
@@ -218,6 +227,9 @@ type Follow struct {
 // settled says whether nothing in ids is runnable and no turn of the tree
 // runs, and returns where its first stands.
 func (s *Server) settled(ids []string) (*host.RunState, bool, error) {
+	if s.svc.E.Busy(ids[0]) {
+		return nil, false, nil // a turn runs here: no need to read the store (on JetStream, requests) to know
+	}
 	var first *host.RunState
 	for i, id := range ids {
 		st, err := s.svc.E.State(id)
@@ -255,19 +267,26 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, f Follow) er
 	poll := time.NewTicker(s.poll) // a change no one published
 	defer poll.Stop()
 	lastState := ""
+	ids := []string{f.Inv}
+	var listed time.Time // when a tree's invocations were listed
 	for {
-		ids := []string{f.Inv}
-		if f.Tree {
+		fresh := false
+		if f.Tree && time.Since(listed) >= treeRelist {
 			var err error
 			if ids, err = s.svc.E.Tree(f.Inv); err != nil {
 				return err
 			}
+			listed, fresh = time.Now(), true
 		}
 		// The state is read before the events: what a settled tree logged
 		// is then all read below, before the state is sent.
 		first, settled, err := s.settled(ids)
 		if err != nil {
 			return err
+		}
+		if settled && f.Tree && !fresh {
+			listed = time.Time{} // a child spawned since the list is read before the tree is called settled
+			continue
 		}
 		sent := false
 		for _, id := range ids {

@@ -39,6 +39,7 @@ import (
 	"github.com/runehost/runehost/api"
 	"github.com/runehost/runehost/client"
 	"github.com/runehost/runehost/internal/crashtest"
+	"github.com/runehost/runehost/store"
 )
 
 // acts is how many acts each invocation does (-acts).
@@ -59,6 +60,7 @@ type harness struct {
 	recovery  map[string][]time.Duration // kind of kill: time to the next act done
 	total     int                        // acts the invocations do, all told
 	revoked   []string                   // the invocations whose grant is revoked (revoke.go)
+	st        *store.Store               // the stream, to read its claims (takeover.go); nil if it cannot be
 }
 
 // proc is a node or a host: how to start it, and the process while it runs.
@@ -70,6 +72,9 @@ type proc struct {
 	cmd  *exec.Cmd
 	log  *os.File
 	host bool
+	// hostName is what the host's claims name it (its health says it),
+	// since it last came up.
+	hostName string
 }
 
 func main() {
@@ -253,6 +258,7 @@ func (h *harness) start() {
 	for _, p := range h.hosts {
 		h.ready(p, time.Minute)
 	}
+	h.openClaims()
 }
 
 // run starts p, its output in its log.
@@ -274,6 +280,7 @@ func (h *harness) ready(p *proc, within time.Duration) {
 		if p.host {
 			if c, ok, _ := client.Find(p.dir); ok {
 				if hl, err := c.Health(context.Background()); err == nil && hl.Status == "ok" {
+					p.hostName = hl.Host
 					return
 				}
 			}
@@ -332,16 +339,15 @@ func (h *harness) admit(n int) (ids []string, want map[string]int64) {
 
 // chaos kills or stops one process and brings it back.
 func (h *harness) chaos() {
-	before := h.entries()
 	k := h.rng.Intn(10)
 	if h.stopsOnly {
 		k = 9 // what -break breaks: only a host that goes on after its claims lapsed meets the fence
 	}
 	switch {
 	case k < 4: // a host, SIGKILL
-		h.kill(h.hosts[h.rng.Intn(3)], "host", before)
+		h.kill(h.hosts[h.rng.Intn(3)], "host")
 	case k < 7: // a node, SIGKILL
-		h.kill(h.nodes[h.rng.Intn(3)], "node", before)
+		h.kill(h.nodes[h.rng.Intn(3)], "node")
 	default: // a host stopped past its claims, then let go on
 		p := h.hosts[h.rng.Intn(3)]
 		h.say("stop %s", p.name)
@@ -355,15 +361,22 @@ func (h *harness) chaos() {
 
 // kill SIGKILLs p, restarts it a moment later, and waits for an act done by
 // any host since (timed from the kill) and for p to come back.
-func (h *harness) kill(p *proc, kind string, before int) {
-	h.say("kill %s", p.name)
+func (h *harness) kill(p *proc, kind string) {
+	var orphans map[string]bool
+	if p.host {
+		orphans = h.orphans(p)
+	}
+	h.say("kill %s (it drives %d trees with acts to do)", p.name, len(orphans))
 	p.cmd.Process.Kill()
-	h.kills[kind]++
 	killed := time.Now()
+	dead(p.cmd.Process.Pid)
+	before := h.entries() // counted once it is dead: its last acts were before the kill
+	h.kills[kind]++
 	time.Sleep(time.Duration(100+h.rng.Intn(900)) * time.Millisecond)
 	h.run(p)
 	h.say("waiting for an act after %d", before)
 	h.waitAct(kind+" kill", before, killed)
+	h.waitTakeover(orphans, before, killed)
 	h.ready(p, time.Minute)
 }
 
