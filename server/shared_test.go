@@ -7,6 +7,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,14 +21,16 @@ import (
 	"github.com/runehost/runehost/store"
 )
 
-func TestStreamOfARunAnotherHostDrives(t *testing.T) {
+// sharedEngines opens n hosts on one JetStream store, each with the gate
+// act (never closed: it answers at once).
+func sharedEngines(t *testing.T, n int) []*host.Engine {
 	node, err := store.StartNode(store.NodeOptions{Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(node.Shutdown)
 	var es []*host.Engine
-	for range 2 {
+	for range n {
 		s, err := store.Open(store.Options{JetStream: &store.JetStream{URLs: []string{node.ClientURL()}, Memory: true, Shared: true}})
 		if err != nil {
 			t.Fatal(err)
@@ -37,13 +40,27 @@ func TestStreamOfARunAnotherHostDrives(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { e.StopClaims(); s.Close() })
+		e.Adapters["test.gate"] = &gate{}
+		e.Ward().Grant(host.AnyProg, "test.gate")
 		es = append(es, e)
 	}
-	a, b := es[0], es[1]
+	return es
+}
+
+// loopOf runs a Loop of e until the test ends.
+func loopOf(t *testing.T, e *host.Engine) *host.Loop {
+	l := &host.Loop{E: e, Workers: 2}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { (&host.Loop{E: a, Workers: 2}).Run(ctx); close(done) }()
+	go func() { l.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
+	return l
+}
+
+func TestStreamOfARunAnotherHostDrives(t *testing.T) {
+	es := sharedEngines(t, 2)
+	a, b := es[0], es[1]
+	loopOf(t, a)
 
 	srv := New(Config{Service: &Service{E: b}, Token: testToken, Metrics: metrics.New(), BaseURL: "http://runehost.test"})
 	srv.poll, srv.ping = time.Hour, time.Hour // what arrives was told, not polled for
@@ -99,4 +116,60 @@ func TestStreamOfARunAnotherHostDrives(t *testing.T) {
 	}
 	waitFor(`"tick"`)
 	waitFor("state completed")
+}
+
+// A live stream of a run its own host drives reads that run's events from
+// what the host keeps, not from the store, where each read of a log is a
+// scan (a consumer of the stream, which the nodes make and drop), and lists
+// the tree's invocations once a second, not at every event: as `runehost
+// run` attached to a host follows its run's tree.
+func TestStreamOfARunDrivenHereScansLittle(t *testing.T) {
+	e := sharedEngines(t, 1)[0]
+	l := loopOf(t, e)
+	srv := New(Config{Service: &Service{E: e, Loop: l}, Token: testToken, Metrics: metrics.New(), BaseURL: "http://runehost.test"})
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { srv.Stop(); ts.Close() })
+	const acts = 60
+	src := fmt.Sprintf("await {key: \"go\"}\nvar i = 0\nwhile i < %d { act \"test.gate\" {}; emit(\"n\", i); i += 1 }\nreturn i", acts)
+	id, _ := e.NewInvocationID()
+	if err := e.Admit(context.Background(), id, "p", "", []byte(src), nil, 1<<30, 1); err != nil {
+		t.Fatal(err)
+	}
+	for st, _ := e.State(id); st == nil || st.Status != host.Waiting; st, _ = e.State(id) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	req, _ := http.NewRequest("GET", ts.URL+"/v1/invocations/"+id+"/events?tree=1", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	before, start := srv.windows.reads.Load(), time.Now()
+	if err := e.Deliver(id, "go", []byte{0xf6}); err != nil {
+		t.Fatal(err)
+	}
+	l.Notify()
+	emits := 0
+	readSSE(resp.Body, func(m sseMsg) bool {
+		if strings.Contains(m.data, `"emit"`) {
+			emits++
+		}
+		if m.event == "state" {
+			var st api.RunState
+			json.Unmarshal([]byte(m.data), &st)
+			return !api.Terminal(st.Status)
+		}
+		return true
+	})
+	if emits != acts {
+		t.Fatalf("the stream got %d emits, want %d", emits, acts)
+	}
+	reads := srv.windows.reads.Load() - before
+	t.Logf("the stream read the store %d times for %d acts (%s)", reads, acts, time.Since(start).Round(time.Millisecond))
+	// A tree's list once a second, and once more at each settling; each
+	// event read from the store would be some three reads an act.
+	if limit := 5 + 2*int64(time.Since(start)/time.Second); reads > limit {
+		t.Fatalf("the stream read the store %d times for %d acts (at most %d)", reads, acts, limit)
+	}
 }

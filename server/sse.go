@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/runehost/runehost/api"
@@ -154,6 +155,9 @@ type encoded struct {
 type windows struct {
 	mu   sync.Mutex
 	runs map[string]*window
+	// reads counts the streams' reads of the store: a log's events not
+	// kept, a tree's invocations listed (on JetStream, each a scan).
+	reads atomic.Int64
 }
 
 type window struct {
@@ -181,6 +185,7 @@ func (ws *windows) read(e *host.Engine, run string, after uint64) ([]encoded, er
 	}
 	evs, ok := e.Kept(run, after, streamBatch) // a run driven here: no store read
 	if !ok {
+		ws.reads.Add(1)
 		var err error
 		if evs, err = e.Events(run, after+1, streamBatch); err != nil {
 			return nil, err
@@ -273,6 +278,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, f Follow) er
 		fresh := false
 		if f.Tree && time.Since(listed) >= treeRelist {
 			var err error
+			s.windows.reads.Add(1)
 			if ids, err = s.svc.E.Tree(f.Inv); err != nil {
 				return err
 			}
