@@ -106,6 +106,9 @@ var recordKinds = map[string]struct {
 	"gen":    {0, decodes[generation]},
 	"seq":    {0, decodes[generation]},
 	"sched":  {1, decodes[cursor]},
+	"claim":  {1, decodes[claimRecord]}, // shared stores (claim.go)
+	"beat":   {1, decodes[beatRecord]},
+	"role":   {1, decodes[roleRecord]}, // role.go
 }
 
 // checkCheckpoint checks a checkpoint's bytes as the host reads them.

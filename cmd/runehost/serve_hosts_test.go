@@ -11,7 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/runehost/runehost/slack/fakeslack"
 	"github.com/runehost/runehost/store"
 )
 
@@ -76,5 +78,48 @@ func TestOperatorCommandsAcrossHosts(t *testing.T) {
 	}
 	if code, out, errs := process(t, b, "send", "r8", "go", "1"); code != exitOK || out != "2\n" {
 		t.Fatalf("send to a dead host's tree through b: exit %d, %q: %s", code, out, errs)
+	}
+}
+
+// Two hosts serving Slack on one shared store run one dispatcher between
+// them: the second stands by, and takes over when the first is killed.
+func TestOneSlackDispatcherAcrossHosts(t *testing.T) {
+	node, err := store.StartNode(store.NodeOptions{Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Shutdown()
+	fake := fakeslack.New(nil)
+	defer fake.Close()
+	t.Setenv("RUNEHOST_NATS", node.ClientURL())
+	t.Setenv("RUNEHOST_CLAIM_FOR", "1s")
+	t.Setenv("RUNEHOST_TEST_AS_CLI", "1")
+	t.Setenv("SLACK_BOT_TOKEN", "xoxb-test")
+	t.Setenv("SLACK_APP_TOKEN", "xapp-test")
+	t.Setenv("SLACK_API_URL", fake.URL())
+	waitLog := func(p *serveProc, what string) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); !strings.Contains(p.stderr.String(), what); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the host never said %q:\n%s", what, p.stderr)
+			}
+		}
+	}
+	progs := t.TempDir()
+	pa := startServeProc(t, os.Args[0], filepath.Join(t.TempDir(), "a"), true, "--slack", "--progs", progs)
+	waitLog(pa, "this host runs the cluster's dispatcher")
+	pb := startServeProc(t, os.Args[0], filepath.Join(t.TempDir(), "b"), true, "--slack", "--progs", progs)
+	waitLog(pb, "runs the cluster's dispatcher; this host takes over if it goes")
+	if !fake.WaitConnections(1, time.Minute) {
+		t.Fatal("host a never connected to Slack")
+	}
+	if fake.WaitConnections(2, 0) { // b checked its tokens, and stands by
+		t.Fatal("two hosts connected to Slack's Socket Mode at once")
+	}
+	pa.cmd.Process.Kill()
+	<-pa.done
+	waitLog(pb, "slack: this host runs the cluster's dispatcher")
+	if !fake.WaitConnections(2, time.Minute) {
+		t.Fatalf("host b never connected to Slack once host a died:\n%s", pb.stderr)
 	}
 }

@@ -95,6 +95,30 @@ func slackOptionsOf(c *cli.Context) (*slackOptions, error) {
 // until a person fixes it is returned as a usage error (exit 2) saying
 // what to fix, before anything of Slack starts; wait waits for the
 // dispatcher to stop and its last card frames to go.
+// holdSlack waits, on a store shared by hosts, until this host runs the
+// cluster's one Slack dispatcher (the role "slack": host.HoldRole), and
+// returns a context that ends when it no longer does; nil once ctx ended.
+// Two dispatchers would each take up the runs the last one left, and
+// answer each event twice.
+func holdSlack(ctx context.Context, e *host.Engine, log *slog.Logger) (context.Context, error) {
+	if e.Store.Shared() {
+		if h, err := e.RoleHolder("slack"); err == nil && h != "" && h != e.Host() {
+			log.Info("slack: host "+h+" runs the cluster's dispatcher; this host takes over if it goes", "host", e.Host())
+		}
+	}
+	held, err := e.HoldRole(ctx, "slack")
+	if ctx.Err() != nil {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if e.Store.Shared() {
+		log.Info("slack: this host runs the cluster's dispatcher", "host", e.Host())
+	}
+	return held, nil
+}
+
 func startSlack(ctx context.Context, o *slackOptions, e *host.Engine, log *slog.Logger, m *metrics.Metrics, link func(inv string) (string, error)) (wait func(), err error) {
 	cfg := o.cfg
 	cfg.Link = link
@@ -105,8 +129,14 @@ func startSlack(ctx context.Context, o *slackOptions, e *host.Engine, log *slog.
 	}
 	var run func() error
 	if cfg.AppToken != "" {
-		log.Info("slack: connecting over Socket Mode")
-		run = func() error { return d.RunSocketMode(ctx) }
+		run = func() error {
+			held, err := holdSlack(ctx, e, log)
+			if err != nil || held == nil {
+				return err
+			}
+			log.Info("slack: connecting over Socket Mode")
+			return d.RunSocketMode(held)
+		}
 	} else {
 		ln, err := net.Listen("tcp", o.listen)
 		if err != nil {
@@ -121,6 +151,12 @@ func startSlack(ctx context.Context, o *slackOptions, e *host.Engine, log *slog.
 		go func() { <-ctx.Done(); srv.Shutdown(context.Background()) }()
 		log.Info("slack: serving the Events API: its Request URL is https://THIS-HOST/slack/events (any path)", "listen", ln.Addr().String())
 		run = func() error {
+			held, err := holdSlack(ctx, e, log)
+			if err != nil || held == nil {
+				ln.Close()
+				return err
+			}
+			go func() { <-held.Done(); srv.Shutdown(context.Background()) }()
 			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 				return err
 			}
