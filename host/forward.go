@@ -190,6 +190,26 @@ func (e *Engine) releaseTree(inv string) error {
 	return nil
 }
 
+// wakeDriver tells the Loops of the host that drives inv's tree, on a
+// store shared by hosts, that it may have work (Loop.Run hears it): a
+// send through one host wakes a tree another drives at once. A word lost
+// costs that host's next look (SharedPoll).
+func (e *Engine) wakeDriver(inv string) {
+	c := e.claims
+	if c == nil {
+		return
+	}
+	var r claimRecord
+	if err := e.Store.View(func(tx *store.Tx) error { _, err := tx.Get(claimKey(rootOf(inv)), &r); return err }); err != nil || r.Host == "" {
+		return
+	}
+	if r.Host == c.host {
+		e.wakeLoops()
+		return
+	}
+	e.Store.Tell("wake."+r.Host, nil)
+}
+
 // wakers are the Loops of this engine, told of work a command made.
 type wakers struct {
 	mu sync.Mutex

@@ -222,3 +222,25 @@ func owner(t *testing.T, e *Engine, id string) string {
 	}
 	return r.Host
 }
+
+// A send through one host wakes a tree another host drives at once: the
+// driving host's Loop, which would not look again for an hour, is told.
+func TestSendWakesTheDrivingHost(t *testing.T) {
+	es := sharedHosts(t, 2, newJournal())
+	a, b := es[0], es[1]
+	l := &Loop{E: a, Workers: 2, Poll: time.Hour}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { l.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	id, _ := a.NewInvocationID()
+	if err := a.Admit(context.Background(), id, "p", "", []byte(waitGo), nil, 1<<30, 1); err != nil {
+		t.Fatal(err)
+	}
+	l.Notify() // as the server does at an admission
+	waitStatus(t, a, id, Waiting)
+	if err := b.Deliver(id, "go", []byte{0xf6}); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, a, id, Completed)
+}

@@ -60,6 +60,11 @@ func (l *Loop) Notify() {
 func (l *Loop) Run(ctx context.Context) error {
 	l.init()
 	defer l.E.addWaker(l)()
+	if l.E.claims != nil { // another host's send to a tree this one drives (wakeDriver)
+		if stop, err := l.E.Store.Hear("wake."+l.E.Host(), func([]byte) { l.Notify() }); err == nil {
+			defer stop()
+		}
+	}
 	workers := l.Workers
 	if workers <= 0 {
 		workers = runtime.NumCPU()

@@ -33,8 +33,13 @@ func (e *Engine) Send(ctx context.Context, inv, tag string, payload []byte) (*Ru
 
 // Deliver is Send without the drive: an invocation it wakes is left
 // runnable, for a scheduler (a Loop).
+// On a store shared by hosts, the host that drives inv's tree is told at
+// once (wakeDriver), rather than finding it at its scheduler's next look.
 func (e *Engine) Deliver(inv, tag string, payload []byte) error {
 	_, err := e.boxes.Deliver(inv, tag, payload)
+	if err == nil {
+		e.wakeDriver(inv)
+	}
 	return err
 }
 
