@@ -57,6 +57,26 @@ func loopOf(t *testing.T, e *host.Engine) *host.Loop {
 	return l
 }
 
+// admitAndFollow admits src as id on e, waits until it waits, and opens
+// the event stream at url; the stream is closed when the test ends.
+func admitAndFollow(t *testing.T, e *host.Engine, id, src, url string) *http.Response {
+	t.Helper()
+	if err := e.Admit(context.Background(), id, "p", "", []byte(src), nil, 1<<30, 1); err != nil {
+		t.Fatal(err)
+	}
+	for st, _ := e.State(id); st == nil || st.Status != host.Waiting; st, _ = e.State(id) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
 func TestStreamOfARunAnotherHostDrives(t *testing.T) {
 	es := sharedEngines(t, 2)
 	a, b := es[0], es[1]
@@ -72,19 +92,7 @@ func TestStreamOfARunAnotherHostDrives(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := "let e = await {key: \"go\"}\nfor i in range(3) { emit(\"tick\", i) }\nreturn e + 1"
-	if err := a.Admit(context.Background(), id, "p", "", []byte(src), nil, 1<<30, 1); err != nil {
-		t.Fatal(err)
-	}
-	for st, _ := a.State(id); st == nil || st.Status != host.Waiting; st, _ = a.State(id) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	req, _ := http.NewRequest("GET", ts.URL+"/v1/invocations/"+id+"/events", nil)
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	resp := admitAndFollow(t, a, id, src, ts.URL+"/v1/invocations/"+id+"/events")
 	got := make(chan string, 100)
 	go readSSE(resp.Body, func(m sseMsg) bool {
 		if m.event == "state" {
@@ -132,19 +140,7 @@ func TestStreamOfARunDrivenHereScansLittle(t *testing.T) {
 	const acts = 60
 	src := fmt.Sprintf("await {key: \"go\"}\nvar i = 0\nwhile i < %d { act \"test.gate\" {}; emit(\"n\", i); i += 1 }\nreturn i", acts)
 	id, _ := e.NewInvocationID()
-	if err := e.Admit(context.Background(), id, "p", "", []byte(src), nil, 1<<30, 1); err != nil {
-		t.Fatal(err)
-	}
-	for st, _ := e.State(id); st == nil || st.Status != host.Waiting; st, _ = e.State(id) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	req, _ := http.NewRequest("GET", ts.URL+"/v1/invocations/"+id+"/events?tree=1", nil)
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	resp := admitAndFollow(t, e, id, src, ts.URL+"/v1/invocations/"+id+"/events?tree=1")
 	before, start := srv.windows.reads.Load(), time.Now()
 	if err := e.Deliver(id, "go", []byte{0xf6}); err != nil {
 		t.Fatal(err)

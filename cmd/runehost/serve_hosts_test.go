@@ -17,15 +17,21 @@ import (
 	"github.com/runehost/runehost/store"
 )
 
-func TestOperatorCommandsAcrossHosts(t *testing.T) {
+// sharedStore starts a NATS node for the test and points every runehost
+// the test starts at it, with claims of a second.
+func sharedStore(t *testing.T) {
 	node, err := store.StartNode(store.NodeOptions{Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer node.Shutdown()
+	t.Cleanup(node.Shutdown)
 	t.Setenv("RUNEHOST_NATS", node.ClientURL())
 	t.Setenv("RUNEHOST_CLAIM_FOR", "1s")
 	t.Setenv("RUNEHOST_TEST_AS_CLI", "1")
+}
+
+func TestOperatorCommandsAcrossHosts(t *testing.T) {
+	sharedStore(t)
 	a, b := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
 	none := filepath.Join(t.TempDir(), "none") // no server: the command is a host for as long as it runs
 	pa := startServeProc(t, os.Args[0], a, true)
@@ -84,16 +90,9 @@ func TestOperatorCommandsAcrossHosts(t *testing.T) {
 // Two hosts serving Slack on one shared store run one dispatcher between
 // them: the second stands by, and takes over when the first is killed.
 func TestOneSlackDispatcherAcrossHosts(t *testing.T) {
-	node, err := store.StartNode(store.NodeOptions{Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Shutdown()
+	sharedStore(t)
 	fake := fakeslack.New(nil)
 	defer fake.Close()
-	t.Setenv("RUNEHOST_NATS", node.ClientURL())
-	t.Setenv("RUNEHOST_CLAIM_FOR", "1s")
-	t.Setenv("RUNEHOST_TEST_AS_CLI", "1")
 	t.Setenv("SLACK_BOT_TOKEN", "xoxb-test")
 	t.Setenv("SLACK_APP_TOKEN", "xapp-test")
 	t.Setenv("SLACK_API_URL", fake.URL())
