@@ -132,9 +132,9 @@ func (h *hub) publish(inv string) {
 }
 
 // treeRelist is how often a live stream of a tree lists its invocations
-// again while it runs (a scan of the store: on JetStream a consumer),
-// and at once before it calls the tree settled: a new child's first
-// events may come that much later, never lost.
+// again while it runs (a scan of the store: on JetStream a consumer); it
+// lists them at once after a spawn's outcome, and before it calls the
+// tree settled.
 const treeRelist = time.Second
 
 // streamBatch is how many events of one run a stream reads at a time.
@@ -145,8 +145,9 @@ const windowMax = 1024
 
 // encoded is an event as a stream sends it.
 type encoded struct {
-	seq  uint64
-	data []byte // the event's JSON
+	seq   uint64
+	data  []byte // the event's JSON
+	spawn bool   // the outcome of an act that made a child: a tree has one more
 }
 
 // windows keep the newest encoded events of each run that streams read:
@@ -197,7 +198,9 @@ func (ws *windows) read(e *host.Engine, run string, after uint64) ([]encoded, er
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, encoded{ev.Seq, b})
+		tr := ev.ToolResult
+		spawn := tr != nil && tr.OK && (tr.Tool == host.SpawnTag || strings.HasPrefix(tr.Tool, host.SpawnTag+":"))
+		out = append(out, encoded{ev.Seq, b, spawn})
 	}
 	// Kept when it goes on from the window (or starts it): the newest are
 	// what live streams ask for next.
@@ -302,6 +305,9 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, f Follow) er
 					return err
 				}
 				for _, ev := range evs {
+					if ev.spawn {
+						listed = time.Time{} // list the tree again at once: its new child's events follow its parent's as they come
+					}
 					f.Cursor[id] = ev.seq
 					if _, err := fmt.Fprintf(w, "id: %s\ndata: %s\n\n", f.Cursor.String(f.Inv, f.Tree), ev.data); err != nil {
 						return err
