@@ -244,6 +244,18 @@ func TestVerifyRecords(t *testing.T) {
 	if out, err := e.Send(context.Background(), "r3", "go", data(t, int64(1))); err != nil || out.Status != Completed {
 		t.Fatalf("r3: %+v %v", out, err)
 	}
+	err := e.Store.Update(store.Synced, func(tx *store.Tx) error { // a shared store's records (claim.go, role.go)
+		if err := tx.Put(claimKey("r3"), claimRecord{Host: "h1", Epoch: 1}); err != nil {
+			return err
+		}
+		if err := tx.Put(beatKey("h1"), beatRecord{Until: 1}); err != nil {
+			return err
+		}
+		return tx.Put(roleKey("slack"), roleRecord{Host: "h1"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	problems, n, err := VerifyRecords(e.Store)
 	if err != nil || len(problems) != 0 || n < 20 {
 		t.Fatalf("sound: %d records, %v %v", n, problems, err)
