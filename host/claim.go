@@ -153,12 +153,11 @@ func (c *claims) claim(root string) error {
 			return nil // still this host's: nothing to write
 		}
 		if r.Host != "" && r.Host != c.host {
-			var b beatRecord
-			if _, err := tx.Get(beatKey(r.Host), &b); err != nil {
+			if live, err := liveTx(tx, r.Host); err != nil || live {
+				if err == nil {
+					err = &ClaimError{Root: root, Host: r.Host}
+				}
 				return err
-			}
-			if b.Until > time.Now().UnixMilli() {
-				return &ClaimError{Root: root, Host: r.Host}
 			}
 		}
 		took = claimRecord{Host: c.host, Epoch: r.Epoch + 1}
@@ -376,6 +375,16 @@ func Drivers(s *store.Store) (map[string]string, error) {
 	return out, err
 }
 
+// liveTx says, within tx, whether host's beat has not lapsed: its claims
+// and roles are its still.
+func liveTx(tx *store.Tx, host string) (bool, error) {
+	var b beatRecord
+	if _, err := tx.Get(beatKey(host), &b); err != nil {
+		return false, err
+	}
+	return b.Until > time.Now().UnixMilli(), nil
+}
+
 // holdsClaim says whether this host holds root's claim on a shared store.
 func (e *Engine) holdsClaim(root string) bool {
 	c := e.claims
@@ -395,10 +404,7 @@ func (e *Engine) claimedElsewhere(root string) bool {
 	if c == nil {
 		return false
 	}
-	c.mu.Lock()
-	_, mine := c.mine[root]
-	c.mu.Unlock()
-	if mine {
+	if e.holdsClaim(root) {
 		return false
 	}
 	var live bool
@@ -408,9 +414,8 @@ func (e *Engine) claimedElsewhere(root string) bool {
 		if _, err := tx.Get(claimKey(root), &r); err != nil || r.Host == "" || r.Host == c.host {
 			return err
 		}
-		var b beatRecord
-		_, err := tx.Get(beatKey(r.Host), &b)
-		live = b.Until > time.Now().UnixMilli()
+		var err error
+		live, err = liveTx(tx, r.Host)
 		return err
 	})
 	return live

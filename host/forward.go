@@ -174,10 +174,7 @@ func (e *Engine) releaseTree(inv string) error {
 	unlock := e.holds.lock(root)
 	defer unlock()
 	c := e.claims
-	c.mu.Lock()
-	_, held := c.mine[root]
-	c.mu.Unlock()
-	if !held {
+	if !e.holdsClaim(root) {
 		return &ClaimError{Root: root, Why: "this host does not hold it"}
 	}
 	if err := e.parkTree(root); err != nil {

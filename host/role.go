@@ -81,12 +81,8 @@ func (e *Engine) takeRole(name string) (string, error) {
 			return nil
 		}
 		if r.Host != "" {
-			var b beatRecord
-			if _, err := tx.Get(beatKey(r.Host), &b); err != nil {
-				return err
-			}
-			if b.Until > time.Now().UnixMilli() {
-				return nil // a live host holds it
+			if live, err := liveTx(tx, r.Host); err != nil || live {
+				return err // a live host holds it
 			}
 		}
 		holder = c.host
