@@ -21,7 +21,7 @@ FUZZ_TARGETS := \
 	./guest/machine:FuzzFastPath \
 	./acts/model:FuzzReply \
 	./store:FuzzImport \
-	./store:FuzzKeySubject
+	./store/jetstream:FuzzKeySubject
 
 .PHONY: all build dev-model guest guest-check browser-check test test-jetstream chaos chaos-short chaos-red test-steps test-lane-unit test-lane-rest test-unit test-long vet unit fuzz fuzz-short crash crash-short crash-red park tools load-cards race bench bench-check bench-redact clean mount-race
 
@@ -115,7 +115,7 @@ test-unit:
 	$(GO) test -timeout=$(TEST_TIMEOUT) -skip='^($(subst $(space),|,$(FUZZ_NAMES)))$$' ./...
 
 ## test-jetstream: the suites of every package above store/ again, each store on an embedded JetStream node instead of Badger (RUNEHOST_STORE_BACKEND=jetstream; store's own tests run both in test-unit).
-JS_PKGS = $$($(GO) list -f '{{.ImportPath}} {{join .Deps " "}}' ./... | awk '$$1 !~ /\/store$$/ { for (i = 2; i <= NF; i++) if ($$i == "github.com/runehost/runehost/store") { print $$1; break } }')
+JS_PKGS = $$($(GO) list -f '{{.ImportPath}} {{join .Deps " "}}' ./... | awk '$$1 !~ /\/store(\/jetstream)?$$/ { for (i = 2; i <= NF; i++) if ($$i == "github.com/runehost/runehost/store") { print $$1; break } }')
 test-jetstream:
 	RUNEHOST_STORE_BACKEND=jetstream $(GO) test -timeout=$(TEST_TIMEOUT) -skip='^($(subst $(space),|,$(FUZZ_NAMES)))$$' $(JS_PKGS)
 

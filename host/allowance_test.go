@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/runehost/runehost/store"
+	_ "github.com/runehost/runehost/store/jetstream" // the backend RUNEHOST_STORE_BACKEND=jetstream asks for (make test-jetstream)
 )
 
 func TestAllowance(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"github.com/runehost/runehost/guest/port"
 	"github.com/runehost/runehost/internal/natstest"
 	"github.com/runehost/runehost/store"
+	"github.com/runehost/runehost/store/jetstream"
 )
 
 // BenchmarkEngineActsBackends runs b.N acts spread over 1 and 32
@@ -25,23 +26,23 @@ func BenchmarkEngineActsBackends(b *testing.B) {
 	var urls []string // the cluster, started once for every sub-benchmark
 	backends := []struct {
 		name string
-		open func(b *testing.B) store.Options
+		open func(b *testing.B) (*store.Store, error)
 	}{
-		{"badger", func(b *testing.B) store.Options { return store.Options{Dir: b.TempDir()} }},
-		{"jetstream-r1", func(b *testing.B) store.Options {
-			return store.Options{Dir: b.TempDir(), JetStream: &store.JetStream{}}
+		{"badger", func(b *testing.B) (*store.Store, error) { return store.Open(store.Options{Dir: b.TempDir()}) }},
+		{"jetstream-r1", func(b *testing.B) (*store.Store, error) {
+			return jetstream.Open(store.Options{Dir: b.TempDir()}, jetstream.Config{})
 		}},
-		{"jetstream-r3", func(b *testing.B) store.Options {
+		{"jetstream-r3", func(b *testing.B) (*store.Store, error) {
 			if urls == nil {
 				_, urls = natstest.Cluster(top, 3)
 			}
-			return store.Options{JetStream: &store.JetStream{URLs: urls, Replicas: 3, Shared: true, Stream: fmt.Sprintf("BENCH%d", time.Now().UnixNano())}}
+			return jetstream.Open(store.Options{}, jetstream.Config{URLs: urls, Replicas: 3, Shared: true, Stream: fmt.Sprintf("BENCH%d", time.Now().UnixNano())})
 		}},
 	}
 	for _, workers := range []int{1, 32} {
 		for _, be := range backends {
 			b.Run(fmt.Sprintf("invocations=%d/store=%s", workers, be.name), func(b *testing.B) {
-				s, err := store.Open(be.open(b))
+				s, err := be.open(b)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -117,7 +118,7 @@ func BenchmarkStreamCommits(b *testing.B) {
 	_, urls := natstest.Cluster(b, 3)
 	for _, msgs := range []int{5, 13} {
 		b.Run(fmt.Sprintf("msgs=%d", msgs), func(b *testing.B) {
-			s, err := store.Open(store.Options{JetStream: &store.JetStream{URLs: urls, Replicas: 3, Shared: true, Stream: fmt.Sprintf("COMMITS%d", time.Now().UnixNano())}})
+			s, err := jetstream.Open(store.Options{}, jetstream.Config{URLs: urls, Replicas: 3, Shared: true, Stream: fmt.Sprintf("COMMITS%d", time.Now().UnixNano())})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -178,7 +179,7 @@ func BenchmarkHostsScaling(b *testing.B) {
 			stream := fmt.Sprintf("SCALE%d", time.Now().UnixNano())
 			var es []*Engine
 			for i := range hosts {
-				s, err := store.Open(store.Options{JetStream: &store.JetStream{URLs: []string{urls[i%len(urls)]}, Replicas: 3, Shared: true, Stream: stream}})
+				s, err := jetstream.Open(store.Options{}, jetstream.Config{URLs: []string{urls[i%len(urls)]}, Replicas: 3, Shared: true, Stream: stream})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -27,6 +27,7 @@ import (
 	"github.com/runehost/runehost/host"
 	"github.com/runehost/runehost/server/links"
 	"github.com/runehost/runehost/store"
+	_ "github.com/runehost/runehost/store/jetstream" // the backend RUNEHOST_STORE_BACKEND=jetstream asks for (make test-jetstream)
 )
 
 // benchSocket serves h on a Unix socket in a fresh directory, as serve

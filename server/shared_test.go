@@ -19,19 +19,20 @@ import (
 	"github.com/runehost/runehost/host"
 	"github.com/runehost/runehost/internal/metrics"
 	"github.com/runehost/runehost/store"
+	"github.com/runehost/runehost/store/jetstream"
 )
 
 // sharedEngines opens n hosts on one JetStream store, each with the gate
 // act (never closed: it answers at once).
 func sharedEngines(t *testing.T, n int) []*host.Engine {
-	node, err := store.StartNode(store.NodeOptions{Listen: "127.0.0.1:0"})
+	node, err := jetstream.StartNode(jetstream.NodeOptions{Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(node.Shutdown)
 	var es []*host.Engine
 	for range n {
-		s, err := store.Open(store.Options{JetStream: &store.JetStream{URLs: []string{node.ClientURL()}, Memory: true, Shared: true}})
+		s, err := jetstream.Open(store.Options{}, jetstream.Config{URLs: []string{node.ClientURL()}, Memory: true, Shared: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -39,8 +39,8 @@ type BackupInfo struct {
 // or absent. Writes may go on meanwhile; they are not in the snapshot. A
 // value Badger cannot read fails the backup rather than being left out.
 func (s *Store) Backup(path string) (BackupInfo, error) {
-	if s.js != nil {
-		return BackupInfo{}, errors.New("store: backup takes Badger's snapshot; a store on JetStream is exported (runehost store export)")
+	if s.other != nil {
+		return BackupInfo{}, errors.New("store: backup takes Badger's snapshot; a store on another backend (JetStream) is exported (runehost store export)")
 	}
 	if s.dir == "" {
 		return BackupInfo{}, errors.New("store: an in-memory store has no backup")

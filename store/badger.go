@@ -84,6 +84,13 @@ func openBadger(bo badger.Options) (db *badger.DB, err error) {
 	return db, nil
 }
 
+// badgerBackend is the Backend over a badgerStore: a type of its own, so
+// that Store, which embeds the badgerStore, does not export Begin.
+type badgerBackend struct{ b *badgerStore }
+
+func (a badgerBackend) Begin(update bool) (BackendTx, error) { return a.b.begin(update) }
+func (a badgerBackend) Close() error                         { return a.b.close() }
+
 func (b *badgerStore) close() error {
 	err := b.db.Close()
 	b.logs.closeLogs()
@@ -92,7 +99,7 @@ func (b *badgerStore) close() error {
 
 // begin starts a transaction; a read-only one on a closed store fails, as
 // Badger's View does.
-func (b *badgerStore) begin(update bool) (btx, error) {
+func (b *badgerStore) begin(update bool) (BackendTx, error) {
 	if !update && b.db.IsClosed() {
 		return nil, badger.ErrDBClosed
 	}
@@ -106,19 +113,19 @@ type badgerTx struct {
 	large bool // a value set may go to the value log
 }
 
-func (t *badgerTx) discard() { t.t.Discard() }
+func (t *badgerTx) Discard() { t.t.Discard() }
 
-func (t *badgerTx) set(key Key, val []byte) error {
+func (t *badgerTx) Set(key Key, val []byte) error {
 	// Badger puts values from valueThreshold up in the value log; half of
 	// it leaves room for any rounding of its own.
 	t.large = t.large || len(val) >= valueThreshold/2
 	return t.t.Set(bytes.Clone(key), val)
 }
 
-func (t *badgerTx) delete(key Key) error { return t.t.Delete(bytes.Clone(key)) }
+func (t *badgerTx) Delete(key Key) error { return t.t.Delete(bytes.Clone(key)) }
 
 // get reads (a copy of) the value at key.
-func (t *badgerTx) get(key Key) (b []byte, found bool, err error) {
+func (t *badgerTx) Get(key Key) (b []byte, found bool, err error) {
 	defer t.b.readFault(key, &err, debug.SetPanicOnFault(true))
 	item, err := t.t.Get(key)
 	if errors.Is(err, badger.ErrKeyNotFound) {
@@ -136,7 +143,7 @@ func (t *badgerTx) get(key Key) (b []byte, found bool, err error) {
 
 // scan walks the items under prefix from start. Badger's own calls are
 // guarded; a panic in fn is fn's, and goes on.
-func (t *badgerTx) scan(prefix, start Key, fn func(key Key, val func() ([]byte, error)) (bool, error)) (err error) {
+func (t *badgerTx) Scan(prefix, start Key, fn func(key Key, val func() ([]byte, error)) (bool, error)) (err error) {
 	var key Key
 	var item *badger.Item
 	val := func() ([]byte, error) { return t.itemValue(key, item) } // one closure for the whole scan
@@ -193,7 +200,7 @@ func (t *badgerTx) unreadable(key Key) error {
 
 // commit admits the transaction's size above the reserve, adds the mark
 // when due, commits, and syncs a Synced commit with the group.
-func (t *badgerTx) commit(d Durability, inReserve bool, size int) error {
+func (t *badgerTx) Commit(d Durability, inReserve bool, size int) error {
 	b := t.b
 	var err error
 	if b.space != nil {
@@ -217,7 +224,7 @@ func (t *badgerTx) commit(d Durability, inReserve bool, size int) error {
 		if begun {
 			b.group.end()
 		}
-		return t.abort(err)
+		return t.Abort(err)
 	}
 	if t.large {
 		// Counted once its value is in the file, before it is synced: a
@@ -235,7 +242,7 @@ func (t *badgerTx) commit(d Durability, inReserve bool, size int) error {
 // abort maps Badger's errors: its conflict is ErrConflict, and a
 // transaction or value over its limits (refused by a set, or at commit)
 // ErrTooLarge.
-func (t *badgerTx) abort(err error) error {
+func (t *badgerTx) Abort(err error) error {
 	if errors.Is(err, badger.ErrConflict) {
 		return ErrConflict
 	}

@@ -70,9 +70,13 @@ type ImportInfo struct {
 	Transactions int   // commits it took
 }
 
+// holderKind is the kind of the records of a backend's hold on the store
+// (store/jetstream's hold.go): its own, as the seal's marks are Badger's.
+const holderKind = "holder"
+
 // ownKey is a record of the store's own, never exported nor imported.
 func ownKey(key Key) bool {
-	return bytes.Equal(key, markKey) || bytes.Equal(key, flushKey) || bytes.Equal(key, holderKey) || bytes.Equal(key, beatKey)
+	return bytes.Equal(key, markKey) || bytes.Equal(key, flushKey) || bytes.HasPrefix(key, K(holderKind))
 }
 
 // exportWriter frames records after the header, hashing all it writes
@@ -152,7 +156,7 @@ func (s *Store) writeExport(reset func() (io.Writer, error)) (ExportInfo, error)
 		if err != nil {
 			return err
 		}
-		err = tx.b.scan(Key{}, Key{}, func(key Key, val func() ([]byte, error)) (bool, error) {
+		err = tx.b.Scan(Key{}, Key{}, func(key Key, val func() ([]byte, error)) (bool, error) {
 			if ownKey(key) {
 				return true, nil
 			}
@@ -429,7 +433,7 @@ func (s *Store) checkEmpty() error {
 	var first Key
 	err := s.View(func(tx *Tx) error {
 		first = nil
-		return tx.b.scan(Key{}, Key{}, func(key Key, _ func() ([]byte, error)) (bool, error) {
+		return tx.b.Scan(Key{}, Key{}, func(key Key, _ func() ([]byte, error)) (bool, error) {
 			if ownKey(key) {
 				return true, nil
 			}

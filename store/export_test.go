@@ -147,7 +147,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 			}
 
 			dst := kind.open(t)
-			cb := &countingBackend{backend: dst.be}
+			cb := &countingBackend{Backend: dst.be}
 			dst.be = cb
 			got, err := dst.ImportFile(file, ImportOptions{})
 			if err != nil {
@@ -221,36 +221,36 @@ func TestImportRefusesNonEmptyStore(t *testing.T) {
 // countingBackend counts what update transactions commit: the most
 // records and bytes in one (but a single record's), and those not Synced.
 type countingBackend struct {
-	backend
+	Backend
 	commits, maxRecords, maxBytes, buffered int
 	drop                                    Key // a set of it is lost, unseen
 }
 
-func (c *countingBackend) begin(update bool) (btx, error) {
-	b, err := c.backend.begin(update)
+func (c *countingBackend) Begin(update bool) (BackendTx, error) {
+	b, err := c.Backend.Begin(update)
 	if err != nil {
 		return nil, err
 	}
-	return &countingTx{btx: b, c: c}, nil
+	return &countingTx{BackendTx: b, c: c}, nil
 }
 
 type countingTx struct {
-	btx
+	BackendTx
 	c              *countingBackend
 	records, bytes int
 }
 
-func (t *countingTx) set(key Key, val []byte) error {
+func (t *countingTx) Set(key Key, val []byte) error {
 	t.records++
 	t.bytes += len(key) + len(val)
 	if bytes.Equal(key, t.c.drop) {
 		return nil
 	}
-	return t.btx.set(key, val)
+	return t.BackendTx.Set(key, val)
 }
 
-func (t *countingTx) commit(d Durability, inReserve bool, size int) error {
-	err := t.btx.commit(d, inReserve, size)
+func (t *countingTx) Commit(d Durability, inReserve bool, size int) error {
+	err := t.BackendTx.Commit(d, inReserve, size)
 	if err == nil {
 		t.c.commits++
 		t.c.maxRecords = max(t.c.maxRecords, t.records)
@@ -355,7 +355,7 @@ func TestImportReadsBack(t *testing.T) {
 	var buf bytes.Buffer
 	src.Export(&buf)
 	dst := kinds[0].open(t)
-	dst.be = &countingBackend{backend: dst.be, drop: K("seq")}
+	dst.be = &countingBackend{Backend: dst.be, drop: K("seq")}
 	if _, err := dst.Import(&buf, ImportOptions{}); err == nil || !strings.Contains(err.Error(), "read back holds 1 records") {
 		t.Fatalf("import with a record lost: %v", err)
 	}

@@ -67,7 +67,7 @@ func readKept(dir string) (*Kept, error) {
 			if exists(filepath.Join(dir, "MANIFEST")) {
 				return nil, errBoth
 			}
-			return &Kept{Backend: "jetstream", Stream: DefaultStream + " (or the one it was given)", Embedded: true}, nil
+			return &Kept{Backend: "jetstream", Stream: "RUNEHOST (or the one it was given)", Embedded: true}, nil
 		}
 		return nil, nil
 	}
@@ -89,8 +89,9 @@ func readKept(dir string) (*Kept, error) {
 	return &k, nil
 }
 
-// writeKept writes dir's note, whole or not at all.
-func writeKept(dir string, k Kept) error {
+// WriteKept writes dir's note that its records are kept where k says,
+// whole or not at all.
+func WriteKept(dir string, k Kept) error {
 	b, _ := json.MarshalIndent(k, "", "  ")
 	tmp := filepath.Join(dir, keptName+".tmp")
 	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
@@ -122,9 +123,10 @@ func keptInBadger(dir string) error {
 	return nil
 }
 
-// keptInNode refuses dir to a JetStream store (an embedded node's files,
-// or the note of a host serving from it) when it is a Badger store.
-func keptInNode(dir string) error {
+// NotBadger refuses dir to a store on another backend (an embedded node's
+// files, or the note of a host serving from it) when it is a Badger store:
+// an *ElsewhereError.
+func NotBadger(dir string) error {
 	switch {
 	case !exists(filepath.Join(dir, "MANIFEST")):
 		return nil

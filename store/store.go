@@ -1,11 +1,11 @@
 // Package store keeps runehost's durable records in Badger, an embedded
 // key-value store. Badger stays inside this package: callers see records
 // (Go values encoded as deterministic CBOR), keys built with Key, and
-// transactions with a stated durability, over an unexported backend
-// (backend.go) of which Badger (badger.go) is the one implementation. The key
-// layout and the durability of each record kind are written down in
-// docs/store.md. The package knows
-// nothing of the engine above it, of Slack or of the sandbox.
+// transactions with a stated durability, over a Backend (backend.go):
+// Badger (badger.go), or NATS JetStream in the package store/jetstream,
+// which only a program that uses it links. The key layout and the
+// durability of each record kind are written down in docs/store.md. The
+// package knows nothing of the engine above it, of Slack or of the sandbox.
 package store
 
 import (
@@ -56,10 +56,10 @@ const (
 
 // Store is an open store. It is safe for concurrent use.
 type Store struct {
-	*badgerStore          // the one backend; the Badger-only features below use it directly
-	be           backend  // what transactions go through
-	js           *jsStore // the JetStream backend, when it is be (badgerStore is then an empty one)
-	lock         *os.File // holds the directory (lockName) from before Badger opens it until after it closed
+	*badgerStore               // Badger; the Badger-only features below use it directly
+	be           Backend       // what transactions go through
+	other        *otherBackend // a backend other than Badger, when it is be (badgerStore is then an empty one)
+	lock         *os.File      // holds the directory (lockName) from before Badger opens it until after it closed
 
 	sealMu   sync.Mutex
 	sealed   *seal
@@ -77,7 +77,7 @@ type Store struct {
 }
 
 // newStore is a Store over the Badger backend b.
-func newStore(b *badgerStore) *Store { return &Store{badgerStore: b, be: b} }
+func newStore(b *badgerStore) *Store { return &Store{badgerStore: b, be: badgerBackend{b}} }
 
 // Options configure Open.
 type Options struct {
@@ -95,10 +95,6 @@ type Options struct {
 	// verify --accept). Tables that are missing or do not checksum are
 	// dropped from the MANIFEST, their files renamed NAME.damaged.
 	AcceptDamage bool
-	// JetStream, if set, keeps the records in NATS JetStream instead of
-	// Badger (jsnode.go). When nil, the environment's
-	// RUNEHOST_STORE_BACKEND=jetstream asks for an embedded node.
-	JetStream *JetStream
 }
 
 // DefaultDir is the embedded default: runehost/store under the user's data
@@ -159,15 +155,8 @@ var errBusy = errors.New("busy")
 // seal: a store that lost tables or synced writes fails with ErrDamaged,
 // in a *RecordError naming the file, and nothing is changed.
 func Open(opts Options) (*Store, error) {
-	js := opts.JetStream
-	if js == nil {
-		var err error
-		if js, err = backendFromEnv(opts); err != nil {
-			return nil, err
-		}
-	}
-	if js != nil {
-		return openJetStream(opts, *js)
+	if st, ok, err := openFromEnv(opts); ok {
+		return st, err
 	}
 	if opts.InMemory {
 		bo := storeOptions("").WithInMemory(true).WithDir("").WithValueDir("").WithValueThreshold(1 << 20) // in memory, a value cannot go to a log
@@ -348,13 +337,19 @@ func command(args []string) string {
 	return strings.Join(args, " ")
 }
 
-func writeHolder(dir string) error {
+// ThisProcess describes this process as a store's holder: its command up
+// to the first flag, since a flag's value may be a secret.
+func ThisProcess() Holder {
 	host, _ := os.Hostname()
 	h := Holder{PID: os.Getpid(), Host: host, Command: command(os.Args), Since: time.Now().UTC().Truncate(time.Second)}
 	if len(h.Command) > 200 {
 		h.Command = h.Command[:200] + "…"
 	}
-	b, _ := json.Marshal(h)
+	return h
+}
+
+func writeHolder(dir string) error {
+	b, _ := json.Marshal(ThisProcess())
 	tmp := filepath.Join(dir, holderFile+".tmp")
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return fmt.Errorf("store: %w", err)
@@ -364,27 +359,26 @@ func writeHolder(dir string) error {
 
 // Dir returns the store's directory ("" in memory).
 func (s *Store) Dir() string {
-	if s.js != nil {
-		return s.js.dir
+	if s.other != nil {
+		if s.other.lock == nil {
+			return ""
+		}
+		return s.other.lock.dir
 	}
 	return s.dir
 }
 
 // Close flushes and closes the store, and seals it as it is then.
 func (s *Store) Close() error {
-	if s.js != nil {
-		if s.js.hold != nil {
-			s.js.hold.release()
-		}
-		err := s.be.close()
-		if s.lock != nil {
-			os.Remove(filepath.Join(s.js.dir, holderFile))
-			s.lock.Close()
+	if s.other != nil {
+		err := s.be.Close()
+		if s.other.lock != nil {
+			s.other.lock.Unlock()
 		}
 		return err
 	}
 	if s.dir == "" {
-		return s.be.close()
+		return s.be.Close()
 	}
 	close(s.sealStop)
 	<-s.sealDone
@@ -394,9 +388,9 @@ func (s *Store) Close() error {
 	// between would leave the table naming values never on disk.
 	err := s.sync()
 	if err == nil {
-		err = s.be.close()
+		err = s.be.Close()
 	} else {
-		s.be.close()
+		s.be.Close()
 	}
 	if err == nil {
 		err = s.renewSeal(true, false)
@@ -430,8 +424,8 @@ func (s *Store) UpdateInReserve(d Durability, fn func(tx *Tx) error) error {
 // part of its effect applied.
 func (s *Store) Room(inReserve bool) error {
 	var r *reserve
-	if s.js != nil {
-		r = s.js.space
+	if s.other != nil {
+		r = s.other.space
 	} else if s.badgerStore != nil {
 		r = s.badgerStore.space
 	}
@@ -444,27 +438,32 @@ func (s *Store) Room(inReserve bool) error {
 // update runs fn in a backend transaction; one that wrote nothing has
 // nothing to commit or to sync.
 func (s *Store) update(d Durability, inReserve bool, fn func(tx *Tx) error) error {
-	b, err := s.be.begin(true)
+	b, err := s.be.Begin(true)
 	if err != nil {
 		return err
 	}
-	defer b.discard()
+	defer b.Discard()
 	tx := &Tx{b: b, s: s}
 	if err := fn(tx); err != nil {
-		return b.abort(err)
+		return b.Abort(err)
 	}
 	if tx.size == 0 {
-		if st, ok := b.(interface{ settle() error }); ok {
-			return st.settle() // reads a backend kept from before are checked
+		if st, ok := b.(interface{ Settle() error }); ok {
+			return st.Settle() // reads a backend kept from before are checked
 		}
 		return nil
 	}
 	if s.check != nil && !tx.noCheck {
 		if err := s.check(tx, tx.written); err != nil {
-			return b.abort(err)
+			return b.Abort(err)
 		}
 	}
-	return b.commit(d, inReserve, tx.size)
+	if s.other != nil && s.other.space != nil { // Badger's commit admits its own
+		if err := s.other.space.admit(tx.size, inReserve); err != nil {
+			return err
+		}
+	}
+	return b.Commit(d, inReserve, tx.size)
 }
 
 func firstLine(err error) string {
@@ -482,8 +481,8 @@ type Trips struct {
 
 // Trips returns the requests the store's backend made so far.
 func (s *Store) Trips() Trips {
-	if c, ok := s.be.(interface{ trips() Trips }); ok {
-		return c.trips()
+	if c, ok := s.be.(interface{ Trips() Trips }); ok {
+		return c.Trips()
 	}
 	return Trips{}
 }
@@ -498,7 +497,10 @@ func (s *Store) SetCheck(check func(tx *Tx, written []Key) error) { s.check = ch
 // Shared reports whether the store was opened to be shared by many host
 // processes (a JetStream store opened Shared): its users must coordinate
 // above it.
-func (s *Store) Shared() bool { return s.js != nil && s.js.shared }
+func (s *Store) Shared() bool {
+	sh, ok := s.be.(interface{ Shared() bool })
+	return ok && sh.Shared()
+}
 
 // Retry is Update, run again from the start after a conflict until it
 // commits: fn must depend only on what it reads in its transaction.
@@ -526,12 +528,12 @@ func (s *Store) retry(d Durability, inReserve bool, fn func(tx *Tx) error) error
 // something did: fn, like Retry's, must depend only on what it reads.
 func (s *Store) View(fn func(tx *Tx) error) error {
 	for runs := 1; ; runs++ {
-		b, err := s.be.begin(false)
+		b, err := s.be.Begin(false)
 		if err != nil {
 			return err
 		}
 		err = func() error {
-			defer b.discard() // a panic in fn must not leave the transaction open (Badger's read mark)
+			defer b.Discard() // a panic in fn must not leave the transaction open (Badger's read mark)
 			return fn(&Tx{b: b, s: s, readOnly: true})
 		}()
 		v, ok := b.(checked)
@@ -541,7 +543,7 @@ func (s *Store) View(fn func(tx *Tx) error) error {
 		if errors.Is(err, ErrConflict) && runs < maxViewRuns {
 			continue
 		}
-		same, verr := v.unchanged()
+		same, verr := v.Unchanged()
 		if verr != nil && err == nil {
 			return verr
 		}
@@ -555,7 +557,7 @@ func (s *Store) View(fn func(tx *Tx) error) error {
 }
 
 // checked is a transaction whose reads can be checked again.
-type checked interface{ unchanged() (bool, error) }
+type checked interface{ Unchanged() (bool, error) }
 
 // maxViewRuns bounds how often a View runs again.
 const maxViewRuns = 100

@@ -192,3 +192,18 @@ func TestSyncedSurvivesKill(t *testing.T) {
 		t.Fatalf("found %d of 50 synced records", n)
 	}
 }
+
+// A program that does not link store/jetstream, asked by the environment
+// for a store on it, refuses plainly rather than open Badger instead.
+func TestEnvBackendNotLinked(t *testing.T) {
+	for v, want := range map[string]string{"jetstream": "built without the JetStream backend", "nats://127.0.0.1:4222": "built without", "etcd": "want badger, jetstream or nats://URL"} {
+		t.Setenv(envBackend, v)
+		dir := t.TempDir()
+		if _, err := Open(Options{Dir: dir}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v", v, err)
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+			t.Errorf("%s: files made: %v", v, ents)
+		}
+	}
+}

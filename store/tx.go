@@ -13,7 +13,7 @@ import (
 
 // Tx is a transaction.
 type Tx struct {
-	b        btx
+	b        BackendTx
 	s        *Store
 	readOnly bool
 	size     int   // bytes of keys and values written
@@ -62,7 +62,7 @@ func init() {
 // A record that does not decode strictly into v, or cannot be read, is
 // ErrCorrupt, with its key.
 func (tx *Tx) Get(key Key, v any) (bool, error) {
-	b, found, err := tx.b.get(key)
+	b, found, err := tx.b.Get(key)
 	if !found {
 		return false, err
 	}
@@ -81,12 +81,12 @@ func (tx *Tx) Get(key Key, v any) (bool, error) {
 // backend whose reads conflict only with writes (Badger) reads as Get.
 func (tx *Tx) Peek(key Key, v any) (bool, error) {
 	p, ok := tx.b.(interface {
-		peek(Key) ([]byte, bool, error)
+		Peek(Key) ([]byte, bool, error)
 	})
 	if !ok {
 		return tx.Get(key, v)
 	}
-	b, found, err := p.peek(key)
+	b, found, err := p.Peek(key)
 	if !found {
 		return false, err
 	}
@@ -108,7 +108,7 @@ func (tx *Tx) Put(key Key, v any) error {
 	tx.size += len(key) + len(b)
 	tx.s.noteValue(key, len(b))
 	tx.wrote(key)
-	return tx.b.set(key, b)
+	return tx.b.Set(key, b)
 }
 
 // PutRaw writes bytes that are already an encoded record (a checkpoint).
@@ -119,17 +119,17 @@ func (tx *Tx) PutRaw(key Key, b []byte) error {
 	tx.size += len(key) + len(b)
 	tx.s.noteValue(key, len(b))
 	tx.wrote(key)
-	return tx.b.set(key, bytes.Clone(b))
+	return tx.b.Set(key, bytes.Clone(b))
 }
 
 // GetRaw reads the bytes at key.
-func (tx *Tx) GetRaw(key Key) ([]byte, bool, error) { return tx.b.get(key) }
+func (tx *Tx) GetRaw(key Key) ([]byte, bool, error) { return tx.b.Get(key) }
 
 // Delete removes the record at key.
 func (tx *Tx) Delete(key Key) error {
 	tx.size += len(key)
 	tx.wrote(key)
-	return tx.b.delete(key)
+	return tx.b.Delete(key)
 }
 
 // Scan calls fn for every record whose key starts with prefix, in key order,
@@ -152,7 +152,7 @@ func (tx *Tx) ScanFrom(prefix, start Key, fn func(key Key, decode func(v any) er
 		}
 		return nil
 	}
-	return tx.b.scan(prefix, start, func(k Key, v func() ([]byte, error)) (bool, error) {
+	return tx.b.Scan(prefix, start, func(k Key, v func() ([]byte, error)) (bool, error) {
 		key, val = k, v
 		return fn(key, decode)
 	})

@@ -75,7 +75,7 @@ type Record struct {
 func (s *Store) Records(fn func(r Record) error) error {
 	seen := map[string]bool{}
 	return s.View(func(tx *Tx) error {
-		return tx.b.scan(Key{}, Key{}, func(key Key, val func() ([]byte, error)) (bool, error) {
+		return tx.b.Scan(Key{}, Key{}, func(key Key, val func() ([]byte, error)) (bool, error) {
 			if ownKey(key) || seen[string(key)] {
 				return true, nil
 			}

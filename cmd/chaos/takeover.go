@@ -12,6 +12,7 @@ import (
 
 	"github.com/runehost/runehost/host"
 	"github.com/runehost/runehost/store"
+	"github.com/runehost/runehost/store/jetstream"
 )
 
 // orphans are the roots the host p drives that have acts left to do.
@@ -46,21 +47,29 @@ func (h *harness) waitTakeover(roots map[string]bool, before int, killed time.Ti
 		return
 	}
 	for time.Since(killed) < 2*time.Minute {
-		es, _ := h.journal.Entries()
-		for _, en := range es[min(before, len(es)):] {
-			if inv, _, _ := strings.Cut(en.Op, "#"); roots[inv] {
-				h.recovery["host kill, its own trees"] = append(h.recovery["host kill, its own trees"], time.Since(killed))
-				return
-			}
+		if h.tookOver(roots, before) {
+			h.recovery["host kill, its own trees"] = append(h.recovery["host kill, its own trees"], time.Since(killed))
+			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 }
 
+// tookOver says whether an act of one of roots was done after entry before.
+func (h *harness) tookOver(roots map[string]bool, before int) bool {
+	es, _ := h.journal.Entries()
+	for _, en := range es[min(before, len(es)):] {
+		if inv, _, _ := strings.Cut(en.Op, "#"); roots[inv] {
+			return true
+		}
+	}
+	return false
+}
+
 // openClaims opens the stream to read its claims, as one more process
 // that drives nothing (no engine: no beat, no claim of its own).
 func (h *harness) openClaims() {
-	s, err := store.Open(store.Options{JetStream: &store.JetStream{URLs: h.urls, Replicas: 3, Shared: true}})
+	s, err := jetstream.Open(store.Options{}, jetstream.Config{URLs: h.urls, Replicas: 3, Shared: true})
 	if err != nil {
 		h.say("the stream's claims cannot be read: %v", err)
 		return

@@ -13,6 +13,7 @@ import (
 	"github.com/runehost/runehost/guest/port"
 	"github.com/runehost/runehost/host"
 	"github.com/runehost/runehost/store"
+	"github.com/runehost/runehost/store/jetstream"
 )
 
 // verify reports every violation and returns how many there were.
@@ -22,7 +23,7 @@ func (h *harness) verify(ids []string, want map[string]int64, all int, revoked [
 		viol++
 		fmt.Printf("chaos: VIOLATION: "+format+"\n", args...)
 	}
-	s, err := store.Open(store.Options{JetStream: &store.JetStream{URLs: h.urls, Replicas: 3, Shared: true}})
+	s, err := jetstream.Open(store.Options{}, jetstream.Config{URLs: h.urls, Replicas: 3, Shared: true})
 	check(err)
 	defer s.Close()
 	e, _, err := host.Open(s, port.NewNative(), func() int64 { return time.Now().UnixMilli() })

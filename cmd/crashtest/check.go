@@ -16,6 +16,7 @@ import (
 	"github.com/runehost/runehost/host"
 	"github.com/runehost/runehost/internal/crashtest"
 	"github.com/runehost/runehost/store"
+	_ "github.com/runehost/runehost/store/jetstream" // the backend RUNEHOST_STORE_BACKEND=jetstream asks for (make test-jetstream)
 )
 
 // view is what a check read: the store's invocations and grants, and the

@@ -22,7 +22,6 @@ import (
 	"github.com/runehost/runehost/events/redact"
 	"github.com/runehost/runehost/guest/port"
 	"github.com/runehost/runehost/host"
-	"github.com/runehost/runehost/store"
 )
 
 // exitWaiting is the exit status of a run that stopped to wait.
@@ -47,7 +46,7 @@ func openEngine(c *cli.Context, runs bool) (*host.Engine, func(), error) {
 	if runs {
 		runtime = startRuntime(c)
 	}
-	s, err := store.Open(opts)
+	s, err := opts.open()
 	if err != nil {
 		if _, closeRT, rerr := runtime(); rerr == nil {
 			closeRT()

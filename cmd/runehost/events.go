@@ -140,7 +140,7 @@ func readEvents(c *cli.Context, inv string, from uint64) ([]events.Event, stood,
 	if err := storeExists(c); err != nil {
 		return nil, stood{}, err
 	}
-	s, err := store.Open(opts)
+	s, err := opts.open()
 	if err != nil {
 		var le *store.LockedError
 		if errors.As(err, &le) {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/runehost/runehost/store"
+	"github.com/runehost/runehost/store/jetstream"
 )
 
 func natsCommand() *cli.Command {
@@ -33,7 +33,7 @@ func natsCommand() *cli.Command {
 			&cli.BoolFlag{Name: "log", Usage: "the server's log on stderr"},
 		},
 		Action: func(c *cli.Context) error {
-			o := store.NodeOptions{Dir: c.String("dir"), Listen: c.String("listen"), Name: c.String("name"), Logs: c.Bool("log")}
+			o := jetstream.NodeOptions{Dir: c.String("dir"), Listen: c.String("listen"), Name: c.String("name"), Logs: c.Bool("log")}
 			if o.Cluster = c.String("cluster"); o.Cluster != "" {
 				o.ClusterListen = c.String("cluster-listen")
 				for _, r := range strings.Split(c.String("routes"), ",") {
@@ -48,7 +48,7 @@ func natsCommand() *cli.Command {
 			}
 			sigs := make(chan os.Signal, 1)
 			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-			n, err := store.StartNode(o)
+			n, err := jetstream.StartNode(o)
 			if err != nil {
 				return exitf(exitInternal, "nats: %v", err)
 			}

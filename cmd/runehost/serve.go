@@ -31,7 +31,7 @@ import (
 	"github.com/runehost/runehost/internal/metrics"
 	"github.com/runehost/runehost/server"
 	"github.com/runehost/runehost/server/links"
-	"github.com/runehost/runehost/store"
+	"github.com/runehost/runehost/store/jetstream"
 	"github.com/runehost/runehost/wasmvm"
 )
 
@@ -90,7 +90,7 @@ type serveOptions struct {
 	cacheDir string
 	slack    *slackOptions // nil: no Slack
 	logw     io.Writer
-	nats     *store.JetStream // nil: as RUNEHOST_NATS says (natsOptions)
+	nats     *jetstream.Config // nil: as RUNEHOST_NATS says (natsOptions)
 
 	eventBytes        int64 // host.Bounds.Events; 0: the default, -1: no cap
 	maxStreams        int   // server.Config.MaxStreams; 0: the default
@@ -191,15 +191,15 @@ func launchServe(ctx context.Context, o serveOptions) (wait func() error, err er
 		return nil, err
 	}
 	if o.nats != nil {
-		opts.JetStream = o.nats
+		opts.nats = o.nats
 	}
-	if opts.JetStream != nil { // the records are on NATS; the socket and token stay here, with a note of where the records are
-		opts.JetStream.Note = true
+	if opts.nats != nil { // the records are on NATS; the socket and token stay here, with a note of where the records are
+		opts.nats.Note = true
 		if err := os.MkdirAll(o.store, 0o700); err != nil {
 			return nil, exitf(exitUsage, "serve: %v", err)
 		}
 	}
-	s, err := store.Open(opts)
+	s, err := opts.open()
 	if err != nil {
 		return nil, openErr(err)
 	}

@@ -14,13 +14,13 @@ import (
 	"time"
 
 	"github.com/runehost/runehost/slack/fakeslack"
-	"github.com/runehost/runehost/store"
+	"github.com/runehost/runehost/store/jetstream"
 )
 
 // sharedStore starts a NATS node for the test and points every runehost
 // the test starts at it, with claims of a second.
 func sharedStore(t *testing.T) {
-	node, err := store.StartNode(store.NodeOptions{Listen: "127.0.0.1:0"})
+	node, err := jetstream.StartNode(jetstream.NodeOptions{Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}

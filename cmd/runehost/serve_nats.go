@@ -11,7 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/runehost/runehost/host"
-	"github.com/runehost/runehost/store"
+	"github.com/runehost/runehost/store/jetstream"
 )
 
 func natsFlags() []cli.Flag {
@@ -24,12 +24,12 @@ func natsFlags() []cli.Flag {
 		&cli.StringFlag{Name: "routes", Usage: "with --cluster: the other nodes' routes (nats://host:port, comma-separated)"},
 		&cli.StringFlag{Name: "node-name", Usage: "with --cluster: this node's name, unique in the cluster", DefaultText: "the host name and the cluster port"},
 		&cli.IntFlag{Name: "replicas", Usage: "the stream's replicas", DefaultText: "3 with --cluster, else 1", EnvVars: []string{"RUNEHOST_NATS_REPLICAS"}},
-		&cli.StringFlag{Name: "stream", Usage: "the JetStream stream that holds the records", Value: store.DefaultStream, EnvVars: []string{"RUNEHOST_NATS_STREAM"}},
+		&cli.StringFlag{Name: "stream", Usage: "the JetStream stream that holds the records", Value: jetstream.DefaultStream, EnvVars: []string{"RUNEHOST_NATS_STREAM"}},
 	}
 }
 
 // natsOf is the JetStream configuration serve's flags ask for, or nil.
-func natsOf(c *cli.Context) (*store.JetStream, error) {
+func natsOf(c *cli.Context) (*jetstream.Config, error) {
 	embedded, urls := c.Bool("nats-embedded"), c.String("nats")
 	switch {
 	case embedded && urls != "":
@@ -47,8 +47,8 @@ func natsOf(c *cli.Context) (*store.JetStream, error) {
 		js.Stream, js.Replicas = c.String("stream"), c.Int("replicas")
 		return js, nil
 	}
-	js := &store.JetStream{Stream: c.String("stream"), Replicas: c.Int("replicas"), Wait: 2 * time.Minute, Shared: true, // other hosts may join through its node
-		Node: store.NodeOptions{Listen: c.String("nats-listen")}}
+	js := &jetstream.Config{Stream: c.String("stream"), Replicas: c.Int("replicas"), Wait: 2 * time.Minute, Shared: true, // other hosts may join through its node
+		Node: jetstream.NodeOptions{Listen: c.String("nats-listen")}}
 	if name := c.String("cluster"); name != "" {
 		js.Node.Cluster, js.Node.ClusterListen, js.Node.Name = name, c.String("cluster-listen"), c.String("node-name")
 		for _, r := range strings.Split(c.String("routes"), ",") {

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runehost/runehost/store"
+	"github.com/runehost/runehost/store/jetstream"
 )
 
 func TestStoreOnNATS(t *testing.T) {
-	node, err := store.StartNode(store.NodeOptions{Listen: "127.0.0.1:0"})
+	node, err := jetstream.StartNode(jetstream.NodeOptions{Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestStoreDirKnowsItsBackend(t *testing.T) {
 // lapses, then the command's, or the other host's, and either way the
 // command reports it ended.
 func TestServerGoneOnSharedStore(t *testing.T) {
-	node, err := store.StartNode(store.NodeOptions{Listen: "127.0.0.1:0"})
+	node, err := jetstream.StartNode(jetstream.NodeOptions{Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}

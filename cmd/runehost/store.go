@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/runehost/runehost/store"
+	"github.com/runehost/runehost/store/jetstream"
 )
 
 func storeCommand() *cli.Command {
@@ -28,13 +29,13 @@ func storeCommand() *cli.Command {
 // storeOptions are the options the store in dir is opened with: the disk
 // reserve from RUNEHOST_STORE_RESERVE (bytes, or with a unit: 512MiB, 1GiB),
 // and, with RUNEHOST_NATS set, the records in JetStream (natsOptions).
-func storeOptions(dir string) (store.Options, error) {
-	opts := store.Options{Dir: dir}
+func storeOptions(dir string) (storeConfig, error) {
+	opts := storeConfig{Options: store.Options{Dir: dir}}
 	js, err := natsOptions()
 	if err != nil {
 		return opts, err
 	}
-	opts.JetStream = js
+	opts.nats = js
 	if v := os.Getenv("RUNEHOST_STORE_RESERVE"); v != "" {
 		n, err := parseBytes(v)
 		if err != nil {
@@ -43,6 +44,21 @@ func storeOptions(dir string) (store.Options, error) {
 		opts.Reserve = n
 	}
 	return opts, nil
+}
+
+// storeConfig is how a command opens its store: Badger, or JetStream
+// when nats is set.
+type storeConfig struct {
+	store.Options
+	nats *jetstream.Config
+}
+
+// open opens the store.
+func (c storeConfig) open() (*store.Store, error) {
+	if c.nats != nil {
+		return jetstream.Open(c.Options, *c.nats)
+	}
+	return store.Open(c.Options)
 }
 
 // parseBytes reads a size: a number of bytes, or one with a unit (KiB,
@@ -88,7 +104,7 @@ func storeDir(c *cli.Context) (string, error) {
 // RUNEHOST_NATS (nats://host:port, comma-separated), with the stream
 // RUNEHOST_NATS_STREAM (RUNEHOST) of RUNEHOST_NATS_REPLICAS replicas (1);
 // nil when RUNEHOST_NATS is unset: Badger in the store directory.
-func natsOptions() (*store.JetStream, error) {
+func natsOptions() (*jetstream.Config, error) {
 	v := os.Getenv("RUNEHOST_NATS")
 	if v == "" {
 		return nil, nil
@@ -109,8 +125,8 @@ func natsOptions() (*store.JetStream, error) {
 }
 
 // parseNATS reads a list of NATS servers.
-func parseNATS(v string) (*store.JetStream, error) {
-	js := &store.JetStream{Shared: true} // with the other hosts on those servers: each claims the trees it drives
+func parseNATS(v string) (*jetstream.Config, error) {
+	js := &jetstream.Config{Shared: true} // with the other hosts on those servers: each claims the trees it drives
 	for _, u := range strings.Split(v, ",") {
 		if u = strings.TrimSpace(u); !strings.HasPrefix(u, "nats://") && !strings.HasPrefix(u, "tls://") {
 			return nil, exitf(exitUsage, "NATS servers %q: want nats://host:port[,nats://host:port...]", v)

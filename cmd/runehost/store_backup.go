@@ -8,8 +8,6 @@ import (
 	"os"
 
 	"github.com/urfave/cli/v2"
-
-	"github.com/runehost/runehost/store"
 )
 
 func storeBackupCommand() *cli.Command {
@@ -43,7 +41,7 @@ func storeBackupCommand() *cli.Command {
 			if err := storeExists(c); err != nil {
 				return err
 			}
-			s, err := store.Open(opts)
+			s, err := opts.open()
 			if err != nil {
 				return storeErr("store backup", err)
 			}

@@ -7,8 +7,6 @@ import (
 	"os"
 
 	"github.com/urfave/cli/v2"
-
-	"github.com/runehost/runehost/store"
 )
 
 func storeExportCommand() *cli.Command {
@@ -42,7 +40,7 @@ func storeExportCommand() *cli.Command {
 			if err := storeExists(c); err != nil {
 				return err
 			}
-			s, err := store.Open(opts)
+			s, err := opts.open()
 			if err != nil {
 				return storeErr("store export", err)
 			}

@@ -43,7 +43,7 @@ func storeImportCommand() *cli.Command {
 			}
 			_, serr := os.Stat(dir)
 			made := errors.Is(serr, os.ErrNotExist)
-			s, err := store.Open(opts)
+			s, err := opts.open()
 			if err != nil {
 				return storeErr("store import", err)
 			}

@@ -35,7 +35,10 @@ func storeRestoreCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if err := store.Restore(opts, c.Args().First()); err != nil {
+			if opts.nats != nil {
+				return exitf(exitUsage, "store restore makes a Badger store from a backup; with RUNEHOST_NATS set the records are on NATS: use runehost store import")
+			}
+			if err := store.Restore(opts.Options, c.Args().First()); err != nil {
 				return exitf(exitUsage, "store %v", err)
 			}
 			fmt.Fprintf(c.App.ErrWriter, "restored %s into %s\n", c.Args().First(), dir)

@@ -41,7 +41,7 @@ func storeVerifyCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			onNATS := opts.JetStream != nil // records only: the files are the servers'
+			onNATS := opts.nats != nil // records only: the files are the servers'
 			if _, err := os.Stat(dir); err != nil && !onNATS {
 				return exitf(exitUsage, "store verify: no store at %s", dir)
 			}
@@ -61,7 +61,7 @@ func storeVerifyCommand() *cli.Command {
 			}
 			records := 0
 			if len(found) == 0 {
-				s, err := store.Open(opts)
+				s, err := opts.open()
 				if errors.Is(err, store.ErrDamaged) {
 					found = append(found, err)
 				} else if err != nil {
@@ -84,7 +84,7 @@ func storeVerifyCommand() *cli.Command {
 			}
 			where := dir
 			if onNATS {
-				where = "NATS (" + strings.Join(opts.JetStream.URLs, ",") + ")"
+				where = "NATS (" + strings.Join(opts.nats.URLs, ",") + ")"
 			}
 			if onNATS && c.Bool("accept") && len(found) > 0 {
 				return exitf(exitUsage, "store verify --accept: a store on NATS has no seal to accept damage into")
@@ -92,7 +92,7 @@ func storeVerifyCommand() *cli.Command {
 			accepted := false
 			if c.Bool("accept") && len(found) > 0 {
 				opts.AcceptDamage = true
-				s, err := store.Open(opts)
+				s, err := opts.open()
 				if err != nil {
 					return storeErr("store verify --accept", err)
 				}

@@ -9,19 +9,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runehost/runehost/store"
+	"github.com/runehost/runehost/store/jetstream"
 )
 
 // Cluster starts n embedded nodes in this process, routed to each other, and
 // waits until the cluster can place replicated streams. It returns the nodes
 // and their client URLs; the nodes stop when the test ends.
-func Cluster(t testing.TB, n int) ([]*store.Node, []string) {
+func Cluster(t testing.TB, n int) ([]*jetstream.Node, []string) {
 	t.Helper()
 	base := t.TempDir()
 	client, route := Ports(t, n), Ports(t, n)
-	opts := make([]store.NodeOptions, n)
+	opts := make([]jetstream.NodeOptions, n)
 	for i := range n {
-		o := store.NodeOptions{
+		o := jetstream.NodeOptions{
 			Dir: filepath.Join(base, fmt.Sprintf("n%d", i+1)), Name: fmt.Sprintf("n%d", i+1),
 			Listen: fmt.Sprintf("127.0.0.1:%d", client[i]), Cluster: "runehost-test",
 			ClusterListen: fmt.Sprintf("127.0.0.1:%d", route[i]),
@@ -33,12 +33,12 @@ func Cluster(t testing.TB, n int) ([]*store.Node, []string) {
 		}
 		opts[i] = o
 	}
-	nodes := make([]*store.Node, n)
+	nodes := make([]*jetstream.Node, n)
 	errs := make(chan error, n)
 	for i := range n {
 		go func() {
 			var err error
-			nodes[i], err = store.StartNode(opts[i])
+			nodes[i], err = jetstream.StartNode(opts[i])
 			errs <- err
 		}()
 	}
@@ -68,7 +68,7 @@ func Cluster(t testing.TB, n int) ([]*store.Node, []string) {
 
 // Ready reports whether the cluster's leader sees every node and every node
 // is current: before that, a replicated stream may find no peers to go on.
-func Ready(nodes []*store.Node) bool {
+func Ready(nodes []*jetstream.Node) bool {
 	leader := false
 	for _, nd := range nodes {
 		if !nd.Ready() {

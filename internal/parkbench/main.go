@@ -24,6 +24,7 @@ import (
 	"github.com/runehost/runehost/guest/port"
 	"github.com/runehost/runehost/host"
 	"github.com/runehost/runehost/store"
+	_ "github.com/runehost/runehost/store/jetstream" // the backend RUNEHOST_STORE_BACKEND=jetstream asks for (make test-jetstream)
 )
 
 const prog = `let n = input

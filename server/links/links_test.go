@@ -13,6 +13,7 @@ import (
 
 	"github.com/runehost/runehost/host"
 	"github.com/runehost/runehost/store"
+	_ "github.com/runehost/runehost/store/jetstream" // the backend RUNEHOST_STORE_BACKEND=jetstream asks for (make test-jetstream)
 )
 
 // fixture is links on an in-memory store with a clock the test moves.

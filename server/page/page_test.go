@@ -18,6 +18,7 @@ import (
 	"github.com/runehost/runehost/events"
 	"github.com/runehost/runehost/server/links"
 	"github.com/runehost/runehost/store"
+	_ "github.com/runehost/runehost/store/jetstream" // the backend RUNEHOST_STORE_BACKEND=jetstream asks for (make test-jetstream)
 )
 
 // evil is a tool output that would run script if it were markup.

@@ -22,6 +22,7 @@ import (
 	"github.com/runehost/runehost/slack/fakeslack"
 	"github.com/runehost/runehost/slack/status"
 	"github.com/runehost/runehost/store"
+	_ "github.com/runehost/runehost/store/jetstream" // the backend RUNEHOST_STORE_BACKEND=jetstream asks for (make test-jetstream)
 )
 
 const secret = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"

@@ -1,14 +1,13 @@
-// jshold.go holds the hold on a store on JetStream: the one host process
+// hold.go holds the hold on a store on JetStream: the one host process
 // that has it open, in place of the directory lock a Badger store takes.
 // The holder record changes only when a host takes the store, and every
 // commit checks it (a fence); a beat record beside it is renewed.
 
-package store
+package jetstream
 
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -16,13 +15,16 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
+
+	"github.com/runehost/runehost/store"
 )
 
 // holderKey names the host that took the store; beatKey says until when
-// its hold lasts.
+// its hold lasts. Their kind is the one store's export leaves out as the
+// store's own (holderKind).
 var (
-	holderKey = K("holder")
-	beatKey   = K("holder", "beat")
+	holderKey = store.K("holder")
+	beatKey   = store.K("holder", "beat")
 )
 
 // HoldFor is how long a hold lasts unless renewed; it is renewed every fifth
@@ -34,8 +36,8 @@ var HoldFor = 15 * time.Second
 
 // holdRecord is the holder record.
 type holdRecord struct {
-	ID     string `cbor:"id"`
-	Holder Holder `cbor:"holder"`
+	ID     string       `cbor:"id"`
+	Holder store.Holder `cbor:"holder"`
 }
 
 // beatRecord is the beat: the hold of ID lasts until Until (unix ms).
@@ -62,12 +64,11 @@ type hold struct {
 
 // take claims the store for this process: a hold that another process
 // renews is a *LockedError naming it.
-func (st *Store) take(name string) error {
-	h := &hold{id: nuid.Next(), subj: st.js.keySubject(holderKey), stop: make(chan struct{}), done: make(chan struct{})}
-	host, _ := os.Hostname()
-	me := Holder{PID: os.Getpid(), Host: host, Command: command(os.Args), Since: time.Now().UTC().Truncate(time.Second)}
+func (s *jsStore) take(st *store.Store, name string) error {
+	h := &hold{id: nuid.Next(), subj: s.keySubject(holderKey), stop: make(chan struct{}), done: make(chan struct{})}
+	me := store.ThisProcess()
 	now := time.Now()
-	err := st.Retry(Synced, func(tx *Tx) error {
+	err := st.Retry(store.Synced, func(tx *store.Tx) error {
 		var r holdRecord
 		var b beatRecord
 		if _, err := tx.Get(holderKey, &r); err != nil {
@@ -78,7 +79,7 @@ func (st *Store) take(name string) error {
 		}
 		if r.ID != "" && b.ID == r.ID && b.Until > now.UnixMilli() {
 			hr := r.Holder
-			return &LockedError{Dir: name, Holder: &hr}
+			return &store.LockedError{Dir: name, Holder: &hr}
 		}
 		if err := tx.Put(holderKey, holdRecord{ID: h.id, Holder: me}); err != nil {
 			return err
@@ -88,28 +89,28 @@ func (st *Store) take(name string) error {
 	if err != nil {
 		return err
 	}
-	m, err := st.js.lastMsg(h.subj)
+	m, err := s.lastMsg(h.subj)
 	if err != nil {
 		return err
 	}
 	var got holdRecord
-	if m.Sequence == 0 || Decode(holderKey, m.Data, &got) != nil || got.ID != h.id {
-		return &LockedError{Dir: name, Holder: &got.Holder} // another process took it meanwhile
+	if m.Sequence == 0 || store.Decode(holderKey, m.Data, &got) != nil || got.ID != h.id {
+		return &store.LockedError{Dir: name, Holder: &got.Holder} // another process took it meanwhile
 	}
 	h.seq, h.good = m.Sequence, now
-	st.js.hold = h
-	go st.renew(h)
+	s.hold = h
+	go s.renew(st, h)
 	return nil
 }
 
 // renew keeps the hold until the store closes; a hold found taken is lost
 // for good.
-func (st *Store) renew(h *hold) {
+func (s *jsStore) renew(st *store.Store, h *hold) {
 	defer close(h.done)
 	t := time.NewTicker(HoldFor / 5)
 	defer t.Stop()
 	beat := func(until int64) error {
-		return st.Retry(Synced, func(tx *Tx) error {
+		return st.Retry(store.Synced, func(tx *store.Tx) error {
 			var r holdRecord
 			if _, err := tx.Get(holderKey, &r); err != nil {
 				return err

@@ -1,37 +1,47 @@
-// jsknown_test.go checks the records a JetStream store keeps between
+// known_test.go checks the records a JetStream store keeps between
 // transactions: never a lost update, a stale decision or a stale answer
 // when another host (another connection) wrote meanwhile.
 
-package store
+package jetstream
 
 import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/runehost/runehost/store"
 )
 
 // twoHosts opens two stores on one stream, each on a connection of its
 // own, as two host processes would.
-func twoHosts(t *testing.T) (a, b *Store) {
+func twoHosts(t *testing.T) (a, b *store.Store) {
+	a, b, _ = twoHostsJS(t)
+	return a, b
+}
+
+// twoHostsJS is twoHosts, with a's backend.
+func twoHostsJS(t *testing.T) (a, b *store.Store, ajs *jsStore) {
 	t.Helper()
 	node, err := StartNode(NodeOptions{Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(node.Shutdown)
-	open := func() *Store {
-		s, err := Open(Options{JetStream: &JetStream{URLs: []string{node.ClientURL()}, Memory: true, Shared: true}})
+	host := func() (*store.Store, *jsStore) {
+		s, js, err := open(store.Options{}, Config{URLs: []string{node.ClientURL()}, Memory: true, Shared: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
-		return s
+		return s, js
 	}
-	return open(), open()
+	a, ajs = host()
+	b, _ = host()
+	return a, b, ajs
 }
 
-func incr(s *Store, k Key) error {
-	return s.Retry(Synced, func(tx *Tx) error {
+func incr(s *store.Store, k store.Key) error {
+	return s.Retry(store.Synced, func(tx *store.Tx) error {
 		var n int
 		if _, err := tx.Get(k, &n); err != nil {
 			return err
@@ -40,18 +50,18 @@ func incr(s *Store, k Key) error {
 	})
 }
 
-func readN(t *testing.T, s *Store, k Key) int {
+func readN(t *testing.T, s *store.Store, k store.Key) int {
 	t.Helper()
 	var n int
-	if err := s.Retry(Synced, func(tx *Tx) error { _, err := tx.Get(k, &n); return err }); err != nil {
+	if err := s.Retry(store.Synced, func(tx *store.Tx) error { _, err := tx.Get(k, &n); return err }); err != nil {
 		t.Fatal(err)
 	}
 	return n
 }
 
 func TestKnownRecords(t *testing.T) {
-	a, b := twoHosts(t)
-	k := K("n")
+	a, b, js := twoHostsJS(t)
+	k := store.K("n")
 	// Kept: a's second transaction asks the servers for nothing.
 	if err := incr(a, k); err != nil {
 		t.Fatal(err)
@@ -84,11 +94,11 @@ func TestKnownRecords(t *testing.T) {
 	if err := incr(a, k); err != nil { // a keeps 6
 		t.Fatal(err)
 	}
-	if err := b.Retry(Synced, func(tx *Tx) error { return tx.Put(k, 100) }); err != nil {
+	if err := b.Retry(store.Synced, func(tx *store.Tx) error { return tx.Put(k, 100) }); err != nil {
 		t.Fatal(err)
 	}
 	errSmall := errors.New("small")
-	err := a.Retry(Synced, func(tx *Tx) error {
+	err := a.Retry(store.Synced, func(tx *store.Tx) error {
 		var n int
 		if _, err := tx.Get(k, &n); err != nil {
 			return err
@@ -102,8 +112,8 @@ func TestKnownRecords(t *testing.T) {
 		t.Fatalf("decided on a stale record: %v", err)
 	}
 	// What a commit kept is at the sequence the servers stored it at.
-	err = a.Retry(Synced, func(tx *Tx) error {
-		for _, kk := range []Key{K("x", "1"), K("x", "2"), K("x", "3")} {
+	err = a.Retry(store.Synced, func(tx *store.Tx) error {
+		for _, kk := range []store.Key{store.K("x", "1"), store.K("x", "2"), store.K("x", "3")} {
 			if err := tx.Put(kk, 1); err != nil {
 				return err
 			}
@@ -113,8 +123,7 @@ func TestKnownRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	js := a.be.(*jsStore)
-	for _, kk := range []Key{K("x", "1"), K("x", "2"), K("x", "3"), k} {
+	for _, kk := range []store.Key{store.K("x", "1"), store.K("x", "2"), store.K("x", "3"), k} {
 		subj := js.keySubject(kk)
 		kept, ok := js.known.get(subj)
 		now, err := js.load(subj, kk)
@@ -129,7 +138,7 @@ func TestKnownRecords(t *testing.T) {
 // conflict, and no record kept from before answers it.
 func TestPeekIsNotChecked(t *testing.T) {
 	a, b := twoHosts(t)
-	stamp, other := K("stamp"), K("other")
+	stamp, other := store.K("stamp"), store.K("other")
 	if err := incr(a, stamp); err != nil { // a keeps stamp at 1
 		t.Fatal(err)
 	}
@@ -137,7 +146,7 @@ func TestPeekIsNotChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs := 0
-	err := a.Retry(Synced, func(tx *Tx) error {
+	err := a.Retry(store.Synced, func(tx *store.Tx) error {
 		runs++
 		var n int
 		if _, err := tx.Peek(stamp, &n); err != nil {

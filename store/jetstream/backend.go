@@ -1,8 +1,8 @@
-// jetstream.go holds the JetStream backend: a stream whose subjects are the
+// backend.go holds the JetStream backend: a stream whose subjects are the
 // keys, transactions as optimistic concurrency over it, committed as one
 // atomic batch (docs/store.md, "Many hosts on JetStream").
 
-package store
+package jetstream
 
 import (
 	"bytes"
@@ -19,6 +19,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
+
+	"github.com/runehost/runehost/store"
 )
 
 // JetStream's error codes the backend acts on.
@@ -57,17 +59,16 @@ type jsStore struct {
 	timeout time.Duration
 	wait    time.Duration // how long an operation keeps trying through a leader change
 	node    *Node         // the embedded server, or nil
-	dir     string        // the directory of an embedded node's files ("" for none)
-	space   *reserve      // nil unless the node is embedded on a disk
-	hold    *hold         // this process's hold on the store (jshold.go); nil while it is taken
+	hold    *hold         // this process's hold on the store (hold.go); nil while it is taken
 	shared  bool          // opened Shared: no hold
 
 	nReads, nScans, nCommits, nMsgs atomic.Uint64 // requests made (Trips)
-	known                           known         // records update transactions read and wrote (jsknown.go)
+	known                           known         // records update transactions read and wrote (known.go)
 }
 
-func (s *jsStore) trips() Trips {
-	return Trips{Reads: s.nReads.Load(), Scans: s.nScans.Load(), Commits: s.nCommits.Load(), Messages: s.nMsgs.Load()}
+// Trips counts the requests made to the servers so far.
+func (s *jsStore) Trips() store.Trips {
+	return store.Trips{Reads: s.nReads.Load(), Scans: s.nScans.Load(), Commits: s.nCommits.Load(), Messages: s.nMsgs.Load()}
 }
 
 // jsRead is a record as a transaction read it: its sequence (0 when the
@@ -81,7 +82,7 @@ type jsRead struct {
 
 // jsWrite is a buffered write: a value or a delete.
 type jsWrite struct {
-	key Key
+	key store.Key
 	val []byte
 	del bool
 }
@@ -89,9 +90,9 @@ type jsWrite struct {
 // jsScan is a scan a View made, to check again once it ended.
 type jsScan struct {
 	filters []string
-	prefix  Key
-	start   Key
-	last    Key // the last key visited; nil if none
+	prefix  store.Key
+	start   store.Key
+	last    store.Key // the last key visited; nil if none
 	done    bool
 	seen    map[string]uint64 // subject → sequence of every key visited
 }
@@ -109,7 +110,14 @@ type jsTx struct {
 	usedKnown bool // a read came from the store's known records, unchecked until the commit
 }
 
-func (s *jsStore) close() error {
+// Shared reports whether the store was opened beside other hosts.
+func (s *jsStore) Shared() bool { return s.shared }
+
+// Close releases the hold, if any, and disconnects.
+func (s *jsStore) Close() error {
+	if s.hold != nil {
+		s.hold.release()
+	}
 	s.nc.Close()
 	if s.node != nil {
 		s.node.Shutdown()
@@ -117,7 +125,8 @@ func (s *jsStore) close() error {
 	return nil
 }
 
-func (s *jsStore) begin(update bool) (btx, error) {
+// Begin starts a transaction.
+func (s *jsStore) Begin(update bool) (store.BackendTx, error) {
 	if s.nc.IsClosed() {
 		return nil, errClosed
 	}
@@ -127,7 +136,7 @@ func (s *jsStore) begin(update bool) (btx, error) {
 // errClosed is a transaction begun on a closed store.
 var errClosed = errors.New("store: closed")
 
-func (s *jsStore) keySubject(k Key) string {
+func (s *jsStore) keySubject(k store.Key) string {
 	t, partial := keyTokens(k)
 	if len(partial) > 0 || t == "" {
 		panic("store: a record key not ended by its separator: " + k.String())
@@ -181,7 +190,7 @@ func transient(err error) bool {
 }
 
 // load reads a record's message (and its parts) as it stands.
-func (s *jsStore) load(subj string, k Key) (*jsRead, error) {
+func (s *jsStore) load(subj string, k store.Key) (*jsRead, error) {
 	m, err := s.lastMsg(subj)
 	if err != nil {
 		return nil, err
@@ -196,8 +205,8 @@ func (s *jsStore) load(subj string, k Key) (*jsRead, error) {
 	r.found, r.val, r.parts = true, m.Data, 1
 	if p := m.Header.Get(hdrParts); p != "" {
 		n, err := strconv.Atoi(p)
-		if err != nil || n < 2 || n > MaxRecord/s.part+2 {
-			return nil, &RecordError{Key: k, Err: ErrCorrupt, Msg: fmt.Sprintf("its message says it has %q parts", p)}
+		if err != nil || n < 2 || n > store.MaxRecord/s.part+2 {
+			return nil, &store.RecordError{Key: k, Err: store.ErrCorrupt, Msg: fmt.Sprintf("its message says it has %q parts", p)}
 		}
 		ver := m.Header.Get(hdrVer)
 		val := slices.Clone(m.Data)
@@ -217,11 +226,11 @@ func (s *jsStore) load(subj string, k Key) (*jsRead, error) {
 }
 
 // errStale is a read that raced a commit: the transaction conflicts.
-var errStale = fmt.Errorf("%w: a record changed while it was read", ErrConflict)
+var errStale = fmt.Errorf("%w: a record changed while it was read", store.ErrConflict)
 
 // read is a record as this transaction sees it: its own writes, else what it
 // read before, else the record as it stands (remembered).
-func (t *jsTx) read(k Key) (*jsRead, error) {
+func (t *jsTx) read(k store.Key) (*jsRead, error) {
 	subj := t.s.keySubject(k)
 	if w, ok := t.writes[subj]; ok {
 		return &jsRead{val: w.val, found: !w.del}, nil
@@ -261,7 +270,7 @@ func (t *jsTx) read(k Key) (*jsRead, error) {
 	return r, nil
 }
 
-func (t *jsTx) get(k Key) ([]byte, bool, error) {
+func (t *jsTx) Get(k store.Key) ([]byte, bool, error) {
 	r, err := t.read(k)
 	if err != nil || !r.found {
 		return nil, false, err
@@ -271,7 +280,7 @@ func (t *jsTx) get(k Key) ([]byte, bool, error) {
 
 // peek reads k from the servers, outside t's reads: not checked at the
 // commit, not kept (Tx.Peek). t's own write of k is what it reads.
-func (t *jsTx) peek(k Key) ([]byte, bool, error) {
+func (t *jsTx) Peek(k store.Key) ([]byte, bool, error) {
 	subj := t.s.keySubject(k)
 	if w, ok := t.writes[subj]; ok {
 		return slices.Clone(w.val), !w.del, nil
@@ -283,25 +292,25 @@ func (t *jsTx) peek(k Key) ([]byte, bool, error) {
 	return slices.Clone(r.val), true, nil
 }
 
-func (t *jsTx) set(k Key, val []byte) error {
+func (t *jsTx) Set(k store.Key, val []byte) error {
 	t.writes[t.s.keySubject(k)] = &jsWrite{key: slices.Clone(k), val: val}
 	return nil
 }
 
-func (t *jsTx) delete(k Key) error {
+func (t *jsTx) Delete(k store.Key) error {
 	t.writes[t.s.keySubject(k)] = &jsWrite{key: slices.Clone(k), del: true}
 	return nil
 }
 
 // listed is a key a scan found, with its subject and sequence.
 type listed struct {
-	key  Key
+	key  store.Key
 	subj string
 	seq  uint64
 }
 
 // filters are the subject filters that hold every key under prefix.
-func (s *jsStore) filters(prefix Key) []string {
+func (s *jsStore) filters(prefix store.Key) []string {
 	t, partial := keyTokens(prefix)
 	if t == "" {
 		return []string{s.prefix + ".k.>"}
@@ -316,7 +325,7 @@ func (s *jsStore) filters(prefix Key) []string {
 // list finds the records under the filters as they stand, with the sequence
 // of each: an ephemeral consumer that delivers the last message of every
 // subject, headers only.
-func (s *jsStore) list(filters []string, prefix Key) (map[string]listed, error) {
+func (s *jsStore) list(filters []string, prefix store.Key) (map[string]listed, error) {
 	out := map[string]listed{}
 	err := s.patient("scan "+prefix.String(), func() error {
 		clear(out)
@@ -342,7 +351,7 @@ func (s *jsStore) list(filters []string, prefix Key) (map[string]listed, error) 
 		pending := c.CachedInfo().NumPending
 		for got := 0; pending > 0; {
 			if got > 8*int(c.CachedInfo().NumPending)+10000 {
-				return fmt.Errorf("%w: the records under %s kept changing while scanned", ErrConflict, prefix)
+				return fmt.Errorf("%w: the records under %s kept changing while scanned", store.ErrConflict, prefix)
 			}
 			b, err := c.Fetch(int(min(pending, 1000)), jetstream.FetchMaxWait(s.timeout))
 			if err != nil {
@@ -366,7 +375,7 @@ func (s *jsStore) list(filters []string, prefix Key) (map[string]listed, error) 
 				}
 				k, err := subjectKey(strings.TrimPrefix(m.Subject(), s.prefix+".k."))
 				if err != nil {
-					return &RecordError{Err: ErrCorrupt, Msg: fmt.Sprintf("subject %s: %v", m.Subject(), err)}
+					return &store.RecordError{Err: store.ErrCorrupt, Msg: fmt.Sprintf("subject %s: %v", m.Subject(), err)}
 				}
 				out[m.Subject()] = listed{key: k, subj: m.Subject(), seq: md.Sequence.Stream}
 			}
@@ -391,7 +400,7 @@ func (s *jsStore) list(filters []string, prefix Key) (map[string]listed, error) 
 // scan walks the records under prefix from start in key order: those the
 // store holds, overlaid with the transaction's own writes. Every key visited
 // is a read of the transaction, checked at its commit.
-func (t *jsTx) scan(prefix, start Key, fn func(key Key, val func() ([]byte, error)) (bool, error)) error {
+func (t *jsTx) Scan(prefix, start store.Key, fn func(key store.Key, val func() ([]byte, error)) (bool, error)) error {
 	filters := t.s.filters(prefix)
 	found, err := t.s.list(filters, prefix)
 	if err != nil {
@@ -453,7 +462,7 @@ func (t *jsTx) scan(prefix, start Key, fn func(key Key, val func() ([]byte, erro
 
 // unchanged reports whether everything a transaction read still stands:
 // every record at the sequence read, every scan finding the same keys.
-func (t *jsTx) unchanged() (bool, error) {
+func (t *jsTx) Unchanged() (bool, error) {
 	if t.stale {
 		return false, nil
 	}
@@ -465,7 +474,7 @@ func (t *jsTx) unchanged() (bool, error) {
 	listed := map[string]uint64{}
 	for _, sc := range t.scans {
 		found, err := t.s.list(sc.filters, sc.prefix)
-		if errors.Is(err, ErrConflict) {
+		if errors.Is(err, store.ErrConflict) {
 			return false, nil
 		}
 		if err != nil {
@@ -510,19 +519,19 @@ func (t *jsTx) unchanged() (bool, error) {
 
 // abort maps a failed transaction's error: one whose reads raced a commit is
 // a conflict, whatever its function made of what it saw.
-func (t *jsTx) abort(err error) error {
-	if errors.Is(err, ErrConflict) {
+func (t *jsTx) Abort(err error) error {
+	if errors.Is(err, store.ErrConflict) {
 		t.forget()
-		return ErrConflict
+		return store.ErrConflict
 	}
-	if ok, verr := t.unchanged(); verr == nil && !ok {
+	if ok, verr := t.Unchanged(); verr == nil && !ok {
 		t.forget()
-		return ErrConflict
+		return store.ErrConflict
 	}
 	return err
 }
 
-func (t *jsTx) discard() {}
+func (t *jsTx) Discard() {}
 
 // lastMsg reads the last message of subj (a zero one when it has none).
 func (s *jsStore) lastMsg(subj string) (*jetstream.RawStreamMsg, error) {

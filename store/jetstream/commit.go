@@ -1,7 +1,7 @@
-// jscommit.go holds a JetStream transaction's commit: its reads checked
+// commit.go holds a JetStream transaction's commit: its reads checked
 // and its writes sent as one atomic batch, and what the servers answer.
 
-package store
+package jetstream
 
 import (
 	"encoding/json"
@@ -13,6 +13,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
+
+	"github.com/runehost/runehost/store"
 )
 
 // pubAck is JetStream's answer to a publish or a batch's commit.
@@ -30,9 +32,9 @@ type pubAck struct {
 // commit sends the transaction as one atomic batch: a check for every record
 // read and not written, then the writes, each expecting the sequence it was
 // read at. One stale expectation rejects the whole batch.
-func (t *jsTx) commit(d Durability, inReserve bool, size int) error {
+func (t *jsTx) Commit(d store.Durability, inReserve bool, size int) error {
 	if t.stale {
-		return ErrConflict
+		return store.ErrConflict
 	}
 	renewal := false // the hold's own renewal is not gated by it: a stall must not lock the holder out
 	if h := t.s.hold; h != nil {
@@ -41,14 +43,9 @@ func (t *jsTx) commit(d Durability, inReserve bool, size int) error {
 			return err
 		}
 	}
-	if t.s.space != nil {
-		if err := t.s.space.admit(size, inReserve); err != nil {
-			return err
-		}
-	}
 	msgs := t.messages()
 	if len(msgs) > t.s.maxMsgs {
-		return fmt.Errorf("%w: a transaction of %d messages, and JetStream takes at most %d in one batch (the server's max_batch_size)", ErrTooLarge, len(msgs), t.s.maxMsgs)
+		return fmt.Errorf("%w: a transaction of %d messages, and JetStream takes at most %d in one batch (the server's max_batch_size)", store.ErrTooLarge, len(msgs), t.s.maxMsgs)
 	}
 	last := msgs[len(msgs)-1] // a record: its message keeps the id where a reader finds it
 	last.Header.Set(nats.MsgIdHdr, t.id)
@@ -83,9 +80,9 @@ func (t *jsTx) commit(d Durability, inReserve bool, size int) error {
 		if h := t.s.hold; h != nil && t.s.taken(h) {
 			return fmt.Errorf("%w: another host took the store", ErrHoldLost)
 		}
-		return ErrConflict
+		return store.ErrConflict
 	case errors.As(err, &ae) && ae.ErrorCode == jsNoSpace:
-		return fmt.Errorf("%w: JetStream: %s", ErrNoSpace, ae.Description)
+		return fmt.Errorf("%w: JetStream: %s", store.ErrNoSpace, ae.Description)
 	}
 	return err
 }

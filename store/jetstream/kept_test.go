@@ -1,7 +1,7 @@
 // kept_test.go: a directory whose records are in JetStream is never opened
 // as a new, empty Badger store, nor a Badger store served by a node.
 
-package store
+package jetstream
 
 import (
 	"errors"
@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/runehost/runehost/store"
 )
 
 // dirNames lists a directory's files.
@@ -24,40 +26,40 @@ func dirNames(t *testing.T, dir string) string {
 
 func TestKeptInJetStream(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(Options{Dir: dir, JetStream: &JetStream{Stream: "KEPT", Node: NodeOptions{Listen: "127.0.0.1:0"}}})
+	s, err := Open(store.Options{Dir: dir}, Config{Stream: "KEPT", Node: NodeOptions{Listen: "127.0.0.1:0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Update(Synced, func(tx *Tx) error { return tx.Put(K("k"), "v") })
+	s.Update(store.Synced, func(tx *store.Tx) error { return tx.Put(store.K("k"), "v") })
 	s.Close()
 	before := dirNames(t, dir)
-	_, err = Open(Options{Dir: dir})
-	var ee *ElsewhereError
-	if !errors.Is(err, ErrElsewhere) || !errors.As(err, &ee) || ee.Kept == nil || !ee.Kept.Embedded || ee.Kept.Stream != "KEPT" || !strings.HasPrefix(ee.Kept.Listen, "127.0.0.1:") || ee.Kept.Listen == "127.0.0.1:0" {
+	_, err = store.Open(store.Options{Dir: dir})
+	var ee *store.ElsewhereError
+	if !errors.Is(err, store.ErrElsewhere) || !errors.As(err, &ee) || ee.Kept == nil || !ee.Kept.Embedded || ee.Kept.Stream != "KEPT" || !strings.HasPrefix(ee.Kept.Listen, "127.0.0.1:") || ee.Kept.Listen == "127.0.0.1:0" {
 		t.Fatalf("opened as Badger: %v", err)
 	}
 	if after := dirNames(t, dir); after != before {
 		t.Fatalf("files changed: %s, now %s", before, after)
 	}
 	// The node opens it again, with its record.
-	s, err = Open(Options{Dir: dir, JetStream: &JetStream{Stream: "KEPT"}})
+	s, err = Open(store.Options{Dir: dir}, Config{Stream: "KEPT"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var v string
-	if ok, err := getOne(s, K("k"), &v); !ok || v != "v" {
+	if ok, err := getOne(s, store.K("k"), &v); !ok || v != "v" {
 		t.Fatalf("after reopening: %v %q %v", ok, v, err)
 	}
 	s.Close()
 
 	// A directory a host left before notes were written: the node's files.
-	os.Remove(filepath.Join(dir, keptName))
-	if _, err := Open(Options{Dir: dir}); !errors.As(err, &ee) || ee.Kept == nil || !ee.Kept.Embedded {
+	os.Remove(filepath.Join(dir, "BACKEND"))
+	if _, err := store.Open(store.Options{Dir: dir}); !errors.As(err, &ee) || ee.Kept == nil || !ee.Kept.Embedded {
 		t.Fatalf("a node's directory without its note opened as Badger: %v", err)
 	}
 	// A note that cannot be read refuses too.
-	os.WriteFile(filepath.Join(dir, keptName), []byte("{\"backend\":"), 0o600)
-	if _, err := Open(Options{Dir: dir}); !errors.As(err, &ee) || ee.Err == nil {
+	os.WriteFile(filepath.Join(dir, "BACKEND"), []byte("{\"backend\":"), 0o600)
+	if _, err := store.Open(store.Options{Dir: dir}); !errors.As(err, &ee) || ee.Err == nil {
 		t.Fatalf("a damaged note: %v", err)
 	}
 	if strings.Contains(dirNames(t, dir), "MANIFEST") {
@@ -69,19 +71,19 @@ func TestKeptOnServers(t *testing.T) {
 	js := holdNode(t, HoldFor)
 	js.Note, js.Shared = true, true
 	dir := t.TempDir()
-	s, err := Open(Options{Dir: dir, JetStream: &js})
+	s, err := Open(store.Options{Dir: dir}, js)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
-	var ee *ElsewhereError
-	if _, err := Open(Options{Dir: dir}); !errors.As(err, &ee) || ee.Kept == nil || ee.Kept.Embedded || ee.Kept.URLs[0] != js.URLs[0] {
+	var ee *store.ElsewhereError
+	if _, err := store.Open(store.Options{Dir: dir}); !errors.As(err, &ee) || ee.Kept == nil || ee.Kept.Embedded || ee.Kept.URLs[0] != js.URLs[0] {
 		t.Fatalf("opened as Badger: %v", err)
 	}
 	// Without Note (a command reaching the servers), nothing is noted.
 	js.Note = false
 	other := t.TempDir()
-	if s, err = Open(Options{Dir: other, JetStream: &js}); err != nil {
+	if s, err = Open(store.Options{Dir: other}, js); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -92,26 +94,26 @@ func TestKeptOnServers(t *testing.T) {
 
 func TestBadgerNotServedByANode(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(Options{Dir: dir})
+	s, err := store.Open(store.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Update(Synced, func(tx *Tx) error { return tx.Put(K("k"), "v") })
+	s.Update(store.Synced, func(tx *store.Tx) error { return tx.Put(store.K("k"), "v") })
 	s.Close()
 	before := dirNames(t, dir)
-	var ee *ElsewhereError
-	if _, err := Open(Options{Dir: dir, JetStream: &JetStream{}}); !errors.As(err, &ee) || !ee.Badger {
+	var ee *store.ElsewhereError
+	if _, err := Open(store.Options{Dir: dir}, Config{}); !errors.As(err, &ee) || !ee.Badger {
 		t.Fatalf("a node served a Badger store: %v", err)
 	}
 	js := holdNode(t, HoldFor)
 	js.Note = true
-	if _, err := Open(Options{Dir: dir, JetStream: &js}); !errors.As(err, &ee) || !ee.Badger {
+	if _, err := Open(store.Options{Dir: dir}, js); !errors.As(err, &ee) || !ee.Badger {
 		t.Fatalf("a host on servers noted a Badger store: %v", err)
 	}
 	if after := dirNames(t, dir); after != before {
 		t.Fatalf("files changed: %s, now %s", before, after)
 	}
-	if s, err = Open(Options{Dir: dir}); err != nil {
+	if s, err = store.Open(store.Options{Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -122,18 +124,18 @@ func TestBadgerNotServedByANode(t *testing.T) {
 // records cannot be known.
 func TestKeptBoth(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(Options{Dir: dir})
+	s, err := store.Open(store.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
 	os.Mkdir(filepath.Join(dir, "nats"), 0o700)
 	before := dirNames(t, dir)
-	var ee *ElsewhereError
-	if _, err := Open(Options{Dir: dir}); !errors.As(err, &ee) || !ee.Both {
+	var ee *store.ElsewhereError
+	if _, err := store.Open(store.Options{Dir: dir}); !errors.As(err, &ee) || !ee.Both {
 		t.Fatalf("opened as Badger: %v", err)
 	}
-	if _, err := Open(Options{Dir: dir, JetStream: &JetStream{}}); !errors.As(err, &ee) || !ee.Both {
+	if _, err := Open(store.Options{Dir: dir}, Config{}); !errors.As(err, &ee) || !ee.Both {
 		t.Fatalf("opened on a node: %v", err)
 	}
 	if after := dirNames(t, dir); after != before {

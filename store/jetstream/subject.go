@@ -1,12 +1,14 @@
 // subject.go holds how keys become NATS subjects for the JetStream backend:
 // one token per part, escaped, and back.
 
-package store
+package jetstream
 
 import (
 	"bytes"
 	"fmt"
 	"strings"
+
+	"github.com/runehost/runehost/store"
 )
 
 // tokenSafe reports the bytes a subject token keeps as they are; every other
@@ -36,7 +38,7 @@ func appendToken(b []byte, part []byte) []byte {
 // keyTokens is a key's complete parts (each ended by 0x00) as tokens joined
 // by '.', and what follows the last complete part (a prefix may end inside
 // a part).
-func keyTokens(k Key) (tokens string, partial []byte) {
+func keyTokens(k store.Key) (tokens string, partial []byte) {
 	var b []byte
 	for {
 		i := bytes.IndexByte(k, 0)
@@ -52,8 +54,8 @@ func keyTokens(k Key) (tokens string, partial []byte) {
 }
 
 // subjectKey decodes the tokens after a subject's prefix back into a key.
-func subjectKey(tokens string) (Key, error) {
-	var k Key
+func subjectKey(tokens string) (store.Key, error) {
+	var k store.Key
 	for _, t := range strings.Split(tokens, ".") {
 		if t == "~" {
 			k = append(k, 0)

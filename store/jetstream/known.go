@@ -1,14 +1,16 @@
-// jsknown.go holds what a JetStream store's update transactions read and
+// known.go holds what a JetStream store's update transactions read and
 // committed, by subject, at the sequence of its message, so that the next
 // transaction reads it from memory instead of asking the servers.
 
-package store
+package jetstream
 
 import (
 	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/runehost/runehost/store"
 )
 
 // known is the records a process read and wrote. It is safe because every
@@ -111,17 +113,17 @@ func (t *jsTx) committed(msgs []*nats.Msg, last uint64) {
 // settle ends an update transaction that wrote nothing: what it read from
 // known is checked against the servers, and a stale record is a conflict
 // (its entries dropped), so that Retry runs it again.
-func (t *jsTx) settle() error {
+func (t *jsTx) Settle() error {
 	if !t.usedKnown {
 		return nil
 	}
-	ok, err := t.unchanged()
+	ok, err := t.Unchanged()
 	if err != nil {
 		return err
 	}
 	if !ok {
 		t.forget()
-		return ErrConflict
+		return store.ErrConflict
 	}
 	return nil
 }

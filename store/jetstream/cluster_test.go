@@ -1,7 +1,7 @@
-// jetstream_cluster_test.go tests the JetStream backend on a three-node
+// cluster_test.go tests the JetStream backend on a three-node
 // cluster with R3 streams: hosts on different nodes share one store.
 
-package store_test
+package jetstream_test
 
 import (
 	"sync"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/runehost/runehost/internal/natstest"
 	"github.com/runehost/runehost/store"
+	"github.com/runehost/runehost/store/jetstream"
 )
 
 // Three stores, each connected to its own node of one cluster, increment one
@@ -21,7 +22,7 @@ func TestJetStreamClusterShared(t *testing.T) {
 	}
 	nodes, urls := natstest.Cluster(t, 3)
 	open := func(url string) *store.Store {
-		s, err := store.Open(store.Options{JetStream: &store.JetStream{URLs: []string{url}, Stream: "SHARED", Replicas: 3, Timeout: time.Second, Shared: true}})
+		s, err := jetstream.Open(store.Options{}, jetstream.Config{URLs: []string{url}, Stream: "SHARED", Replicas: 3, Timeout: time.Second, Shared: true})
 		if err != nil {
 			t.Fatal(err)
 		}

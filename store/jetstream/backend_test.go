@@ -1,27 +1,28 @@
-// jetstream_test.go tests the JetStream backend on an embedded node: the
+// backend_test.go tests the JetStream backend on an embedded node: the
 // contract backend.go states, as the Badger backend keeps it.
 
-package store
+package jetstream
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/runehost/runehost/store"
 )
 
 // openJS opens a store on an embedded JetStream node in a test directory.
-func openJS(t testing.TB, memory bool) *Store {
+func openJS(t testing.TB, memory bool) *store.Store {
 	t.Helper()
-	opts := Options{Dir: t.TempDir(), JetStream: &JetStream{}}
+	opts := store.Options{Dir: t.TempDir()}
 	if memory {
-		opts = Options{InMemory: true, JetStream: &JetStream{}}
+		opts = store.Options{InMemory: true}
 	}
-	s, err := Open(opts)
+	s, err := Open(opts, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,62 +30,30 @@ func openJS(t testing.TB, memory bool) *Store {
 	return s
 }
 
-func TestKeySubjectRoundTrip(t *testing.T) {
-	for _, k := range []Key{K("inv", "r3.2.1"), K("grant", "*", "fs.read /a b/**"), K("ev", "r1", uint64(7)), K("x", ""), K("seal"), K("ü", "~7e", ">")} {
-		tok, partial := keyTokens(k)
-		if len(partial) > 0 {
-			t.Fatalf("%s: partial %q", k, partial)
-		}
-		if strings.ContainsAny(tok, " *>\t") {
-			t.Fatalf("%s: token %q has subject characters", k, tok)
-		}
-		back, err := subjectKey(tok)
-		if err != nil || !bytes.Equal(back, k) {
-			t.Fatalf("%s → %q → %q, %v", k, tok, back, err)
-		}
-	}
-}
-
-func FuzzKeySubject(f *testing.F) {
-	f.Add("inv", "r3.2.1")
-	f.Add("", "~")
-	f.Fuzz(func(t *testing.T, kind, part string) {
-		if strings.IndexByte(kind, 0) >= 0 || strings.IndexByte(part, 0) >= 0 {
-			return
-		}
-		k := K(kind, part)
-		tok, _ := keyTokens(k)
-		back, err := subjectKey(tok)
-		if err != nil || !bytes.Equal(back, k) {
-			t.Fatalf("%q → %q → %q, %v", k, tok, back, err)
-		}
-	})
-}
-
 func TestJetStreamRecords(t *testing.T) {
 	s := openJS(t, false)
 	big := bytes.Repeat([]byte("0123456789abcdef"), 300_000) // 4.8 MB: cut into parts
-	err := s.Update(Synced, func(tx *Tx) error {
+	err := s.Update(store.Synced, func(tx *store.Tx) error {
 		for i := range 5 {
-			if err := tx.Put(K("a", uint64(i)), i); err != nil {
+			if err := tx.Put(store.K("a", uint64(i)), i); err != nil {
 				return err
 			}
 		}
-		if err := tx.PutRaw(K("big"), big); err != nil {
+		if err := tx.PutRaw(store.K("big"), big); err != nil {
 			return err
 		}
-		return tx.Put(K("b", "x.y"), "dotted")
+		return tx.Put(store.K("b", "x.y"), "dotted")
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = s.Update(Synced, func(tx *Tx) error { return tx.Delete(K("a", uint64(2))) })
+	err = s.Update(store.Synced, func(tx *store.Tx) error { return tx.Delete(store.K("a", uint64(2))) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = s.View(func(tx *Tx) error {
+	err = s.View(func(tx *store.Tx) error {
 		var got []int
-		err := tx.Scan(K("a"), func(k Key, decode func(any) error) (bool, error) {
+		err := tx.Scan(store.K("a"), func(k store.Key, decode func(any) error) (bool, error) {
 			var v int
 			if err := decode(&v); err != nil {
 				return false, err
@@ -95,15 +64,15 @@ func TestJetStreamRecords(t *testing.T) {
 		if fmt.Sprint(got) != "[0 1 3 4]" {
 			t.Errorf("scan: %v", got)
 		}
-		b, ok, err := tx.GetRaw(K("big"))
+		b, ok, err := tx.GetRaw(store.K("big"))
 		if !ok || !bytes.Equal(b, big) {
 			t.Errorf("big: found %v, %d bytes, %v", ok, len(b), err)
 		}
 		var d string
-		if ok, err := tx.Get(K("b", "x.y"), &d); !ok || d != "dotted" {
+		if ok, err := tx.Get(store.K("b", "x.y"), &d); !ok || d != "dotted" {
 			t.Errorf("dotted: %v %q %v", ok, d, err)
 		}
-		if ok, _ := tx.Get(K("a", uint64(2)), new(int)); ok {
+		if ok, _ := tx.Get(store.K("a", uint64(2)), new(int)); ok {
 			t.Error("a deleted record read back")
 		}
 		return err
@@ -112,11 +81,11 @@ func TestJetStreamRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A deleted key created again.
-	if err := s.Update(Synced, func(tx *Tx) error {
-		if ok, err := tx.Get(K("a", uint64(2)), new(int)); ok || err != nil {
+	if err := s.Update(store.Synced, func(tx *store.Tx) error {
+		if ok, err := tx.Get(store.K("a", uint64(2)), new(int)); ok || err != nil {
 			return fmt.Errorf("found %v, %v", ok, err)
 		}
-		return tx.Put(K("a", uint64(2)), 22)
+		return tx.Put(store.K("a", uint64(2)), 22)
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -126,37 +95,37 @@ func TestJetStreamRecords(t *testing.T) {
 // contended counter exact.
 func TestJetStreamConflicts(t *testing.T) {
 	s := openJS(t, true)
-	key := K("n")
-	err := s.Update(Synced, func(tx *Tx) error {
+	key := store.K("n")
+	err := s.Update(store.Synced, func(tx *store.Tx) error {
 		var n int
 		tx.Get(key, &n)
-		if err := s.Update(Synced, func(tx2 *Tx) error { return tx2.Put(key, 100) }); err != nil {
+		if err := s.Update(store.Synced, func(tx2 *store.Tx) error { return tx2.Put(key, 100) }); err != nil {
 			return err
 		}
 		return tx.Put(key, n+1)
 	})
-	if !errors.Is(err, ErrConflict) {
+	if !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("a stale read committed: %v", err)
 	}
 	// A read-only key checked: write skew refused.
-	err = s.Update(Synced, func(tx *Tx) error {
-		tx.Get(K("guard"), new(int))
-		if err := s.Update(Synced, func(tx2 *Tx) error { return tx2.Put(K("guard"), 1) }); err != nil {
+	err = s.Update(store.Synced, func(tx *store.Tx) error {
+		tx.Get(store.K("guard"), new(int))
+		if err := s.Update(store.Synced, func(tx2 *store.Tx) error { return tx2.Put(store.K("guard"), 1) }); err != nil {
 			return err
 		}
-		return tx.Put(K("other"), 1)
+		return tx.Put(store.K("other"), 1)
 	})
-	if !errors.Is(err, ErrConflict) {
+	if !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("a stale read-only key committed: %v", err)
 	}
-	s.Update(Synced, func(tx *Tx) error { return tx.Put(key, 0) })
+	s.Update(store.Synced, func(tx *store.Tx) error { return tx.Put(key, 0) })
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for range 20 {
-				if err := s.Retry(Synced, func(tx *Tx) error {
+				if err := s.Retry(store.Synced, func(tx *store.Tx) error {
 					var n int
 					if _, err := tx.Get(key, &n); err != nil {
 						return err
@@ -170,7 +139,7 @@ func TestJetStreamConflicts(t *testing.T) {
 	}
 	wg.Wait()
 	var n int
-	s.View(func(tx *Tx) error { _, err := tx.Get(key, &n); return err })
+	s.View(func(tx *store.Tx) error { _, err := tx.Get(key, &n); return err })
 	if n != 160 {
 		t.Fatalf("counter %d, want 160", n)
 	}
@@ -180,7 +149,7 @@ func TestJetStreamConflicts(t *testing.T) {
 // sum, whatever commits run meanwhile.
 func TestJetStreamViewSnapshot(t *testing.T) {
 	s := openJS(t, true)
-	s.Update(Synced, func(tx *Tx) error { tx.Put(K("acct", "a"), 100); return tx.Put(K("acct", "b"), 0) })
+	s.Update(store.Synced, func(tx *store.Tx) error { tx.Put(store.K("acct", "a"), 100); return tx.Put(store.K("acct", "b"), 0) })
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -196,27 +165,27 @@ func TestJetStreamViewSnapshot(t *testing.T) {
 				return
 			case <-time.After(200 * time.Microsecond):
 			}
-			s.Retry(Synced, func(tx *Tx) error {
+			s.Retry(store.Synced, func(tx *store.Tx) error {
 				var a, b int
-				tx.Get(K("acct", "a"), &a)
-				tx.Get(K("acct", "b"), &b)
-				tx.Put(K("acct", "a"), a-1)
-				return tx.Put(K("acct", "b"), b+1)
+				tx.Get(store.K("acct", "a"), &a)
+				tx.Get(store.K("acct", "b"), &b)
+				tx.Put(store.K("acct", "a"), a-1)
+				return tx.Put(store.K("acct", "b"), b+1)
 			})
 		}
 	}()
 	for i := range 100 {
 		var sum int
-		err := s.View(func(tx *Tx) error {
+		err := s.View(func(tx *store.Tx) error {
 			sum = 0
 			if i%2 == 0 { // two reads
 				var a, b int
-				tx.Get(K("acct", "a"), &a)
-				_, err := tx.Get(K("acct", "b"), &b)
+				tx.Get(store.K("acct", "a"), &a)
+				_, err := tx.Get(store.K("acct", "b"), &b)
 				sum = a + b
 				return err
 			}
-			return tx.Scan(K("acct"), func(_ Key, decode func(any) error) (bool, error) {
+			return tx.Scan(store.K("acct"), func(_ store.Key, decode func(any) error) (bool, error) {
 				var v int
 				err := decode(&v)
 				sum += v
@@ -240,9 +209,9 @@ func TestJetStreamViewSnapshot(t *testing.T) {
 // makes its View run again.
 func TestJetStreamRecordsOnce(t *testing.T) {
 	s := openJS(t, true)
-	s.Update(Synced, func(tx *Tx) error {
+	s.Update(store.Synced, func(tx *store.Tx) error {
 		for i := range 200 {
-			if err := tx.Put(K("acct", fmt.Sprint(i)), i); err != nil {
+			if err := tx.Put(store.K("acct", fmt.Sprint(i)), i); err != nil {
 				return err
 			}
 		}
@@ -250,10 +219,12 @@ func TestJetStreamRecordsOnce(t *testing.T) {
 	})
 	seen := map[string]int{}
 	calls := 0
-	err := s.Records(func(r Record) error {
+	err := s.Records(func(r store.Record) error {
 		if calls++; calls == 100 { // a write the walk has read past
 			done := make(chan error)
-			go func() { done <- s.Update(Synced, func(tx *Tx) error { return tx.Put(K("acct", "0"), -1) }) }()
+			go func() {
+				done <- s.Update(store.Synced, func(tx *store.Tx) error { return tx.Put(store.K("acct", "0"), -1) })
+			}()
 			if err := <-done; err != nil {
 				return err
 			}
@@ -277,28 +248,28 @@ func TestJetStreamRecordsOnce(t *testing.T) {
 // A directory store on JetStream is locked, and reopens with its records.
 func TestJetStreamReopen(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(Options{Dir: dir, JetStream: &JetStream{}})
+	s, err := Open(store.Options{Dir: dir}, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(Options{Dir: dir, JetStream: &JetStream{}}); !errors.Is(err, ErrLocked) {
+	if _, err := Open(store.Options{Dir: dir}, Config{}); !errors.Is(err, store.ErrLocked) {
 		t.Fatalf("opened twice: %v", err)
 	}
-	s.Update(Synced, func(tx *Tx) error { return tx.Put(K("k"), "v") })
+	s.Update(store.Synced, func(tx *store.Tx) error { return tx.Put(store.K("k"), "v") })
 	s.Close()
-	s, err = Open(Options{Dir: dir, JetStream: &JetStream{}})
+	s, err = Open(store.Options{Dir: dir}, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	var v string
-	if ok, err := getOne(s, K("k"), &v); !ok || v != "v" {
+	if ok, err := getOne(s, store.K("k"), &v); !ok || v != "v" {
 		t.Fatalf("after reopening: %v %q %v", ok, v, err)
 	}
 }
 
-func getOne(s *Store, k Key, v any) (ok bool, err error) {
-	err = s.View(func(tx *Tx) error { ok, err = tx.Get(k, v); return err })
+func getOne(s *store.Store, k store.Key, v any) (ok bool, err error) {
+	err = s.View(func(tx *store.Tx) error { ok, err = tx.Get(k, v); return err })
 	return ok, err
 }
 
@@ -307,30 +278,30 @@ func getOne(s *Store, k Key, v any) (ok bool, err error) {
 // whose hold lapsed commits nothing.
 func TestJetStreamHold(t *testing.T) {
 	js := holdNode(t, 600*time.Millisecond)
-	opts := Options{JetStream: &js}
-	a, err := Open(opts)
+	opts := store.Options{}
+	a, err := Open(opts, js)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var le *LockedError
-	if _, err := Open(opts); !errors.As(err, &le) || le.Holder == nil || le.Holder.PID != os.Getpid() {
+	var le *store.LockedError
+	if _, err := Open(opts, js); !errors.As(err, &le) || le.Holder == nil || le.Holder.PID != os.Getpid() {
 		t.Fatalf("a second host opened the store: %v", err)
 	}
 	a.Close()
-	b, err := Open(opts)
+	b, bjs, err := open(opts, js)
 	if err != nil {
 		t.Fatalf("after the first closed: %v", err)
 	}
 	// b stops renewing (as a host paused or cut off would): it stops
 	// committing, and another host may take the store once the hold lapses.
-	close(b.js.hold.stop)
-	<-b.js.hold.done
-	b.js.hold.stop = make(chan struct{})
+	close(bjs.hold.stop)
+	<-bjs.hold.done
+	bjs.hold.stop = make(chan struct{})
 	time.Sleep(HoldFor / 3)
-	if err := b.Update(Synced, func(tx *Tx) error { return tx.Put(K("x"), 1) }); !errors.Is(err, ErrHoldLost) {
+	if err := b.Update(store.Synced, func(tx *store.Tx) error { return tx.Put(store.K("x"), 1) }); !errors.Is(err, ErrHoldLost) {
 		t.Fatalf("a lapsed hold committed: %v", err)
 	}
-	c, err := Open(opts)
+	c, err := Open(opts, js)
 	if err != nil {
 		t.Fatalf("after the hold lapsed: %v", err)
 	}
@@ -342,30 +313,30 @@ func TestJetStreamHold(t *testing.T) {
 // clock says its hold is; and it does not retry for ever.
 func TestJetStreamFence(t *testing.T) {
 	js := holdNode(t, time.Minute) // no renewal during the test: only the fence can tell
-	a, err := Open(Options{JetStream: &js})
+	a, err := Open(store.Options{}, js)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	if err := a.Update(Synced, func(tx *Tx) error { return tx.Put(K("x"), 1) }); err != nil {
+	if err := a.Update(store.Synced, func(tx *store.Tx) error { return tx.Put(store.K("x"), 1) }); err != nil {
 		t.Fatal(err)
 	}
 	shared := js
 	shared.Shared = true
-	thief, err := Open(Options{JetStream: &shared})
+	thief, err := Open(store.Options{}, shared)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer thief.Close()
-	if err := thief.Update(Synced, func(tx *Tx) error { return tx.Put(holderKey, holdRecord{ID: "another host"}) }); err != nil {
+	if err := thief.Update(store.Synced, func(tx *store.Tx) error { return tx.Put(holderKey, holdRecord{ID: "another host"}) }); err != nil {
 		t.Fatal(err)
 	}
-	err = a.Retry(Synced, func(tx *Tx) error { return tx.Put(K("x"), 2) })
+	err = a.Retry(store.Synced, func(tx *store.Tx) error { return tx.Put(store.K("x"), 2) })
 	if !errors.Is(err, ErrHoldLost) {
 		t.Fatalf("the old holder committed after a takeover: %v", err)
 	}
 	var x int
-	thief.View(func(tx *Tx) error { _, err := tx.Get(K("x"), &x); return err })
+	thief.View(func(tx *store.Tx) error { _, err := tx.Get(store.K("x"), &x); return err })
 	if x != 1 {
 		t.Fatalf("x = %d, want 1", x)
 	}
@@ -375,27 +346,27 @@ func TestJetStreamFence(t *testing.T) {
 // another host taking the store renews again and commits again.
 func TestJetStreamHoldOutlivesAStall(t *testing.T) {
 	js := holdNode(t, 600*time.Millisecond)
-	s, err := Open(Options{JetStream: &js})
+	s, sjs, err := open(store.Options{}, js)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	h := s.js.hold
+	h := sjs.hold
 	h.mu.Lock()
 	h.good = time.Now().Add(-time.Hour) // renewals not confirmed for an hour
 	h.mu.Unlock()
-	if err := s.Update(Synced, func(tx *Tx) error { return tx.Put(K("x"), 1) }); !errors.Is(err, ErrHoldLost) {
+	if err := s.Update(store.Synced, func(tx *store.Tx) error { return tx.Put(store.K("x"), 1) }); !errors.Is(err, ErrHoldLost) {
 		t.Fatalf("a stalled holder committed: %v", err)
 	}
 	time.Sleep(HoldFor / 2) // two renewals
-	if err := s.Update(Synced, func(tx *Tx) error { return tx.Put(K("x"), 2) }); err != nil {
+	if err := s.Update(store.Synced, func(tx *store.Tx) error { return tx.Put(store.K("x"), 2) }); err != nil {
 		t.Fatalf("after renewing again: %v", err)
 	}
 }
 
 // holdNode starts a node for a test of the hold, with holds of d, and
 // returns the configuration of a memory store on it.
-func holdNode(t *testing.T, d time.Duration) JetStream {
+func holdNode(t *testing.T, d time.Duration) Config {
 	t.Helper()
 	node, err := StartNode(NodeOptions{Listen: "127.0.0.1:0"})
 	if err != nil {
@@ -405,5 +376,5 @@ func holdNode(t *testing.T, d time.Duration) JetStream {
 	old := HoldFor
 	HoldFor = d
 	t.Cleanup(func() { HoldFor = old })
-	return JetStream{URLs: []string{node.ClientURL()}, Memory: true}
+	return Config{URLs: []string{node.ClientURL()}, Memory: true}
 }
