@@ -29,6 +29,10 @@ func init() {
 	})
 }
 
+// pingEvery is how often a client pings its server; three unanswered
+// pings in a row give the server up.
+const pingEvery = time.Second
+
 // Config configures a store kept in NATS JetStream instead of Badger.
 type Config struct {
 	// URLs are the NATS servers to connect to. None means a server embedded
@@ -133,7 +137,11 @@ func open(opts store.Options, js Config) (st *store.Store, s *jsStore, err error
 			}
 		}
 		s.nc, err = nats.Connect(strings.Join(js.URLs, ","), nats.Name("runehost"), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond), nats.Timeout(s.timeout),
-			nats.RetryOnFailedConnect(true)) // servers starting, or one down: the first requests wait (s.wait)
+			nats.RetryOnFailedConnect(true), // servers starting, or one down: the first requests wait (s.wait)
+			// A server cut off answers nothing and closes nothing: the pings
+			// find it silent within a few seconds (the default, 2 minutes
+			// twice, would outlast s.wait), and the client moves to another.
+			nats.PingInterval(pingEvery), nats.MaxPingsOutstanding(3))
 	}
 	if err != nil {
 		if s.node != nil {
