@@ -119,15 +119,19 @@ JS_PKGS = $$($(GO) list -f '{{.ImportPath}} {{join .Deps " "}}' ./... | awk '$$1
 test-jetstream:
 	RUNEHOST_STORE_BACKEND=jetstream $(GO) test -timeout=$(TEST_TIMEOUT) -skip='^($(subst $(space),|,$(FUZZ_NAMES)))$$' $(JS_PKGS)
 
-## chaos: the cluster chaos harness (cmd/chaos): three NATS nodes and three hosts as processes, CHAOS_INVOCATIONS (200) invocations doing acts while hosts and nodes are SIGKILLed or stopped CHAOS_KILLS (20) times; chaos-short is make test's seeded run; chaos-red breaks the claims' fence, then the grants' stamp check, and each must fail.
+## chaos: the cluster chaos harness (cmd/chaos): three NATS nodes and three hosts as processes, CHAOS_INVOCATIONS (200) invocations doing acts while hosts and nodes are SIGKILLed, stopped or (as root: each process in a network namespace of its own) cut off CHAOS_KILLS (20) times; chaos-short is make test's seeded run, then a run of cuts alone; chaos-red breaks the claims' fence (stops, then cuts), then the grants' stamp check, and each must fail.
 CHAOS_INVOCATIONS ?= 200
 CHAOS_KILLS ?= 20
+# -partitions needs root and ip(8); without them the runs leave partitions out, and say so.
+PARTITIONS = $$(if [ "$$(id -u)" = 0 ] && command -v ip >/dev/null; then echo -partitions; else echo "chaos: no partitions here (they need root and ip(8))" >&2; fi)
 chaos:
-	$(GO) run ./cmd/chaos -invocations $(CHAOS_INVOCATIONS) -acts 60 -delay 20 -kills $(CHAOS_KILLS) -v
+	$(GO) run ./cmd/chaos -invocations $(CHAOS_INVOCATIONS) -acts 60 -delay 20 -kills $(CHAOS_KILLS) -v $(PARTITIONS)
 chaos-short:
-	$(GO) run ./cmd/chaos -invocations 12 -acts 30 -delay 50 -kills 4 -seed $${RUNEHOST_SEED:-1}
+	$(GO) run ./cmd/chaos -invocations 12 -acts 30 -delay 50 -kills 4 -seed $${RUNEHOST_SEED:-1} $(PARTITIONS)
+	p="$(PARTITIONS)"; [ -z "$$p" ] || $(GO) run ./cmd/chaos -invocations 6 -acts 30 -delay 50 -kills 3 -seed $${RUNEHOST_SEED:-1} -stops $$p
 chaos-red:
 	$(GO) run ./cmd/chaos -invocations 20 -acts 100 -kills 12 -seed 3 -break fence -timeout 5m
+	p="$(PARTITIONS)"; [ -z "$$p" ] || $(GO) run ./cmd/chaos -invocations 20 -acts 100 -kills 8 -seed 3 -break fence -timeout 5m $$p
 	$(GO) run ./cmd/chaos -invocations 12 -kills 4 -seed 1 -break grants -timeout 3m
 
 ## test-long: unit and race with the long versions of what make test shortens (RUNEHOST_LONG=1): every golden prog at every slice size natively, in the sandbox and with the fast path off and on, the storage test's whole idle run, ...; RUNEHOST_SEED=N picks another part for make test's short versions.

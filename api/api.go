@@ -256,6 +256,11 @@ type Health struct {
 	PID     int    `json:"pid"`
 	Version string `json:"version"`
 	Host    string `json:"host,omitempty"` // its name among the hosts of a shared store (claims name it)
+	// Fenced counts the commits its claims' fence refused since it
+	// started: writes of trees it no longer held, or made while it was cut
+	// off from the store. Each is a write another host's takeover made
+	// stale, refused rather than applied.
+	Fenced int64 `json:"fenced,omitempty"`
 }
 
 // Discovery is the file a server writes in its store directory

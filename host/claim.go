@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/runehost/runehost/store"
@@ -64,6 +65,8 @@ type claims struct {
 	good time.Time         // when the beat was last confirmed
 	stop chan struct{}
 	done chan struct{}
+
+	fenced atomic.Int64 // commits the fence refused
 }
 
 // startClaims makes e claim the trees it drives and fence its commits; its
@@ -103,6 +106,16 @@ func (e *Engine) Host() string {
 		return ""
 	}
 	return e.claims.host
+}
+
+// Fenced is how many commits the claims' fence refused since the engine
+// opened: writes of a tree this host no longer held, or made while its
+// beat had lapsed (cut off from the store, or paused).
+func (e *Engine) Fenced() int64 {
+	if e.claims == nil {
+		return 0
+	}
+	return e.claims.fenced.Load()
 }
 
 // beat renews the host's claims until now+d.
@@ -261,6 +274,16 @@ func (e *Engine) stopClaims() error {
 // claim is read in the transaction, so a takeover that commits first makes
 // this one conflict, and then fail here.
 func (c *claims) fence(tx *store.Tx, written []store.Key) error {
+	err := c.check(tx, written)
+	var ce *ClaimError
+	if errors.As(err, &ce) {
+		c.fenced.Add(1)
+	}
+	return err
+}
+
+// check is the fence's test.
+func (c *claims) check(tx *store.Tx, written []store.Key) error {
 	var roots []string
 	for _, k := range written {
 		if r := treeOf(k); r != "" && !contains(roots, r) {

@@ -14,6 +14,7 @@ import (
 	"github.com/runehost/runehost/events"
 	"github.com/runehost/runehost/guest/port"
 	"github.com/runehost/runehost/store"
+	"github.com/runehost/runehost/store/jetstream"
 )
 
 // journal records each act's effect once it happened, as a real service
@@ -68,7 +69,7 @@ func (j *journal) twice(t *testing.T) {
 // on a connection of its own, as separate host processes would.
 func sharedHosts(t testing.TB, n int, j *journal) []*Engine {
 	t.Helper()
-	node, err := store.StartNode(store.NodeOptions{Listen: "127.0.0.1:0"})
+	node, err := jetstream.StartNode(jetstream.NodeOptions{Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func sharedHosts(t testing.TB, n int, j *journal) []*Engine {
 	t.Cleanup(func() { ClaimFor = old })
 	var es []*Engine
 	for range n {
-		s, err := store.Open(store.Options{JetStream: &store.JetStream{URLs: []string{node.ClientURL()}, Memory: true, Shared: true}})
+		s, err := jetstream.Open(store.Options{}, jetstream.Config{URLs: []string{node.ClientURL()}, Memory: true, Shared: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -332,5 +333,8 @@ return s`
 		if n > 1 {
 			t.Errorf("the run log shows %q %d times", c, n)
 		}
+	}
+	if a.Fenced() == 0 || b.Fenced() != 0 { // what an operator sees in health
+		t.Errorf("fenced: the stale host %d, the other %d", a.Fenced(), b.Fenced())
 	}
 }

@@ -265,7 +265,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 		status = "stopping"
 	default:
 	}
-	writeJSON(w, http.StatusOK, api.Health{Status: status, PID: os.Getpid(), Version: s.cfg.Version, Host: s.svc.E.Host()})
+	writeJSON(w, http.StatusOK, api.Health{Status: status, PID: os.Getpid(), Version: s.cfg.Version, Host: s.svc.E.Host(), Fenced: s.svc.E.Fenced()})
 }
 
 func (s *Server) postRun(w http.ResponseWriter, r *http.Request) {

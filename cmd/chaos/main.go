@@ -15,12 +15,18 @@
 // before the kills: each must end denied, and none may have an act allowed
 // after the revoke returned.
 //
+// -partitions runs each node and host in a network namespace of its own
+// (netns.go; it needs root) and adds partitions to the chaos: a host cut
+// off past its claims, which goes on running and must have its commits
+// refused (fenced), and a node cut off, a minority that stalls and
+// recovers. The health of the hosts counts the fenced commits.
+//
 // -break fence builds a runehost whose hosts do not fence their commits by
-// their claims: the stopped hosts, going on, must make it fail. -break
+// their claims: the stopped or cut-off hosts, going on, must make it fail. -break
 // grants builds one whose acts do not check the grants' stamp: what a host
 // kept of the grants outlives the revoke, and it must fail.
 //
-// Usage: go run ./cmd/chaos [-invocations N] [-kills K] [-seed S] [-acts A] [-delay MS] [-break fence|grants] [-v]
+// Usage: go run ./cmd/chaos [-invocations N] [-kills K] [-seed S] [-acts A] [-delay MS] [-partitions] [-break fence|grants] [-v]
 package main
 
 import (
@@ -61,6 +67,8 @@ type harness struct {
 	total     int                        // acts the invocations do, all told
 	revoked   []string                   // the invocations whose grant is revoked (revoke.go)
 	st        *store.Store               // the stream, to read its claims (takeover.go); nil if it cannot be
+	net       *netns                     // -partitions: the namespaces, inside whose hub the harness runs
+	fenced    int64                      // commits the fence refused, as the hosts' health counted them after cuts
 }
 
 // proc is a node or a host: how to start it, and the process while it runs.
@@ -75,6 +83,7 @@ type proc struct {
 	// hostName is what the host's claims name it (its health says it),
 	// since it last came up.
 	hostName string
+	ns       int // its network namespace (-partitions), from 1; 0 for none
 }
 
 func main() {
@@ -84,20 +93,34 @@ func main() {
 	brk := flag.String("break", "", "build a runehost wrong on purpose: fence or grants")
 	claim := flag.Duration("claim", 2*time.Second, "how long a host's claims last (RUNEHOST_CLAIM_FOR)")
 	verbose := flag.Bool("v", false, "say what happens")
-	stops := flag.Bool("stops", false, "only stop hosts past their claims (as -break fence does)")
+	stops := flag.Bool("stops", false, "only stop hosts past their claims (as -break fence does), or with -partitions only cut them off")
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up after")
 	flag.IntVar(&acts, "acts", acts, "acts each invocation does: more keeps acts in flight through more of the kills")
 	delay := flag.Int("delay", 2, "milliseconds each act's effect takes: longer keeps acts in flight through more of the kills")
+	parts := flag.Bool("partitions", false, "each process in a network namespace of its own, and partitions among the chaos (needs root)")
 	flag.Parse()
-	tmp, err := os.MkdirTemp("", "runehost-chaos-")
-	check(err)
+	if *parts && os.Getenv(envNet) == "" {
+		os.Exit(partitioned(*brk))
+	}
+	tmp := os.Getenv(envTmp)
+	if tmp == "" {
+		var err error
+		tmp, err = os.MkdirTemp("", "runehost-chaos-")
+		check(err)
+	}
 	h := &harness{tmp: tmp, rng: rand.New(rand.NewSource(*seed)), verbose: *verbose, claim: *claim, delayMS: *delay,
 		journal: crashtest.Journal{Path: filepath.Join(tmp, "journal")}, kills: map[string]int{}, recovery: map[string][]time.Duration{}}
 	fmt.Printf("chaos: seed %d, %d invocations, %d kills, claims last %s, in %s\n", *seed, *n, *kills, *claim, tmp)
 	h.stopsOnly = *brk == "fence" || *stops
 	running = h
 	h.bin = filepath.Join(tmp, "runehost")
-	check(build(h.bin, tmp, *brk))
+	if *parts {
+		h.net = &netns{prefix: os.Getenv(envNet)}
+		h.bin = os.Getenv(envBin) // built before the harness came into the hub
+		fmt.Printf("chaos: each process in a network namespace of its own (%s*), partitions among the chaos\n", h.net.prefix)
+	} else {
+		check(build(h.bin, tmp, *brk))
+	}
 	start := time.Now()
 	h.start()
 	defer h.stopAll()
@@ -142,8 +165,11 @@ func main() {
 	viol += h.verify(ended, want, len(ids), revoked, revokedAt)
 	took := time.Since(start)
 	fmt.Printf("chaos: %d invocations, %d acts, kills %v, in %s\n", len(ids), len(ids)*acts, h.kills, took.Round(time.Second))
+	if h.net != nil {
+		fmt.Printf("chaos: the fence refused %d commits of hosts cut off (%d cuts)\n", h.fenced, h.kills["host cut"])
+	}
 	for kind, ds := range h.recovery {
-		fmt.Printf("chaos: after a %s, the next act was done within %s (median of %d)\n", kind, median(ds).Round(time.Millisecond), len(ds))
+		fmt.Printf("chaos: after a %s within %s (median of %d)\n", kind, median(ds).Round(time.Millisecond), len(ds))
 	}
 	switch {
 	case *brk != "" && viol == 0:
@@ -226,18 +252,34 @@ func overlay(args *[]string, tmp, file, broken string) error {
 
 // start starts the three nodes, then the three hosts.
 func (h *harness) start() {
-	client, route := ports(3), ports(3)
+	var client, route []string // host:port of each node
+	if h.net == nil {
+		for i, p := range append(ports(3), ports(3)...) {
+			if a := fmt.Sprintf("127.0.0.1:%d", p); i < 3 {
+				client = append(client, a)
+			} else {
+				route = append(route, a)
+			}
+		}
+	} else { // nodes 1-3, hosts 4-6: an address each
+		for i := range 3 {
+			client, route = append(client, h.net.addr(i+1)+":4222"), append(route, h.net.addr(i+1)+":6222")
+		}
+	}
 	for i := range 3 {
 		var routes []string
 		for j := range 3 {
 			if j != i {
-				routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", route[j]))
+				routes = append(routes, "nats://"+route[j])
 			}
 		}
-		h.urls = append(h.urls, fmt.Sprintf("nats://127.0.0.1:%d", client[i]))
+		h.urls = append(h.urls, "nats://"+client[i])
 		h.nodes[i] = &proc{name: fmt.Sprintf("node%d", i+1), args: []string{"nats", "--dir", filepath.Join(h.tmp, fmt.Sprintf("n%d", i+1)),
-			"--listen", fmt.Sprintf("127.0.0.1:%d", client[i]), "--cluster", "chaos", "--cluster-listen", fmt.Sprintf("127.0.0.1:%d", route[i]),
+			"--listen", client[i], "--cluster", "chaos", "--cluster-listen", route[i],
 			"--routes", strings.Join(routes, ","), "--name", fmt.Sprintf("n%d", i+1)}}
+		if h.net != nil {
+			h.nodes[i].ns = i + 1
+		}
 	}
 	for _, n := range h.nodes {
 		h.run(n)
@@ -251,6 +293,9 @@ func (h *harness) start() {
 			args: []string{"serve", "--native", "--store", dir, "--workers", "2"},
 			env: []string{"RUNEHOST_NATS=" + strings.Join(h.urls, ","), "RUNEHOST_NATS_REPLICAS=3", "RUNEHOST_CLAIM_FOR=" + h.claim.String(),
 				crashtest.JournalEnv + "=" + h.journal.Path, fmt.Sprintf("%s=%d", crashtest.DelayEnv, h.delayMS)}}
+		if h.net != nil {
+			h.hosts[i].ns = 4 + i
+		}
 	}
 	for _, p := range h.hosts {
 		h.run(p)
@@ -266,7 +311,11 @@ func (h *harness) run(p *proc) {
 	var err error
 	p.log, err = os.OpenFile(filepath.Join(h.tmp, p.name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	check(err)
-	p.cmd = exec.Command(h.bin, p.args...)
+	if h.net != nil && p.ns > 0 {
+		p.cmd = h.net.command(p.ns, append([]string{h.bin}, p.args...)...)
+	} else {
+		p.cmd = exec.Command(h.bin, p.args...)
+	}
 	p.cmd.Env = append(os.Environ(), p.env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	check(p.cmd.Start())
@@ -337,13 +386,24 @@ func (h *harness) admit(n int) (ids []string, want map[string]int64) {
 	return ids, want
 }
 
-// chaos kills or stops one process and brings it back.
+// chaos kills, stops or (-partitions) cuts off one process and brings it
+// back.
 func (h *harness) chaos() {
 	k := h.rng.Intn(10)
+	if h.net != nil {
+		k = h.rng.Intn(14)
+	}
 	if h.stopsOnly {
 		k = 9 // what -break breaks: only a host that goes on after its claims lapsed meets the fence
+		if h.net != nil {
+			k = 10 // one cut off, here
+		}
 	}
 	switch {
+	case k >= 12:
+		h.cutNode(h.nodes[h.rng.Intn(3)])
+	case k >= 10:
+		h.cutHost(h.hosts[h.rng.Intn(3)])
 	case k < 4: // a host, SIGKILL
 		h.kill(h.hosts[h.rng.Intn(3)], "host")
 	case k < 7: // a node, SIGKILL
@@ -375,7 +435,7 @@ func (h *harness) kill(p *proc, kind string) {
 	time.Sleep(time.Duration(100+h.rng.Intn(900)) * time.Millisecond)
 	h.run(p)
 	h.say("waiting for an act after %d", before)
-	h.waitAct(kind+" kill", before, killed)
+	h.waitAct(kind+" kill, the next act was done", before, killed)
 	h.waitTakeover(orphans, before, killed)
 	h.ready(p, time.Minute)
 }
