@@ -93,6 +93,19 @@ type DirLock struct {
 // LockDir locks dir (creating it if need be) for this process: a
 // *LockedError naming the holder when another process has it.
 func LockDir(dir string) (*DirLock, error) {
+	f, err := lockDirFile(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeHolder(dir); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &DirLock{dir: dir, f: f}, nil
+}
+
+// lockDirFile takes dir's lock file (lockName), creating dir if need be.
+func lockDirFile(dir string) (*os.File, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
@@ -107,11 +120,7 @@ func LockDir(dir string) (*DirLock, error) {
 		}
 		return nil, fmt.Errorf("store %s: lock: %w", dir, err)
 	}
-	if err := writeHolder(dir); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return &DirLock{dir: dir, f: f}, nil
+	return f, nil
 }
 
 // Dir is the locked directory.

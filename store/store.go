@@ -173,19 +173,9 @@ func Open(opts Options) (*Store, error) {
 		}
 		opts.Dir = dir
 	}
-	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
-		return nil, fmt.Errorf("store: %w", err)
-	}
-	lock, err := os.OpenFile(filepath.Join(opts.Dir, lockName), os.O_RDWR|os.O_CREATE, 0o600)
+	lock, err := lockDirFile(opts.Dir)
 	if err != nil {
-		return nil, fmt.Errorf("store: %w", err)
-	}
-	if err := lockFile(lock); err != nil {
-		lock.Close()
-		if errors.Is(err, errBusy) {
-			return nil, &LockedError{Dir: opts.Dir, Holder: readHolder(opts.Dir)}
-		}
-		return nil, fmt.Errorf("store %s: lock: %w", opts.Dir, err)
+		return nil, err
 	}
 	if err := keptInBadger(opts.Dir); err != nil {
 		lock.Close()
