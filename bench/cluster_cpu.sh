@@ -3,7 +3,8 @@
 # cluster, each part a process of its own: three `runehost nats` nodes (R3)
 # and one `runehost serve` host, with RUNS runs of ACTS fs.read acts each
 # admitted at once. It prints acts/s and the CPU per act of the host and of
-# each node (from /proc), for docs/cluster.md's projection.
+# each node (from /proc), and the host's requests to the nodes per act
+# (its metrics), for docs/cluster.md's projection.
 #
 #   go build -o /tmp/rh ./cmd/runehost && bench/cluster_cpu.sh /tmp/rh
 set -euo pipefail
@@ -19,6 +20,11 @@ stop() { # the host first (it drains through the nodes), then the nodes
   rm -rf "$dir"
 }
 trap stop EXIT
+
+trips() { # the host's requests to the nodes so far: reads scans commits (its metrics)
+  curl -s --unix-socket "$dir/h1/serve.sock" http://host/metrics |
+    awk '/^runehost_store_requests_total/ { n[$1] = $2 } END { printf "%d %d %d\n", n["runehost_store_requests_total{kind=\"read\"}"], n["runehost_store_requests_total{kind=\"scan\"}"], n["runehost_store_requests_total{kind=\"commit\"}"] }'
+}
 
 cpu() { # utime+stime of pid, in clock ticks
   awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"
@@ -47,6 +53,7 @@ EOF
 
 before=()
 for p in "${pids[@]}"; do before+=($(cpu "$p")); done
+read -r r0 s0 c0 < <(trips)
 start=$(date +%s%N)
 runpids=()
 for r in $(seq "$runs"); do "$rh" run --name "cpu$r" "$dir/cpu.rune" >/dev/null 2>&1 & runpids+=($!); done
@@ -55,6 +62,8 @@ end=$(date +%s%N)
 total=$((runs * acts))
 tick=$(getconf CLK_TCK)
 echo "acts: $total in $(((end - start) / 1000000)) ms: $((total * 1000000000 / (end - start))) acts/s"
+read -r r1 s1 c1 < <(trips)
+awk -v r=$((r1 - r0)) -v s=$((s1 - s0)) -v c=$((c1 - c0)) -v n="$total" 'BEGIN { printf "per act: %.2f reads, %.2f scans, %.2f commits\n", r / n, s / n, c / n }'
 names=(node1 node2 node3 host)
 for k in "${!pids[@]}"; do
   used=$(($(cpu "${pids[$k]}") - ${before[$k]}))

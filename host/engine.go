@@ -80,9 +80,10 @@ type Engine struct {
 	mu       sync.Mutex
 	backlogs map[string]*events.Backlog // by invocation
 
-	holds  holds   // one turn of a tree at a time (hold.go)
-	claims *claims // on a shared store, the trees this host drives (claim.go); nil on one of its own
-	wakers wakers  // the Loops to tell of work a command asked of this host made (forward.go)
+	holds  holds      // one turn of a tree at a time (hold.go)
+	claims *claims    // on a shared store, the trees this host drives (claim.go); nil on one of its own
+	wakers wakers     // the Loops to tell of work a command asked of this host made (forward.go)
+	ready  readyHints // invocations its commits made runnable, for its Loops (ready.go)
 
 	idMu   sync.Mutex // NewInvocationID's counter, one writer at a time here
 	runsMu sync.Mutex
@@ -102,6 +103,7 @@ func NewEngine(s *store.Store, rt port.RuntimePort, generation uint64, clock fun
 		ward: NewWard(s, clock), ledger: NewLedger(s), accounts: NewAccounts(s), invs: NewInvocations(s), boxes: NewMailboxes(s)}
 	e.invs.clock = clock
 	e.Adapters[SpawnTag] = spawner{e}
+	s.SetCommitted(e.committed) // hints of runnable work for its Loops (ready.go)
 	return e
 }
 

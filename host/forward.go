@@ -204,7 +204,7 @@ func (e *Engine) wakeDriver(inv string) {
 		e.wakeLoops()
 		return
 	}
-	e.Store.Tell("wake."+r.Host, nil)
+	e.Store.Tell("wake."+r.Host, []byte(inv)) // a hint there (ready.go)
 }
 
 // wakers are the Loops of this engine, told of work a command made.

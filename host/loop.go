@@ -9,13 +9,15 @@ import (
 	"errors"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/runehost/runehost/store"
 )
 
-// DefaultPoll is how often an idle Loop looks for deadlines that passed
-// and for work admitted by some other way than Notify.
+// DefaultPoll is how often a Loop lists the run index and looks for
+// deadlines that passed, for the work no hint of its engine's commits
+// names (ready.go).
 const DefaultPoll = 50 * time.Millisecond
 
 // SharedPoll is DefaultPoll on a shared store, where each look is a few
@@ -37,8 +39,9 @@ type Loop struct {
 	// goroutine).
 	OnTurn func(Turn)
 
-	once sync.Once
-	wake chan struct{}
+	once     sync.Once
+	wake     chan struct{}
+	listings atomic.Int64 // of the run index (for tests)
 }
 
 func (l *Loop) init() {
@@ -61,7 +64,12 @@ func (l *Loop) Run(ctx context.Context) error {
 	l.init()
 	defer l.E.addWaker(l)()
 	if l.E.claims != nil { // another host's send to a tree this one drives (wakeDriver)
-		if stop, err := l.E.Store.Hear("wake."+l.E.Host(), func([]byte) { l.Notify() }); err == nil {
+		if stop, err := l.E.Store.Hear("wake."+l.E.Host(), func(inv []byte) {
+			if id := string(inv); validID(id) {
+				l.E.ready.push(id)
+			}
+			l.Notify()
+		}); err == nil {
 			defer stop()
 		}
 	}
@@ -78,11 +86,14 @@ func (l *Loop) Run(ctx context.Context) error {
 	}
 	sched := &Scheduler{E: l.E, Quantum: l.Quantum}
 	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		driving = map[string]bool{} // roots with a worker
-		after   string              // the cursor: the last invocation given a turn
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		driving  = map[string]bool{} // roots with a worker
+		after    string              // the cursor: the last invocation given a turn
+		listed   time.Time           // when the run index was last listed
+		lastWake time.Time           // when deadlines were last looked at
 	)
+	busy := func(id string) bool { return driving[rootOf(id)] || l.E.holds.busy(id) }
 	slots := make(chan struct{}, workers)
 	defer wg.Wait()
 	for {
@@ -92,9 +103,16 @@ func (l *Loop) Run(ctx context.Context) error {
 			return nil
 		}
 		mu.Lock()
-		id, err := sched.nextAfter(after, func(id string) bool {
-			return driving[rootOf(id)] || l.E.holds.busy(id) || l.E.claimedElsewhere(rootOf(id))
-		})
+		var id string
+		var err error
+		if time.Since(listed) < poll { // hints first (ready.go); the index at least once a poll
+			id, err = sched.nextHint(after, busy)
+		}
+		if id == "" && err == nil && time.Since(listed) >= poll {
+			listed = time.Now()
+			l.listings.Add(1)
+			id, err = sched.nextAfter(after, func(id string) bool { return busy(id) || l.E.claimedElsewhere(rootOf(id)) })
+		}
 		if id != "" {
 			driving[rootOf(id)], after = true, id
 		}
@@ -105,16 +123,25 @@ func (l *Loop) Run(ctx context.Context) error {
 		}
 		if id == "" {
 			<-slots
-			if n, err := sched.Wake(); err != nil {
-				return err
-			} else if n > 0 {
-				continue
+			due, dueIn := l.E.ready.dueBy(l.E.Clock())
+			if due || time.Since(lastWake) >= poll {
+				lastWake = time.Now()
+				if n, err := sched.Wake(); err != nil {
+					return err
+				} else if n > 0 {
+					continue
+				}
 			}
+			wait := min(poll-time.Since(listed), poll-time.Since(lastWake)) // a notify without a hint does not put the listing off
+			if dueIn > 0 {
+				wait = min(wait, dueIn) // a deadline set here: at its time, not the next poll
+			}
+			wait = max(wait, time.Millisecond)
 			select {
 			case <-ctx.Done():
 				return nil
 			case <-l.wake:
-			case <-time.After(poll):
+			case <-time.After(wait):
 			}
 			continue
 		}
@@ -128,6 +155,9 @@ func (l *Loop) Run(ctx context.Context) error {
 			<-slots
 			if l.OnTurn != nil && ctx.Err() == nil {
 				l.OnTurn(t)
+			}
+			if t.Err == nil && t.State != nil && t.State.Status == Running {
+				l.E.ready.push(id) // a turn that ended with more to run wrote no index (ready.go)
 			}
 			l.Notify() // its tree may have more to run
 		}()

@@ -140,3 +140,49 @@ func TestLoopCancelStopsTheRunningTurn(t *testing.T) {
 	cancel()
 	wg.Wait()
 }
+
+// A Loop takes its turns from the hints of its engine's own commits: with
+// a poll of an hour it lists the run index once, at its start, and an
+// invocation's acts, its sleep and its child still run to the end, the
+// sleep woken at its deadline rather than at the next poll.
+func TestLoopTurnsFromHints(t *testing.T) {
+	s := memStore(t)
+	e := engine(t, s, 1)
+	e.Adapters["calc"] = &recorder{}
+	src := `var s = 0
+for i in range(20) { s += act "calc" {n: i} }
+try { await {key: "nap.sleep", timeout: 30} } catch err {}
+if input == 3 { return s }
+let k = act "spawn" {steps: 100000, input: 3}
+return s + (await {key: k.id}).result`
+	if err := e.Admit(context.Background(), "r1", "p", "", []byte(src), data(t, int64(0)), 10_000_000, 1); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	l := &Loop{E: e, Workers: 2, Poll: time.Hour}
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
+		st, err := e.State("r1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Status.Terminal() {
+			if st.Status != Completed || dataText(st.Result) != "3800" {
+				t.Fatalf("%+v", st)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not done within a minute: %+v (the run index listed %d times)", st, l.listings.Load())
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := l.listings.Load(); n != 1 {
+		t.Errorf("the run index listed %d times, want 1", n)
+	}
+}

@@ -68,7 +68,8 @@ type Store struct {
 	sealStop chan struct{}
 	sealDone chan struct{}
 
-	check func(tx *Tx, written []Key) error // SetCheck's
+	check     func(tx *Tx, written []Key) error // SetCheck's
+	committed func(put []Key)                   // SetCommitted's
 
 	logged    atomic.Int64 // bytes of values written to the value log since the last collection (compact.go)
 	collectMu sync.Mutex   // one collection at a time
@@ -453,7 +454,13 @@ func (s *Store) update(d Durability, inReserve bool, fn func(tx *Tx) error) erro
 			return err
 		}
 	}
-	return b.Commit(d, inReserve, tx.size)
+	if err := b.Commit(d, inReserve, tx.size); err != nil {
+		return err
+	}
+	if s.committed != nil && len(tx.put) > 0 {
+		s.committed(tx.put)
+	}
+	return nil
 }
 
 func firstLine(err error) string {
@@ -483,6 +490,12 @@ func (s *Store) Trips() Trips {
 // it before the commit is a conflict), and its error fails the commit.
 // Set it before the store is used.
 func (s *Store) SetCheck(check func(tx *Tx, written []Key) error) { s.check = check }
+
+// SetCommitted sets a function every update transaction calls once it
+// committed, with the keys it put (not those it deleted): a hint to the
+// process of what changed, which needs no read. Set it before the store is
+// used.
+func (s *Store) SetCommitted(fn func(put []Key)) { s.committed = fn }
 
 // Shared reports whether the store was opened to be shared by many host
 // processes (a JetStream store opened Shared): its users must coordinate

@@ -18,6 +18,7 @@ type Tx struct {
 	readOnly bool
 	size     int   // bytes of keys and values written
 	written  []Key // the keys written, kept only for a check (Store.SetCheck)
+	put      []Key // the keys put (not deleted), kept only for Store.SetCommitted's function
 	noCheck  bool
 }
 
@@ -28,6 +29,14 @@ func (tx *Tx) NoCheck() { tx.noCheck = true }
 func (tx *Tx) wrote(key Key) {
 	if tx.s.check != nil {
 		tx.written = append(tx.written, bytes.Clone(key))
+	}
+}
+
+// wrotePut notes a key put, for the check and for the committed function.
+func (tx *Tx) wrotePut(key Key) {
+	tx.wrote(key)
+	if tx.s.committed != nil {
+		tx.put = append(tx.put, bytes.Clone(key))
 	}
 }
 
@@ -107,7 +116,7 @@ func (tx *Tx) Put(key Key, v any) error {
 	}
 	tx.size += len(key) + len(b)
 	tx.s.noteValue(key, len(b))
-	tx.wrote(key)
+	tx.wrotePut(key)
 	return tx.b.Set(key, b)
 }
 
@@ -118,7 +127,7 @@ func (tx *Tx) PutRaw(key Key, b []byte) error {
 	}
 	tx.size += len(key) + len(b)
 	tx.s.noteValue(key, len(b))
-	tx.wrote(key)
+	tx.wrotePut(key)
 	return tx.b.Set(key, bytes.Clone(b))
 }
 

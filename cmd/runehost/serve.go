@@ -272,6 +272,9 @@ func launchServe(ctx context.Context, o serveOptions) (wait func() error, err er
 		return out, nil
 	})
 	m.SetStoreBytes(s.Sizes)
+	if s.Shared() { // on JetStream: an embedded Badger store makes no requests
+		m.SetStoreRequests(func() (uint64, uint64, uint64) { t := s.Trips(); return t.Reads, t.Scans, t.Commits })
+	}
 	if pool != nil {
 		m.SetPool(func() (int, int) { b, i := pool(); return b, b + i })
 	}

@@ -72,6 +72,7 @@ type Metrics struct {
 	storeBytes  func() (lsm, vlog int64)
 	pool        func() (busy, size int)
 	slack       func() (edits, dropped, refused int64)
+	storeReqs   func() (reads, scans, commits uint64)
 }
 
 // call is an act awaiting its result.
@@ -232,6 +233,15 @@ func (m *Metrics) SetSlack(f func() (edits, dropped, refused int64)) {
 	m.fmu.Unlock()
 }
 
+// SetStoreRequests sets the function that counts the requests the store
+// made to its servers (runehost_store_requests_total{kind}: read, scan,
+// commit; a store on JetStream). Its values only grow.
+func (m *Metrics) SetStoreRequests(f func() (reads, scans, commits uint64)) {
+	m.fmu.Lock()
+	m.storeReqs = f
+	m.fmu.Unlock()
+}
+
 // Middleware counts the requests h serves as route (the route's pattern,
 // never the raw path: the label set stays bounded) and their status code.
 func (m *Metrics) Middleware(route string, h http.Handler) http.Handler {
@@ -294,10 +304,11 @@ var (
 	descPool        = prometheus.NewDesc("runehost_sandbox_pool", "Sandboxes of the pool, busy or idle.", []string{"state"}, nil)
 	descEdits       = prometheus.NewDesc("runehost_slack_edits_total", "Slack message edits made.", nil, nil)
 	descRefusals    = prometheus.NewDesc("runehost_slack_refusals_total", "Slack edits not made: progress dropped (dropped_progress) or a terminal edit refused (refused_terminal).", []string{"kind"}, nil)
+	descRequests    = prometheus.NewDesc("runehost_store_requests_total", "Requests the store made to its servers (JetStream): reads, scans (a consumer each) and commits.", []string{"kind"}, nil)
 )
 
 func (f funcs) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descInvocations, descStore, descPool, descEdits, descRefusals} {
+	for _, d := range []*prometheus.Desc{descInvocations, descStore, descPool, descEdits, descRefusals, descRequests} {
 		ch <- d
 	}
 }
@@ -305,7 +316,7 @@ func (f funcs) Describe(ch chan<- *prometheus.Desc) {
 func (f funcs) Collect(ch chan<- prometheus.Metric) {
 	m := f.m
 	m.fmu.Lock()
-	inv, st, pool, slack := m.invocations, m.storeBytes, m.pool, m.slack
+	inv, st, pool, slack, req := m.invocations, m.storeBytes, m.pool, m.slack, m.storeReqs
 	m.fmu.Unlock()
 	if inv != nil {
 		counts, err := inv()
@@ -331,5 +342,11 @@ func (f funcs) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descEdits, prometheus.CounterValue, float64(edits))
 		ch <- prometheus.MustNewConstMetric(descRefusals, prometheus.CounterValue, float64(dropped), "dropped_progress")
 		ch <- prometheus.MustNewConstMetric(descRefusals, prometheus.CounterValue, float64(refused), "refused_terminal")
+	}
+	if req != nil {
+		reads, scans, commits := req()
+		ch <- prometheus.MustNewConstMetric(descRequests, prometheus.CounterValue, float64(reads), "read")
+		ch <- prometheus.MustNewConstMetric(descRequests, prometheus.CounterValue, float64(scans), "scan")
+		ch <- prometheus.MustNewConstMetric(descRequests, prometheus.CounterValue, float64(commits), "commit")
 	}
 }

@@ -181,6 +181,7 @@ func TestSlicesAndFuncs(t *testing.T) {
 	m.SetStoreBytes(func() (int64, int64) { return 4096, 1 << 20 })
 	m.SetPool(func() (int, int) { return 3, 8 })
 	m.SetSlack(func() (int64, int64, int64) { return 40, 5, 1 })
+	m.SetStoreRequests(func() (uint64, uint64, uint64) { return 300, 4, 110 })
 	fams, text := scrape(t, m)
 	for _, w := range []struct {
 		name   string
@@ -198,6 +199,9 @@ func TestSlicesAndFuncs(t *testing.T) {
 		{"runehost_slack_edits_total", nil, 40},
 		{"runehost_slack_refusals_total", []string{"kind", "dropped_progress"}, 5},
 		{"runehost_slack_refusals_total", []string{"kind", "refused_terminal"}, 1},
+		{"runehost_store_requests_total", []string{"kind", "read"}, 300},
+		{"runehost_store_requests_total", []string{"kind", "scan"}, 4},
+		{"runehost_store_requests_total", []string{"kind", "commit"}, 110},
 	} {
 		if got := value(fams, w.name, w.labels...); got != w.v {
 			t.Errorf("%s%v = %v, want %v", w.name, w.labels, got, w.v)
