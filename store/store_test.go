@@ -207,3 +207,37 @@ func TestEnvBackendNotLinked(t *testing.T) {
 		}
 	}
 }
+
+// SetCommitted's function sees the keys a committed transaction put, not
+// those it deleted, and nothing of a transaction that failed.
+func TestCommittedSeesPuts(t *testing.T) {
+	s, err := Open(Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var seen []string
+	s.SetCommitted(func(put []Key) {
+		for _, k := range put {
+			seen = append(seen, k.String())
+		}
+	})
+	if err := s.Update(Synced, func(tx *Tx) error {
+		if err := tx.Put(K("a", "1"), 1); err != nil {
+			return err
+		}
+		if err := tx.PutRaw(K("b"), []byte{0x01}); err != nil {
+			return err
+		}
+		return tx.Delete(K("c"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.Update(Synced, func(tx *Tx) error {
+		tx.Put(K("d"), 1)
+		return errors.New("refused") // not committed
+	})
+	if strings.Join(seen, " ") != "a/1 b" {
+		t.Fatalf("seen %q", seen)
+	}
+}
