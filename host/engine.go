@@ -57,6 +57,10 @@ type Engine struct {
 	// attempted without an outcome in a tree this one took over (a shared
 	// store; Open returns those of a store of its own).
 	OnRecovered func(op *Operation)
+	// OnWaitHost, if set, hears once per command that the host driving
+	// its tree does not answer, and that the command waits for that
+	// host's claims to lapse to take the tree over (forward.go).
+	OnWaitHost func(msg string)
 	// Redactor strips secrets from every event, and the host's own secrets
 	// from every act's reply; the known formats only when nil.
 	Redactor *redact.Redactor

@@ -74,6 +74,7 @@ func (e *Engine) elsewhere(op hostOp, do func() error) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), forwardFor())
 	defer cancel()
+	told := false
 	for {
 		err := do()
 		var ce *ClaimError
@@ -86,6 +87,10 @@ func (e *Engine) elsewhere(op hostOp, do func() error) error {
 			continue // given up there: do takes it
 		case !errors.Is(err, store.ErrNobody) && !errors.Is(err, ErrClaimed):
 			return err // done there, or refused there
+		}
+		if errors.Is(err, store.ErrNobody) && !told && e.OnWaitHost != nil {
+			told = true
+			e.OnWaitHost(fmt.Sprintf("%s %s: host %s drives its tree and does not answer: waiting for its claims to lapse (within %s) to take the tree over", op.Op, op.Inv, ce.Host, ClaimFor))
 		}
 		select {
 		case <-ctx.Done():

@@ -6,6 +6,7 @@ package host
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -168,11 +169,20 @@ func TestCommandsTakeADeadHostsTree(t *testing.T) {
 	}
 	kill(a)
 	killed := time.Now()
+	var told atomic.Int64
+	b.OnWaitHost = func(msg string) {
+		if strings.Contains(msg, "does not answer") {
+			told.Add(1)
+		}
+	}
 
 	if err := b.Cancel(cancelled); err != nil {
 		t.Fatalf("cancel of a dead host's tree: %v", err)
 	}
 	t.Logf("cancelled %s after the host died (claims last %s)", time.Since(killed).Round(time.Millisecond), ClaimFor)
+	if told.Load() != 1 {
+		t.Errorf("the cancel said %d times that it waits for the dead host's claims, want once", told.Load())
+	}
 	waitStatus(t, b, cancelled, Cancelled)
 	if err := b.Ready(resumed); err != nil {
 		t.Fatalf("resume of a dead host's tree: %v", err)

@@ -93,6 +93,7 @@ func openEngine(c *cli.Context, runs bool) (*host.Engine, func(), error) {
 	}
 	e.Redactor = redact.New(cfg.Secrets()...)
 	w, color := c.App.ErrWriter, isTerminal(c.App.ErrWriter)
+	e.OnWaitHost = func(msg string) { fmt.Fprintln(w, msg) } // a command on a shared store, waiting out a dead host
 	e.OnEvent = func(ev events.Event) {
 		if !events.Quiet(&ev) {
 			fmt.Fprintf(w, "%s %s\n", ev.Run, events.Line(&ev, color))

@@ -237,6 +237,7 @@ func launchServe(ctx context.Context, o serveOptions) (wait func() error, err er
 		e.Bounds.Events = o.eventBytes
 	}
 	e.OnRecovered = func(op *host.Operation) { reportUnknown(log, e, op) }
+	e.OnWaitHost = func(msg string) { log.Info("waiting for a host", "msg", msg) }
 	cfg := acts.FromEnv()
 	if o.cacheDir != "" {
 		cfg.CacheDir = o.cacheDir
