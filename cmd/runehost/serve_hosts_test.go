@@ -6,8 +6,10 @@
 package main
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -120,5 +122,65 @@ func TestOneSlackDispatcherAcrossHosts(t *testing.T) {
 	waitLog(pb, "slack: this host runs the cluster's dispatcher")
 	if !fake.WaitConnections(2, time.Minute) {
 		t.Fatalf("host b never connected to Slack once host a died:\n%s", pb.stderr)
+	}
+}
+
+// On the Events API, the host that stands by answers 503 with Retry-After
+// at once (Slack, or a balancer before the hosts, tries again and reaches
+// the dispatcher) instead of holding requests on a port it never serves;
+// once it runs the dispatcher, its requests reach the Events API.
+func TestEventsAPIStandbyAnswers(t *testing.T) {
+	sharedStore(t)
+	fake := fakeslack.New(nil)
+	defer fake.Close()
+	t.Setenv("SLACK_BOT_TOKEN", "xoxb-test")
+	t.Setenv("SLACK_SIGNING_SECRET", "shh")
+	t.Setenv("SLACK_API_URL", fake.URL())
+	listen := regexp.MustCompile(`serving the Events API[^\n]*"listen":"([0-9.:]+)"`)
+	addrOf := func(p *serveProc) string {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+			if m := listen.FindStringSubmatch(p.stderr.String()); m != nil {
+				return m[1]
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no Events API address in the log:\n%s", p.stderr)
+			}
+		}
+	}
+	post := func(addr string) int {
+		t.Helper()
+		c := &http.Client{Timeout: 10 * time.Second}
+		res, err := c.Post("http://"+addr+"/slack/events", "application/json", strings.NewReader(`{"type":"url_verification","challenge":"x"}`))
+		if err != nil {
+			t.Fatalf("the Events API on %s: %v", addr, err)
+		}
+		res.Body.Close()
+		if res.StatusCode == http.StatusServiceUnavailable && res.Header.Get("Retry-After") == "" {
+			t.Errorf("503 without Retry-After")
+		}
+		return res.StatusCode
+	}
+	progs := t.TempDir()
+	pa := startServeProc(t, os.Args[0], filepath.Join(t.TempDir(), "a"), true, "--slack", "--slack-listen", "127.0.0.1:0", "--progs", progs)
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(pa.stderr.String(), "this host runs the cluster's dispatcher"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("host a never ran the dispatcher:\n%s", pa.stderr)
+		}
+	}
+	pb := startServeProc(t, os.Args[0], filepath.Join(t.TempDir(), "b"), true, "--slack", "--slack-listen", "127.0.0.1:0", "--progs", progs)
+	a, b := addrOf(pa), addrOf(pb)
+	if code := post(a); code == http.StatusServiceUnavailable {
+		t.Fatalf("the dispatcher's host answered %d", code)
+	}
+	if code := post(b); code != http.StatusServiceUnavailable {
+		t.Fatalf("the standby answered %d, want 503", code)
+	}
+	pa.cmd.Process.Kill()
+	<-pa.done
+	for deadline := time.Now().Add(time.Minute); post(b) == http.StatusServiceUnavailable; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("host b still stands by a minute after host a died:\n%s", pb.stderr)
+		}
 	}
 }

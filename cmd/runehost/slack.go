@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -147,17 +148,32 @@ func startSlack(ctx context.Context, o *slackOptions, e *host.Engine, log *slog.
 			ln.Close()
 			return nil, exitf(exitUsage, "%v", err)
 		}
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+		// Until this host runs the dispatcher it answers 503: Slack (or a
+		// balancer before the hosts) tries again, and reaches the one that
+		// does, rather than wait on a port that accepts and never answers.
+		var live atomic.Pointer[http.Handler]
+		srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if h := live.Load(); h != nil {
+				(*h).ServeHTTP(w, r)
+				return
+			}
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "this host stands by: another host runs the cluster's Slack dispatcher", http.StatusServiceUnavailable)
+		})}
 		go func() { <-ctx.Done(); srv.Shutdown(context.Background()) }()
+		served := make(chan error, 1)
+		go func() { served <- srv.Serve(ln) }()
 		log.Info("slack: serving the Events API: its Request URL is https://THIS-HOST/slack/events (any path)", "listen", ln.Addr().String())
 		run = func() error {
 			held, err := holdSlack(ctx, e, log)
 			if err != nil || held == nil {
-				ln.Close()
+				srv.Shutdown(context.Background())
+				<-served
 				return err
 			}
+			live.Store(&h)
 			go func() { <-held.Done(); srv.Shutdown(context.Background()) }()
-			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 				return err
 			}
 			return nil
