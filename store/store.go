@@ -491,6 +491,18 @@ func (s *Store) Trips() Trips {
 // Set it before the store is used.
 func (s *Store) SetCheck(check func(tx *Tx, written []Key) error) { s.check = check }
 
+// Hurry bounds how long the store's operations keep trying while its
+// servers do not answer: after by, each gives up with its error. A process
+// that drains (runehost serve stopping) sets it, so that a cluster that is
+// gone does not hold it for the backend's whole patience at every write;
+// what it did not write is recovered as after a crash. A store of this
+// process alone (Badger) has no servers to wait for: nothing changes.
+func (s *Store) Hurry(by time.Time) {
+	if h, ok := s.be.(interface{ Hurry(time.Time) }); ok {
+		h.Hurry(by)
+	}
+}
+
 // SetCommitted sets a function every update transaction calls once it
 // committed, with the keys it put (not those it deleted): a hint to the
 // process of what changed, which needs no read. Set it before the store is

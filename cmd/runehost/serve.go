@@ -78,6 +78,11 @@ func capFlags() []cli.Flag {
 // otherwise: loopback, so that a link to a run's page opens on this machine.
 const defaultListen = "127.0.0.1:7233"
 
+// drainPatience bounds how long a draining serve keeps trying a store
+// whose servers do not answer (store.Hurry); a healthy store drains well
+// within it.
+const drainPatience = 20 * time.Second
+
 // serveOptions is what a serve is started with.
 type serveOptions struct {
 	store    string
@@ -372,6 +377,7 @@ func launchServe(ctx context.Context, o serveOptions) (wait func() error, err er
 	return func() error {
 		<-ctx.Done()
 		log.Info("draining: running slices finish, live machines are checkpointed")
+		s.Hurry(time.Now().Add(drainPatience)) // a cluster that is gone: give up, as a crash would, rather than wait at every write
 		srv.Stop()
 		// No new requests; those in flight (an admission, say) finish.
 		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)

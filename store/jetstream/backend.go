@@ -63,6 +63,7 @@ type jsStore struct {
 	shared  bool          // opened Shared: no hold
 
 	nReads, nScans, nCommits, nMsgs atomic.Uint64 // requests made (Trips)
+	hurry                           atomic.Int64  // unix ns after which no operation keeps trying (Hurry); 0 for none
 	known                           known         // records update transactions read and wrote (known.go)
 }
 
@@ -109,6 +110,9 @@ type jsTx struct {
 
 	usedKnown bool // a read came from the store's known records, unchecked until the commit
 }
+
+// Hurry makes every operation still trying after by give up then.
+func (s *jsStore) Hurry(by time.Time) { s.hurry.Store(by.UnixNano()) }
 
 // Shared reports whether the store was opened beside other hosts.
 func (s *jsStore) Shared() bool { return s.shared }
@@ -157,7 +161,11 @@ func (s *jsStore) ctx() (context.Context, context.CancelFunc) {
 // patient runs op again while the cluster cannot answer (a leader being
 // elected, a node restarting), for up to s.wait.
 func (s *jsStore) patient(what string, op func() error) error {
-	deadline := time.Now().Add(s.wait)
+	start := time.Now()
+	deadline := start.Add(s.wait)
+	if h := s.hurry.Load(); h != 0 && h < deadline.UnixNano() {
+		deadline = time.Unix(0, h)
+	}
 	pause := 20 * time.Millisecond
 	for {
 		err := op()
@@ -165,7 +173,7 @@ func (s *jsStore) patient(what string, op func() error) error {
 			return err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("store: %s: JetStream did not answer for %s: %w", what, s.wait, err)
+			return fmt.Errorf("store: %s: JetStream did not answer for %s: %w", what, time.Since(start).Round(time.Millisecond), err)
 		}
 		time.Sleep(pause)
 		pause = min(2*pause, 500*time.Millisecond)

@@ -66,3 +66,36 @@ func TestJetStreamClusterShared(t *testing.T) {
 		t.Fatalf("counter %d, want %d", n, 3*each)
 	}
 }
+
+// Hurry: once every server is gone, an operation gives up at the time
+// Hurry set rather than after the store's whole patience (a draining host).
+func TestHurryGivesUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a node stopped: not in -short")
+	}
+	node, err := jetstream.StartNode(jetstream.NodeOptions{Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := jetstream.Open(store.Options{}, jetstream.Config{URLs: []string{node.ClientURL()}, Stream: "HURRY", Memory: true, Timeout: time.Second, Wait: time.Hour, Shared: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Update(store.Synced, func(tx *store.Tx) error { return tx.Put(store.K("n"), 1) }); err != nil {
+		t.Fatal(err)
+	}
+	node.Shutdown()
+	s.Hurry(time.Now().Add(time.Second))
+	done := make(chan error, 1)
+	go func() { done <- s.Update(store.Synced, func(tx *store.Tx) error { return tx.Put(store.K("n"), 2) }) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("committed with no server")
+		}
+		t.Logf("gave up: %v", err)
+	case <-time.After(2 * time.Minute): // the store's own patience is an hour
+		t.Fatal("still trying two minutes after Hurry's second")
+	}
+}
