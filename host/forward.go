@@ -100,13 +100,38 @@ func (e *Engine) elsewhere(op hostOp, do func() error) error {
 	}
 }
 
-// askHost asks host to do op and waits for its answer.
+// askHost asks host to do op and waits for its answer, or for host to be
+// found gone (its beat lapsed): a host that took the request as it died
+// never answers, and that is store.ErrNobody, as if it had not taken it.
+// A live host is never asked twice: what it is doing, it may yet do.
 func (e *Engine) askHost(ctx context.Context, host string, op hostOp) error {
 	req, err := cbor.Marshal(op)
 	if err != nil {
 		return err
 	}
-	b, err := e.Store.Ask(ctx, "host."+host, req)
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type answer struct {
+		b   []byte
+		err error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		b, err := e.Store.Ask(actx, "host."+host, req)
+		got <- answer{b, err}
+	}()
+	var a0 answer
+	for waiting := true; waiting; {
+		select {
+		case a0 = <-got:
+			waiting = false
+		case <-time.After(SharedPoll):
+			if e.hostGone(host) {
+				return fmt.Errorf("%s %s: host %s took the request and is gone: %w", op.Op, op.Inv, host, store.ErrNobody)
+			}
+		}
+	}
+	b, err := a0.b, a0.err
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s %s: asked of host %s, which drives its tree: no answer within %s (it may yet do it)", op.Op, op.Inv, host, forwardFor())
@@ -121,6 +146,17 @@ func (e *Engine) askHost(ctx context.Context, host string, op hostOp) error {
 		return nil
 	}
 	return &HostError{Host: host, Msg: a.Err, class: classes[a.Class]}
+}
+
+// hostGone says whether host's beat has lapsed: it drives nothing now.
+func (e *Engine) hostGone(host string) bool {
+	var live bool
+	err := e.Store.View(func(tx *store.Tx) error {
+		var err error
+		live, err = liveTx(tx, host)
+		return err
+	})
+	return err == nil && !live
 }
 
 // serveOps answers the commands other hosts ask of this one, until the

@@ -254,3 +254,29 @@ func TestSendWakesTheDrivingHost(t *testing.T) {
 	}
 	waitStatus(t, a, id, Completed)
 }
+
+// A host that takes a command's request and dies before it answers (on
+// NATS an unsubscribe is not instant: a request can land on a host that
+// is stopping) never answers; the command finds the host gone by its beat
+// and takes the tree over, rather than wait out its whole bound.
+func TestCommandOutlivesAHostThatDiesAsked(t *testing.T) {
+	es, bl := opHosts(t)
+	a, b := es[0], es[1]
+	loopOn(t, a, bl)
+	id := admitOn(t, a, waitGo, Waiting)
+	host := a.Host()
+	kill(a)
+	gate := make(chan struct{})
+	defer close(gate)
+	stop, err := a.Store.Serve("host."+host, func([]byte) []byte { <-gate; return nil }) // takes it, never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	start := time.Now()
+	if err := b.Cancel(id); err != nil {
+		t.Fatalf("cancel of a tree whose host died holding the request: %v", err)
+	}
+	t.Logf("cancelled %s after the host died (claims last %s, the bound is %s)", time.Since(start).Round(time.Millisecond), ClaimFor, forwardFor())
+	waitStatus(t, b, id, Cancelled)
+}
