@@ -107,7 +107,7 @@ func NewEngine(s *store.Store, rt port.RuntimePort, generation uint64, clock fun
 		ward: NewWard(s, clock), ledger: NewLedger(s), accounts: NewAccounts(s), invs: NewInvocations(s), boxes: NewMailboxes(s)}
 	e.invs.clock = clock
 	e.Adapters[SpawnTag] = spawner{e}
-	s.SetCommitted(e.committed) // hints of runnable work for its Loops (ready.go)
+	s.SetCommitted(e.committed, store.Key(runPrefix), store.Key(duePrefix)) // hints of runnable work for its Loops (ready.go)
 	return e
 }
 

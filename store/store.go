@@ -68,8 +68,9 @@ type Store struct {
 	sealStop chan struct{}
 	sealDone chan struct{}
 
-	check     func(tx *Tx, written []Key) error // SetCheck's
-	committed func(put []Key)                   // SetCommitted's
+	check          func(tx *Tx, written []Key) error // SetCheck's
+	committed      func(put []Key)                   // SetCommitted's
+	committedUnder []Key                             // and the prefixes of the keys it sees
 
 	logged    atomic.Int64 // bytes of values written to the value log since the last collection (compact.go)
 	collectMu sync.Mutex   // one collection at a time
@@ -504,10 +505,13 @@ func (s *Store) Hurry(by time.Time) {
 }
 
 // SetCommitted sets a function every update transaction calls once it
-// committed, with the keys it put (not those it deleted): a hint to the
-// process of what changed, which needs no read. Set it before the store is
-// used.
-func (s *Store) SetCommitted(fn func(put []Key)) { s.committed = fn }
+// committed, with the keys it put (not those it deleted) under one of
+// prefixes (every key, when none is given): a hint to the process of what
+// changed, which needs no read. Only those keys are kept as a transaction
+// goes. Set it before the store is used.
+func (s *Store) SetCommitted(fn func(put []Key), prefixes ...Key) {
+	s.committed, s.committedUnder = fn, prefixes
+}
 
 // Shared reports whether the store was opened to be shared by many host
 // processes (a JetStream store opened Shared): its users must coordinate

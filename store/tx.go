@@ -35,7 +35,14 @@ func (tx *Tx) wrote(key Key) {
 // wrotePut notes a key put, for the check and for the committed function.
 func (tx *Tx) wrotePut(key Key) {
 	tx.wrote(key)
-	if tx.s.committed != nil {
+	if tx.s.committed == nil {
+		return
+	}
+	under := len(tx.s.committedUnder) == 0
+	for _, p := range tx.s.committedUnder {
+		under = under || bytes.HasPrefix(key, p)
+	}
+	if under {
 		tx.put = append(tx.put, bytes.Clone(key))
 	}
 }

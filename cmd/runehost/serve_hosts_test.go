@@ -98,19 +98,11 @@ func TestOneSlackDispatcherAcrossHosts(t *testing.T) {
 	t.Setenv("SLACK_BOT_TOKEN", "xoxb-test")
 	t.Setenv("SLACK_APP_TOKEN", "xapp-test")
 	t.Setenv("SLACK_API_URL", fake.URL())
-	waitLog := func(p *serveProc, what string) {
-		t.Helper()
-		for deadline := time.Now().Add(time.Minute); !strings.Contains(p.stderr.String(), what); time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the host never said %q:\n%s", what, p.stderr)
-			}
-		}
-	}
 	progs := t.TempDir()
 	pa := startServeProc(t, os.Args[0], filepath.Join(t.TempDir(), "a"), true, "--slack", "--progs", progs)
-	waitLog(pa, "this host runs the cluster's dispatcher")
+	waitLog(t, pa, "this host runs the cluster's dispatcher")
 	pb := startServeProc(t, os.Args[0], filepath.Join(t.TempDir(), "b"), true, "--slack", "--progs", progs)
-	waitLog(pb, "runs the cluster's dispatcher; this host takes over if it goes")
+	waitLog(t, pb, "runs the cluster's dispatcher; this host takes over if it goes")
 	if !fake.WaitConnections(1, time.Minute) {
 		t.Fatal("host a never connected to Slack")
 	}
@@ -119,7 +111,7 @@ func TestOneSlackDispatcherAcrossHosts(t *testing.T) {
 	}
 	pa.cmd.Process.Kill()
 	<-pa.done
-	waitLog(pb, "slack: this host runs the cluster's dispatcher")
+	waitLog(t, pb, "slack: this host runs the cluster's dispatcher")
 	if !fake.WaitConnections(2, time.Minute) {
 		t.Fatalf("host b never connected to Slack once host a died:\n%s", pb.stderr)
 	}
@@ -163,11 +155,7 @@ func TestEventsAPIStandbyAnswers(t *testing.T) {
 	}
 	progs := t.TempDir()
 	pa := startServeProc(t, os.Args[0], filepath.Join(t.TempDir(), "a"), true, "--slack", "--slack-listen", "127.0.0.1:0", "--progs", progs)
-	for deadline := time.Now().Add(time.Minute); !strings.Contains(pa.stderr.String(), "this host runs the cluster's dispatcher"); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("host a never ran the dispatcher:\n%s", pa.stderr)
-		}
-	}
+	waitLog(t, pa, "this host runs the cluster's dispatcher")
 	pb := startServeProc(t, os.Args[0], filepath.Join(t.TempDir(), "b"), true, "--slack", "--slack-listen", "127.0.0.1:0", "--progs", progs)
 	a, b := addrOf(pa), addrOf(pb)
 	if code := post(a); code == http.StatusServiceUnavailable {
@@ -181,6 +169,16 @@ func TestEventsAPIStandbyAnswers(t *testing.T) {
 	for deadline := time.Now().Add(time.Minute); post(b) == http.StatusServiceUnavailable; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("host b still stands by a minute after host a died:\n%s", pb.stderr)
+		}
+	}
+}
+
+// waitLog waits (a minute at most) for p to log what.
+func waitLog(t *testing.T, p *serveProc, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(p.stderr.String(), what); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the host never said %q:\n%s", what, p.stderr)
 		}
 	}
 }
